@@ -1,0 +1,126 @@
+/**
+ * The router's own account of work it sent to each instance (compat.md §5): prefill tokens not
+ * yet computed (added at dispatch, removed at the first token) and requests decoding. Every
+ * request holds a lease that is released exactly once, however the request ends.
+ */
+export interface LoadLease {
+  readonly instanceId: string;
+  readonly prefillTokens: number;
+  /** The first token arrived: the prefill part is done, the request now decodes. Idempotent. */
+  firstToken(): void;
+  /** The request ended (done, error, abort). Idempotent; later calls do nothing. */
+  release(): void;
+  readonly released: boolean;
+}
+
+export interface InstanceLoad {
+  /** Uncomputed prefill tokens of requests we dispatched that have not seen a first token. */
+  prefillTokens: number;
+  /** Requests we dispatched that have not seen a first token. */
+  prefillRequests: number;
+  /** Requests past their first token and not yet ended. */
+  decodeRequests: number;
+}
+
+export interface LoadAccountOptions {
+  /** Prefill entries older than this that never saw a first token are dropped (default 10 s). */
+  expireAfterMs?: number;
+  now: () => number;
+}
+
+interface Entry {
+  instanceId: string;
+  prefillTokens: number;
+  startedAt: number;
+  phase: "prefill" | "decode" | "done";
+}
+
+export class LoadAccount {
+  readonly #expireAfterMs: number;
+  readonly #now: () => number;
+  readonly #prefill = new Set<Entry>();
+  readonly #totals = new Map<string, InstanceLoad>();
+  #expired = 0;
+
+  constructor(options: LoadAccountOptions) {
+    this.#expireAfterMs = options.expireAfterMs ?? 10_000;
+    this.#now = options.now;
+  }
+
+  /** Prefill entries dropped so far because they never saw a first token in time. */
+  get expiredTotal(): number {
+    return this.#expired;
+  }
+
+  lease(instanceId: string, prefillTokens: number): LoadLease {
+    const entry: Entry = {
+      instanceId,
+      prefillTokens: Math.max(0, Math.round(prefillTokens)),
+      startedAt: this.#now(),
+      phase: "prefill",
+    };
+    this.#prefill.add(entry);
+    const total = this.#total(instanceId);
+    total.prefillTokens += entry.prefillTokens;
+    total.prefillRequests++;
+    const account = this;
+    return {
+      instanceId,
+      prefillTokens: entry.prefillTokens,
+      firstToken() {
+        if (entry.phase !== "prefill") return;
+        account.#leavePrefill(entry);
+        entry.phase = "decode";
+        account.#total(instanceId).decodeRequests++;
+      },
+      release() {
+        if (entry.phase === "done") return;
+        if (entry.phase === "prefill") account.#leavePrefill(entry);
+        else account.#total(instanceId).decodeRequests--;
+        entry.phase = "done";
+      },
+      get released() {
+        return entry.phase === "done";
+      },
+    };
+  }
+
+  /** Current load of one instance, after dropping expired prefill entries. */
+  load(instanceId: string): InstanceLoad {
+    this.expire();
+    const total = this.#totals.get(instanceId);
+    return total ? { ...total } : { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 };
+  }
+
+  /** Drops prefill entries past the bound; returns how many were dropped now. */
+  expire(): number {
+    const cutoff = this.#now() - this.#expireAfterMs;
+    let dropped = 0;
+    for (const entry of this.#prefill) {
+      if (entry.startedAt > cutoff) continue;
+      this.#leavePrefill(entry);
+      // It still holds a decode slot if the engine is slow: count it as decoding until release.
+      entry.phase = "decode";
+      this.#total(entry.instanceId).decodeRequests++;
+      dropped++;
+    }
+    this.#expired += dropped;
+    return dropped;
+  }
+
+  #leavePrefill(entry: Entry): void {
+    if (!this.#prefill.delete(entry)) return;
+    const total = this.#total(entry.instanceId);
+    total.prefillTokens -= entry.prefillTokens;
+    total.prefillRequests--;
+  }
+
+  #total(instanceId: string): InstanceLoad {
+    let total = this.#totals.get(instanceId);
+    if (!total) {
+      total = { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 };
+      this.#totals.set(instanceId, total);
+    }
+    return total;
+  }
+}

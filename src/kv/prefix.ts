@@ -1,0 +1,45 @@
+import type { KeyLocation, PrefixHits } from "./types.ts";
+
+/** The part of an instance that matters for locality: its id and the host its KV segment reports. */
+export interface KvPlacement {
+  id: string;
+  kvHost?: string;
+}
+
+/**
+ * Pool and per-instance local prefixes, in chunks, counted from chunk 0 only (compat.md §4,
+ * "What a hit means"). A chunk counts when every one of its keys (all ranks, `_k`/`_v`) counts.
+ * Pure: the lookup's answer in, prefixes out.
+ */
+export function computePrefixHits(
+  chunkKeys: readonly (readonly string[])[],
+  locations: ReadonlyMap<string, KeyLocation>,
+  instances: readonly KvPlacement[],
+): PrefixHits {
+  let poolChunks = 0;
+  while (
+    poolChunks < chunkKeys.length &&
+    chunkKeys[poolChunks].every((key) => locations.get(key)?.present === true)
+  ) poolChunks++;
+
+  const localChunks = new Map<string, number>();
+  for (const instance of instances) {
+    let chunks = 0;
+    const host = instance.kvHost === undefined ? undefined : normalizeHost(instance.kvHost);
+    if (host !== undefined) {
+      // A local prefix can never be longer than the pool prefix: every local key is present.
+      while (
+        chunks < poolChunks &&
+        chunkKeys[chunks].every((key) => locations.get(key)!.memoryHosts.includes(host))
+      ) chunks++;
+    }
+    localChunks.set(instance.id, chunks);
+  }
+  return { poolChunks, localChunks };
+}
+
+/** `[fe80::1]` and `fe80::1` name the same host; hosts compare case-insensitively. */
+export function normalizeHost(host: string): string {
+  const trimmed = host.trim().toLowerCase();
+  return trimmed.startsWith("[") && trimmed.endsWith("]") ? trimmed.slice(1, -1) : trimmed;
+}

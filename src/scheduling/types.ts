@@ -1,0 +1,63 @@
+/**
+ * What a policy sees of one instance. Built by the dispatcher (or the simulator) from the
+ * cluster view and the prefix lookup; policies never read anything else.
+ */
+export interface Candidate {
+  id: string;
+  /** Unhealthy candidates may be passed in; a policy must never choose one. */
+  healthy: boolean;
+  /** Prompt tokens this instance holds locally, counted from token 0. */
+  localPrefixTokens: number;
+  /** Prefill tokens already waiting or running on the instance (queued work). */
+  waitingPrefillTokens: number;
+  /** Requests decoding on the instance (for TBT admission and p2c tie-breaks). */
+  runningRequests: number;
+  /** Optional per-instance prefill-time model coefficients learned online. */
+  prefillModel?: PrefillModelCoefficients;
+}
+
+/** `T(n_new, n_cached)` seconds, n in thousands of tokens: a·n_new + b·n_new·(n_new + 2·n_cached) + c. */
+export interface PrefillModelCoefficients {
+  linear: number;
+  quadratic: number;
+  constant?: number;
+}
+
+export interface ScheduleRequest {
+  promptTokens: number;
+  /** Tokens of the prompt present anywhere in the shared pool, from token 0. */
+  poolPrefixTokens: number;
+}
+
+/** Everything non-deterministic a policy may use, passed in so any decision can be replayed. */
+export interface ScheduleContext {
+  /** Uniform [0, 1). */
+  random: () => number;
+  /** A per-model counter that grows by one per decision (round robin). */
+  sequence: number;
+}
+
+export interface CandidateScore {
+  id: string;
+  /** The named terms that make up `score` (e.g. prefixMissTokens, waitingPrefillTokens). */
+  terms: Record<string, number>;
+  /** Lower is better for every policy. */
+  score: number;
+  /** Why the candidate was excluded, when it was. */
+  excluded?: string;
+}
+
+export interface Decision {
+  policy: string;
+  /** Healthy candidates best first: the proxy retries down this list. */
+  ranking: string[];
+  /** Every candidate passed in, with its terms. */
+  scores: CandidateScore[];
+  /** Predicted TTFT of the chosen candidate in seconds, when the policy predicts one. */
+  predictedTtftS?: number;
+}
+
+export interface Policy {
+  readonly name: string;
+  select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision;
+}
