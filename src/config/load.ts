@@ -1,0 +1,116 @@
+import { parse as parseYaml } from "yaml";
+import type { z } from "zod";
+import { type Config, ConfigSchema } from "./schema.ts";
+
+/** Every problem found in a configuration, each with the path of the field at fault. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[], source = "config") {
+    super(`Invalid ${source}:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** `models[0].instances[1].url` from zod's `["models", 0, "instances", 1, "url"]`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out || "(root)";
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((k) => formatPath([...issue.path, k]));
+    return `${keys.join(", ")}: unknown field${keys.length > 1 ? "s" : ""}`;
+  }
+  return `${formatPath(issue.path)}: ${issue.message}`;
+}
+
+export interface ConfigSourceOptions {
+  /** Relative paths in the config (tokenizer directories) resolve against this directory. */
+  baseDir?: string;
+  /** Where `env:NAME` values are read from. */
+  env?: (name: string) => string | undefined;
+  source?: string;
+}
+
+/** Validates a parsed config object; throws ConfigError listing every problem. */
+export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): Config {
+  const result = ConfigSchema.safeParse(raw);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map(describeIssue), options.source);
+  }
+  const config = result.data;
+  const problems: string[] = [];
+  const env = options.env ?? (() => undefined);
+  if (config.admin.token?.startsWith("env:")) {
+    const name = config.admin.token.slice(4);
+    const value = env(name);
+    if (!value) problems.push(`admin.token: environment variable ${name} is not set or empty`);
+    else config.admin.token = value;
+  }
+  for (const model of config.models) {
+    const path = model.tokenizer.path;
+    if (path && options.baseDir && !path.startsWith("builtin:") && !isAbsolute(path)) {
+      model.tokenizer.path = joinPath(options.baseDir, path);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems, options.source);
+  return deepFreeze(config);
+}
+
+/** Parses JSON or YAML text (by file extension, else by content) and validates it. */
+export function parseConfigText(
+  text: string,
+  fileName: string,
+  options: ConfigSourceOptions = {},
+): Config {
+  let raw: unknown;
+  const yaml = /\.ya?ml$/i.test(fileName);
+  try {
+    raw = yaml ? parseYaml(text) : JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(
+      [`cannot parse ${yaml ? "YAML" : "JSON"}: ${(error as Error).message}`],
+      options.source ?? fileName,
+    );
+  }
+  return resolveConfig(raw, { source: fileName, ...options });
+}
+
+/** Reads and validates a config file; relative paths inside resolve against its directory. */
+export async function loadConfigFile(
+  path: string,
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): Promise<Config> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    throw new ConfigError([`cannot read ${path}: ${(error as Error).message}`], path);
+  }
+  const slash = path.lastIndexOf("/");
+  const baseDir = slash >= 0 ? path.slice(0, slash) || "/" : Deno.cwd();
+  return parseConfigText(text, path, {
+    baseDir: isAbsolute(baseDir) ? baseDir : joinPath(Deno.cwd(), baseDir),
+    env,
+  });
+}
+
+function isAbsolute(path: string): boolean {
+  return path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path);
+}
+
+function joinPath(dir: string, path: string): string {
+  return `${dir.replace(/\/+$/, "")}/${path.replace(/^\.\//, "")}`;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,231 @@
+import { z } from "zod";
+
+/**
+ * The router's configuration, validated in one pass so every problem is reported at start with
+ * its field path. Defaults follow compat.md (Llumnix's settings, Mooncake's ports) and design.md.
+ */
+
+const HASHES = [
+  "sha256_cbor",
+  "sha256",
+  "xxhash",
+  "xxhash_cbor",
+  "sha256_hex",
+  "xxh64_cumulative",
+] as const;
+
+const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
+const id = z.string().regex(
+  /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/,
+  "expected letters, digits, '_', '.', ':' or '-' (starting with a letter or digit)",
+);
+
+export const InstanceSchema = z.strictObject({
+  id,
+  url: httpUrl,
+  /** Host part of the `transport_endpoint_` the store reports for this instance's KV segment. */
+  kvHost: z.string().min(1).optional(),
+  role: z.enum(["neutral", "prefill", "decode"]).default("neutral"),
+  engine: z.enum(["vllm", "sglang", "openai"]).default("vllm"),
+});
+
+/** An instance group resolved from DNS (e.g. a Kubernetes headless Service). */
+export const DiscoverySchema = z.strictObject({
+  /** Instance ids become `{name}-{address}:{port}`. */
+  name: id,
+  hostname: z.string().min(1),
+  /** `A`/`AAAA` records with this port, or `SRV` records that carry their own ports. */
+  recordType: z.enum(["A", "AAAA", "SRV"]).default("A"),
+  port: z.int().min(1).max(65535).optional(),
+  scheme: z.enum(["http", "https"]).default("http"),
+  intervalMs: z.int().min(100).default(10_000),
+  role: z.enum(["neutral", "prefill", "decode"]).default("neutral"),
+  engine: z.enum(["vllm", "sglang", "openai"]).default("vllm"),
+});
+
+export const KeyParamsSchema = z.strictObject({
+  model: z.string().min(1).optional(),
+  tpRank: z.int().min(0).optional(),
+  ppRank: z.int().min(0).optional(),
+  tpSize: z.int().min(1).optional(),
+  ppSize: z.int().min(1).optional(),
+  worldSize: z.int().min(1).optional(),
+  workerId: z.int().min(0).optional(),
+  dtype: z.string().min(1).optional(),
+  tag: z.string().optional(),
+  cachePrefix: z.string().optional(),
+  group: z.int().min(0).optional(),
+  mla: z.boolean().optional(),
+});
+
+export const KvSchema = z.strictObject({
+  store: z.enum(["mooncake", "none"]).default("mooncake"),
+  /** The Mooncake master's admin/metrics port (default 9003), not the metadata server. */
+  url: httpUrl.optional(),
+  hash: z.enum(HASHES).default("sha256_cbor"),
+  /** Must equal the engines' PYTHONHASHSEED (vLLM) / GO_HASH_SEED (Llumnix). */
+  seed: z.string().default("0"),
+  chunkSize: z.int().min(1).max(1 << 20).default(256),
+  saveUnfullChunk: z.boolean().default(false),
+  /** A preset (llumnix, vllm-mooncake-store, lmcache, sglang-hicache) or a custom template. */
+  keyFormat: z.string().min(1).default("llumnix"),
+  keyParams: KeyParamsSchema.default({}),
+  requireAllRanks: z.boolean().default(false),
+  minPromptTokens: z.int().min(0).default(1024),
+  timeoutMs: z.int().min(1).max(60_000).default(50),
+  batchSize: z.int().min(1).max(4096).default(128),
+  /** After a failed lookup the store is skipped for this long (Llumnix: 30 s). */
+  downWindowMs: z.int().min(0).default(30_000),
+  predictedIndex: z.strictObject({
+    enabled: z.boolean().default(true),
+    ttlMs: z.int().min(1).default(5_000),
+    maxKeys: z.int().min(1).default(200_000),
+  }).default({ enabled: true, ttlMs: 5_000, maxKeys: 200_000 }),
+});
+
+export const TokenizerSchema = z.strictObject({
+  /** local: tokenizer.json + chat template; engine: ask the backend; none: token-id prompts only. */
+  mode: z.enum(["local", "engine", "none"]).default("local"),
+  /** Directory with tokenizer.json + tokenizer_config.json, or `builtin:qwen3`. */
+  path: z.string().min(1).optional(),
+  fastPath: z.boolean().default(true),
+  /** Token-id cache for multi-turn chat, bounded by cached tokens. */
+  cacheMaxTokens: z.int().min(0).default(4_000_000),
+  /** Timeout of an engine-mode tokenize call. */
+  timeoutMs: z.int().min(1).default(2_000),
+});
+
+export const HealthSchema = z.strictObject({
+  intervalMs: z.int().min(50).default(3_000),
+  timeoutMs: z.int().min(10).default(1_000),
+  failuresToOpen: z.int().min(1).default(3),
+  successesToClose: z.int().min(1).default(2),
+  /** Before a half-open trial request is let through after the breaker opened. */
+  openCooldownMs: z.int().min(0).default(5_000),
+});
+
+export const PolicySchema = z.union([
+  z.string().min(1),
+  z.strictObject({
+    name: z.string().min(1),
+    params: z.record(z.string(), z.unknown()).default({}),
+  }),
+]);
+
+export const SloSchema = z.strictObject({
+  ttftS: z.number().positive().optional(),
+  tbtS: z.number().positive().optional(),
+  admission: z.boolean().default(false),
+});
+
+export const ModelSchema = z.strictObject({
+  name: z.string().min(1),
+  /** Other names clients may use; `loras` map names to a LoRA adapter (part of the hash). */
+  aliases: z.array(z.string().min(1)).default([]),
+  loras: z.array(z.strictObject({ name: z.string().min(1), adapter: z.string().min(1) })).default(
+    [],
+  ),
+  tokenizer: TokenizerSchema.default({
+    mode: "local",
+    fastPath: true,
+    cacheMaxTokens: 4_000_000,
+    timeoutMs: 2_000,
+  }),
+  kv: KvSchema,
+  policy: PolicySchema.default("cache_aware"),
+  slo: SloSchema.default({ admission: false }),
+  /** Overrides of the prefill-time model T(n_new, n_cached) (seconds, n in thousands). */
+  prefillModel: z.strictObject({
+    linear: z.number().nonnegative(),
+    quadratic: z.number().nonnegative(),
+    constant: z.number().nonnegative().optional(),
+  }).optional(),
+  health: HealthSchema.default({
+    intervalMs: 3_000,
+    timeoutMs: 1_000,
+    failuresToOpen: 3,
+    successesToClose: 2,
+    openCooldownMs: 5_000,
+  }),
+  instances: z.array(InstanceSchema).default([]),
+  discovery: z.array(DiscoverySchema).default([]),
+});
+
+export const ConfigSchema = z.strictObject({
+  listen: z.strictObject({
+    host: z.string().min(1).default("127.0.0.1"),
+    port: z.int().min(0).max(65535).default(8080),
+  }).default({ host: "127.0.0.1", port: 8080 }),
+  limits: z.strictObject({
+    maxBodyBytes: z.int().min(1).default(32 * 1024 * 1024),
+    /** Upstream must send response headers within this time, else the attempt is a timeout. */
+    upstreamHeadersTimeoutMs: z.int().min(1).default(60_000),
+    /** Attempts per request: the first try plus at most this many retries elsewhere. */
+    maxRetries: z.int().min(0).max(10).default(2),
+  }).default({ maxBodyBytes: 32 * 1024 * 1024, upstreamHeadersTimeoutMs: 60_000, maxRetries: 2 }),
+  admin: z.strictObject({
+    /** Bearer token for /admin; `env:NAME` reads it from the environment. */
+    token: z.string().min(1).optional(),
+  }).default({}),
+  models: z.array(ModelSchema).min(1, "at least one model is required"),
+}).superRefine((config, ctx) => {
+  const names = new Map<string, number>();
+  config.models.forEach((model, m) => {
+    for (const name of [model.name, ...model.aliases, ...model.loras.map((l) => l.name)]) {
+      const seen = names.get(name);
+      if (seen !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["models", m, "name"],
+          message: `model name "${name}" is already used by models[${seen}]`,
+        });
+      } else names.set(name, m);
+    }
+    const ids = new Set<string>();
+    model.instances.forEach((instance, i) => {
+      if (ids.has(instance.id)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["models", m, "instances", i, "id"],
+          message: `duplicate instance id "${instance.id}"`,
+        });
+      }
+      ids.add(instance.id);
+    });
+    if (model.instances.length === 0 && model.discovery.length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["models", m, "instances"],
+        message: "a model needs at least one instance or a discovery entry",
+      });
+    }
+    if (model.kv.store === "mooncake" && !model.kv.url) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["models", m, "kv", "url"],
+        message: 'required when kv.store is "mooncake" (the master\'s HTTP port, default 9003)',
+      });
+    }
+    if (model.tokenizer.mode === "local" && !model.tokenizer.path) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["models", m, "tokenizer", "path"],
+        message: 'required when tokenizer.mode is "local" (a directory with tokenizer.json)',
+      });
+    }
+    if (model.slo.admission && model.slo.ttftS === undefined && model.slo.tbtS === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["models", m, "slo", "admission"],
+        message: "admission needs slo.ttftS and/or slo.tbtS",
+      });
+    }
+  });
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type ModelConfig = Config["models"][number];
+export type InstanceConfig = z.infer<typeof InstanceSchema>;
+export type DiscoveryConfig = z.infer<typeof DiscoverySchema>;
+export type KvConfig = z.infer<typeof KvSchema>;
+export type HealthConfig = z.infer<typeof HealthSchema>;

@@ -1,0 +1,68 @@
+/** OpenAI's error body: `{"error":{"message","type","param","code"}}`, the only shape clients parse. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+export interface OpenAIErrorOptions {
+  type?: string;
+  param?: string | null;
+  code?: string | null;
+  headers?: HeadersInit;
+}
+
+const DEFAULT_TYPES: Record<number, string> = {
+  400: "invalid_request_error",
+  404: "invalid_request_error",
+  413: "invalid_request_error",
+  429: "rate_limit_error",
+  502: "server_error",
+  503: "server_error",
+  504: "server_error",
+};
+
+export function openAIErrorBody(
+  status: number,
+  message: string,
+  options: OpenAIErrorOptions = {},
+): OpenAIErrorBody {
+  return {
+    error: {
+      message,
+      type: options.type ?? DEFAULT_TYPES[status] ??
+        (status >= 500 ? "server_error" : "invalid_request_error"),
+      param: options.param ?? null,
+      code: options.code ?? null,
+    },
+  };
+}
+
+export function openAIError(
+  status: number,
+  message: string,
+  options: OpenAIErrorOptions = {},
+): Response {
+  const headers = new Headers(options.headers);
+  headers.set("content-type", "application/json");
+  return new Response(JSON.stringify(openAIErrorBody(status, message, options)), {
+    status,
+    headers,
+  });
+}
+
+/** An error raised inside the request path that maps to one OpenAI-shaped HTTP answer. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly options: OpenAIErrorOptions = {},
+  ) {
+    super(message);
+    this.name = "HttpError";
+  }
+
+  toResponse(extraHeaders?: HeadersInit): Response {
+    const headers = new Headers(this.options.headers);
+    new Headers(extraHeaders).forEach((value, key) => headers.set(key, value));
+    return openAIError(this.status, this.message, { ...this.options, headers });
+  }
+}
