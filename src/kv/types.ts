@@ -10,6 +10,8 @@ export interface KeyLocation {
   sharedDisk: boolean;
   /** The store's error code for this key, e.g. OBJECT_NOT_FOUND or REPLICA_IS_NOT_READY. */
   error?: string;
+  /** Vouched for only by the router's own recent dispatches, not (yet) by the store. */
+  predicted?: boolean;
 }
 
 export type LookupOutcome =
@@ -33,6 +35,8 @@ export interface LookupResult {
   attempts: number;
   elapsedMs: number;
   error?: string;
+  /** Keys present only because the router's own recent dispatches vouch for them. */
+  predictedKeys?: number;
 }
 
 /** Anything that can say where keys live: the Mooncake client, the local predicted index, both. */

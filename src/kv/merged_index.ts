@@ -1,0 +1,86 @@
+import type { KeyLocation, KvIndex, LookupResult } from "./types.ts";
+
+/**
+ * The store's answer plus the router's own predictions (issue 4): per key, the union of the two
+ * (present if either says so, memory hosts of both). The prediction answers even when the store
+ * is down, skipped or too slow, so a burst sharing a new prefix follows its first request.
+ * `outcome`, `batches` and `attempts` are the store's; `locations` are always usable.
+ */
+export class MergedIndex implements KvIndex {
+  readonly #store: KvIndex;
+  readonly #predicted: KvIndex;
+
+  constructor(store: KvIndex, predicted: KvIndex) {
+    this.#store = store;
+    this.#predicted = predicted;
+  }
+
+  async lookup(
+    keys: string[],
+    options?: { deadlineMs?: number; signal?: AbortSignal },
+  ): Promise<LookupResult> {
+    const [store, predicted] = await Promise.all([
+      failOpen(this.#store, keys, options),
+      failOpen(this.#predicted, keys, options),
+    ]);
+    const { locations, predictedKeys } = mergeLocations(store.locations, predicted.locations);
+    const merged: LookupResult = {
+      ...store,
+      locations,
+      keysQueried: Math.max(store.keysQueried, predicted.keysQueried),
+      elapsedMs: Math.max(store.elapsedMs, predicted.elapsedMs),
+      predictedKeys,
+    };
+    return merged;
+  }
+}
+
+/** Per key, the union of what the store says and what was predicted. Pure. */
+export function mergeLocations(
+  store: ReadonlyMap<string, KeyLocation>,
+  predicted: ReadonlyMap<string, KeyLocation>,
+): { locations: Map<string, KeyLocation>; predictedKeys: number } {
+  const locations = new Map<string, KeyLocation>(store);
+  let predictedKeys = 0;
+  for (const [key, guess] of predicted) {
+    if (!guess.present) continue;
+    const known = store.get(key);
+    if (known === undefined || !known.present) predictedKeys++;
+    locations.set(key, known === undefined ? { ...guess, predicted: true } : union(known, guess));
+  }
+  return { locations, predictedKeys };
+}
+
+function union(known: KeyLocation, guess: KeyLocation): KeyLocation {
+  const memoryHosts = [...known.memoryHosts];
+  for (const host of guess.memoryHosts) if (!memoryHosts.includes(host)) memoryHosts.push(host);
+  const location: KeyLocation = {
+    present: true,
+    memoryHosts,
+    localDiskHosts: [...known.localDiskHosts],
+    sharedDisk: known.sharedDisk,
+  };
+  // Marked when the prediction changed anything the dispatcher reads.
+  if (!known.present || memoryHosts.length > known.memoryHosts.length) location.predicted = true;
+  return location;
+}
+
+async function failOpen(
+  index: KvIndex,
+  keys: string[],
+  options?: { deadlineMs?: number; signal?: AbortSignal },
+): Promise<LookupResult> {
+  try {
+    return await index.lookup(keys, options);
+  } catch (error) {
+    return {
+      outcome: "failed",
+      locations: new Map(),
+      keysQueried: new Set(keys).size,
+      batches: 0,
+      attempts: 0,
+      elapsedMs: 0,
+      error: `index lookup threw: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+}

@@ -1,0 +1,138 @@
+import type { KeyLocation, KvIndex, LookupResult } from "./types.ts";
+import { normalizeHost } from "./prefix.ts";
+
+/**
+ * What the router itself knows is about to exist: after dispatching a request to instance X, its
+ * chunk keys are "being written by X" for a short TTL. The store only lists a key once the engine
+ * has finished its prefill and written it, so without this a burst of requests sharing a new
+ * prefix would scatter; with it they follow the first one. Answers like the store would
+ * (`KeyLocation` with X's KV host as memory host), marked `predicted`.
+ *
+ * Memory is bounded: at most `maxEntries` keys, least recently recorded or read dropped first.
+ * Pure: time comes from the clock passed in.
+ */
+export interface PredictedIndexOptions {
+  now: () => number;
+  /** How long a dispatch vouches for its keys (default 5 000 ms). */
+  ttlMs?: number;
+  /** Keys remembered at most (default 200 000, ~30-40 MB at 66-character keys). */
+  maxEntries?: number;
+}
+
+/** Who is writing: the instance and the host its KV segment reports (when it has one). */
+export interface PredictedWriter {
+  instanceId: string;
+  kvHost?: string;
+}
+
+interface Writer {
+  host: string | undefined;
+  expiresAt: number;
+}
+
+export class PredictedIndex implements KvIndex {
+  readonly #now: () => number;
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  /** Key → writers by instance id. Map order is recency order (oldest first). */
+  readonly #entries = new Map<string, Map<string, Writer>>();
+  #evicted = 0;
+
+  constructor(options: PredictedIndexOptions) {
+    this.#now = options.now;
+    this.#ttlMs = options.ttlMs !== undefined && options.ttlMs >= 0 ? options.ttlMs : 5_000;
+    this.#maxEntries = options.maxEntries !== undefined && options.maxEntries >= 1
+      ? Math.floor(options.maxEntries)
+      : 200_000;
+  }
+
+  /** Record that `writer` is writing `keys` (call right after dispatch). */
+  record(keys: readonly string[], writer: PredictedWriter): void {
+    const now = this.#now();
+    const host = writer.kvHost === undefined || writer.kvHost.trim() === ""
+      ? undefined
+      : normalizeHost(writer.kvHost);
+    const expiresAt = now + this.#ttlMs;
+    for (const key of keys) {
+      const writers = this.#entries.get(key) ?? new Map<string, Writer>();
+      this.#entries.delete(key);
+      writers.set(writer.instanceId, { host, expiresAt });
+      this.#entries.set(key, writers);
+    }
+    this.#evict(now);
+  }
+
+  /** The prediction for one key, or undefined when nobody is writing it (synchronous). */
+  peek(key: string): KeyLocation | undefined {
+    const writers = this.#entries.get(key);
+    if (writers === undefined) return undefined;
+    const now = this.#now();
+    const hosts: string[] = [];
+    for (const [instanceId, writer] of writers) {
+      if (writer.expiresAt <= now) {
+        writers.delete(instanceId);
+        continue;
+      }
+      if (writer.host !== undefined && !hosts.includes(writer.host)) hosts.push(writer.host);
+    }
+    this.#entries.delete(key);
+    if (writers.size === 0) return undefined;
+    this.#entries.set(key, writers);
+    return {
+      present: true,
+      memoryHosts: hosts,
+      localDiskHosts: [],
+      sharedDisk: false,
+      predicted: true,
+    };
+  }
+
+  lookup(keys: string[]): Promise<LookupResult> {
+    const started = this.#now();
+    const locations = new Map<string, KeyLocation>();
+    const unique = new Set(keys);
+    for (const key of unique) {
+      const location = this.peek(key);
+      if (location !== undefined) locations.set(key, location);
+    }
+    return Promise.resolve({
+      outcome: keys.length === 0 ? "skipped" : "ok",
+      locations,
+      keysQueried: unique.size,
+      batches: 0,
+      attempts: 0,
+      elapsedMs: Math.max(0, this.#now() - started),
+    });
+  }
+
+  /** Forget everything an instance was writing (it failed, or the request was cancelled early). */
+  forgetInstance(instanceId: string): void {
+    for (const [key, writers] of this.#entries) {
+      if (writers.delete(instanceId) && writers.size === 0) this.#entries.delete(key);
+    }
+  }
+
+  /** Keys currently held (expired ones included until they are swept). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Keys dropped because `maxEntries` was reached (expired ones do not count). */
+  get evictedTotal(): number {
+    return this.#evicted;
+  }
+
+  #evict(now: number): void {
+    // Oldest first: sweep expired keys at the front, then drop live ones beyond the bound.
+    for (const [key, writers] of this.#entries) {
+      if (this.#entries.size <= this.#maxEntries && !allExpired(writers, now)) break;
+      this.#entries.delete(key);
+      if (!allExpired(writers, now)) this.#evicted++;
+    }
+  }
+}
+
+function allExpired(writers: Map<string, Writer>, now: number): boolean {
+  for (const writer of writers.values()) if (writer.expiresAt > now) return false;
+  return true;
+}
