@@ -63,22 +63,23 @@ export class LoadAccount {
     const total = this.#total(instanceId);
     total.prefillTokens += entry.prefillTokens;
     total.prefillRequests++;
-    const account = this;
+    const firstToken = () => {
+      if (entry.phase !== "prefill") return;
+      this.#leavePrefill(entry);
+      entry.phase = "decode";
+      this.#total(instanceId).decodeRequests++;
+    };
+    const release = () => {
+      if (entry.phase === "done") return;
+      if (entry.phase === "prefill") this.#leavePrefill(entry);
+      else this.#total(instanceId).decodeRequests--;
+      entry.phase = "done";
+    };
     return {
       instanceId,
       prefillTokens: entry.prefillTokens,
-      firstToken() {
-        if (entry.phase !== "prefill") return;
-        account.#leavePrefill(entry);
-        entry.phase = "decode";
-        account.#total(instanceId).decodeRequests++;
-      },
-      release() {
-        if (entry.phase === "done") return;
-        if (entry.phase === "prefill") account.#leavePrefill(entry);
-        else account.#total(instanceId).decodeRequests--;
-        entry.phase = "done";
-      },
+      firstToken,
+      release,
       get released() {
         return entry.phase === "done";
       },

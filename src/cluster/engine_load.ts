@@ -1,0 +1,202 @@
+/**
+ * Pure readers that turn an engine's own load page into one `EngineLoadReport` (compat.md §6):
+ * vLLM `/metrics` (Prometheus text, new and old gauge names, summed over `engine` labels), SGLang
+ * `/get_load` (JSON, summed over data-parallel ranks) and SGLang `/metrics`.
+ */
+import { parsePrometheusText, type PromSample } from "./prometheus_text.ts";
+
+export interface EngineLoadReport {
+  /** Requests queued in the engine and not yet scheduled. */
+  waitingRequests: number;
+  /** Requests scheduled: decoding, and for vLLM also those part-way through their prefill. */
+  runningRequests: number;
+  /**
+   * Tokens waiting for prefill (SGLang `num_pending_tokens`: the full length of each queued
+   * prompt, cached or not, plus the rest of the prefill in progress). Absent when not reported.
+   */
+  pendingPrefillTokens?: number;
+  /** KV-cache usage in [0, 1], the mean over data-parallel ranks. */
+  kvUsage?: number;
+  /** When the engine was asked, on the router's clock (ms). */
+  observedAtMs: number;
+}
+
+/** Where an instance's load is read from. */
+export type EngineLoadSource = "vllm_metrics" | "sglang_get_load" | "sglang_metrics";
+
+/** The page could not be read as the expected engine's load: the message says what to check. */
+export class EngineLoadFormatError extends Error {
+  override name = "EngineLoadFormatError";
+}
+
+export interface ReadLoadOptions {
+  observedAtMs: number;
+  /** Keep only series of this model (`model_name` label; SGLang's old `name` label too). */
+  modelName?: string;
+}
+
+const VLLM = {
+  waiting: "vllm:num_requests_waiting",
+  running: "vllm:num_requests_running",
+  kvUsage: "vllm:kv_cache_usage_perc",
+  kvUsageOld: "vllm:gpu_cache_usage_perc",
+} as const;
+
+const SGLANG = {
+  waiting: "sglang:num_queue_reqs",
+  running: "sglang:num_running_reqs",
+  kvUsage: "sglang:token_usage",
+} as const;
+
+interface Aggregate {
+  sum: number;
+  count: number;
+}
+
+function aggregate(samples: PromSample[], name: string): Aggregate | undefined {
+  let sum = 0;
+  let count = 0;
+  let seen = false;
+  for (const s of samples) {
+    if (s.name !== name) continue;
+    seen = true;
+    if (Number.isNaN(s.value)) continue; // an engine that has not measured yet
+    sum += s.value;
+    count++;
+  }
+  return seen ? { sum, count } : undefined;
+}
+
+function mean(a: Aggregate | undefined): number | undefined {
+  return a && a.count > 0 ? a.sum / a.count : undefined;
+}
+
+function modelOf(sample: PromSample): string | undefined {
+  return sample.labels.model_name ?? sample.labels.name;
+}
+
+/** Keeps the samples of `modelName` (unlabelled series too); explains a name that matches none. */
+function forModel(samples: PromSample[], modelName: string | undefined, key: string): PromSample[] {
+  if (modelName === undefined) return samples;
+  const kept = samples.filter((s) => {
+    const model = modelOf(s);
+    return model === undefined || model === modelName;
+  });
+  if (kept.some((s) => s.name === key) || !samples.some((s) => s.name === key)) return kept;
+  const served = [...new Set(samples.map(modelOf).filter((m) => m !== undefined))];
+  throw new EngineLoadFormatError(
+    `no ${key} series for model "${modelName}"; the engine serves ${
+      served.map((m) => `"${m}"`).join(", ")
+    }: set the instance's model name to the engine's served model name`,
+  );
+}
+
+function parseMetrics(text: string, names: Set<string>) {
+  const parsed = parsePrometheusText(text, { keep: (name) => names.has(name) });
+  return parsed.samples;
+}
+
+/** Reads vLLM's `/metrics`: waiting and running summed over engines, KV usage averaged. */
+export function readVllmMetrics(text: string, options: ReadLoadOptions): EngineLoadReport {
+  const samples = forModel(
+    parseMetrics(text, new Set(Object.values(VLLM))),
+    options.modelName,
+    VLLM.waiting,
+  );
+  const waiting = aggregate(samples, VLLM.waiting);
+  const running = aggregate(samples, VLLM.running);
+  if (!waiting || !running) {
+    throw new EngineLoadFormatError(
+      `vLLM /metrics has no ${
+        waiting ? VLLM.running : VLLM.waiting
+      } gauge: is this a vLLM server, and is its /metrics endpoint the one configured?`,
+    );
+  }
+  const report: EngineLoadReport = {
+    waitingRequests: waiting.sum,
+    runningRequests: running.sum,
+    observedAtMs: options.observedAtMs,
+  };
+  const kv = mean(aggregate(samples, VLLM.kvUsage) ?? aggregate(samples, VLLM.kvUsageOld));
+  if (kv !== undefined) report.kvUsage = kv;
+  return report;
+}
+
+/** Reads SGLang's `/metrics`: queue and running requests summed, token usage averaged. */
+export function readSglangMetrics(text: string, options: ReadLoadOptions): EngineLoadReport {
+  const samples = forModel(
+    parseMetrics(text, new Set(Object.values(SGLANG))),
+    options.modelName,
+    SGLANG.waiting,
+  );
+  const waiting = aggregate(samples, SGLANG.waiting);
+  const running = aggregate(samples, SGLANG.running);
+  if (!waiting || !running) {
+    throw new EngineLoadFormatError(
+      `SGLang /metrics has no ${
+        waiting ? SGLANG.running : SGLANG.waiting
+      } gauge: start SGLang with --enable-metrics, or read /get_load instead`,
+    );
+  }
+  const report: EngineLoadReport = {
+    waitingRequests: waiting.sum,
+    runningRequests: running.sum,
+    observedAtMs: options.observedAtMs,
+  };
+  const kv = mean(aggregate(samples, SGLANG.kvUsage));
+  if (kv !== undefined) report.kvUsage = kv;
+  return report;
+}
+
+function count(entry: Record<string, unknown>, field: string, rank: number): number {
+  const value = entry[field];
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new EngineLoadFormatError(
+      `SGLang /get_load rank ${rank}: "${field}" is ${
+        JSON.stringify(value) ?? "missing"
+      }, expected a non-negative number`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Reads SGLang's `/get_load` (one entry per data-parallel rank; a single object is accepted too):
+ * waiting = Σ num_waiting_reqs, running = Σ (num_reqs − num_waiting_reqs), pending prefill tokens
+ * = Σ num_pending_tokens when every rank reports it (old builds do not). `ts_tic` is
+ * `time.perf_counter()` on the engine's host, not a wall clock, so it is not used.
+ */
+export function readSglangLoad(json: unknown, options: ReadLoadOptions): EngineLoadReport {
+  const entries = Array.isArray(json) ? json : [json];
+  if (entries.length === 0) {
+    throw new EngineLoadFormatError("SGLang /get_load returned an empty list: is the engine up?");
+  }
+  let waiting = 0;
+  let running = 0;
+  let pending = 0;
+  let allPending = true;
+  entries.forEach((raw, i) => {
+    if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
+      throw new EngineLoadFormatError(
+        `SGLang /get_load entry ${i} is ${JSON.stringify(raw)}, expected an object: ` +
+          `is this an SGLang server?`,
+      );
+    }
+    const entry = raw as Record<string, unknown>;
+    const rank = typeof entry.dp_rank === "number" ? entry.dp_rank : i;
+    const reqs = count(entry, "num_reqs", rank);
+    const waitingReqs = count(entry, "num_waiting_reqs", rank);
+    waiting += waitingReqs;
+    running += Math.max(0, reqs - waitingReqs);
+    if (entry.num_pending_tokens === undefined || entry.num_pending_tokens === null) {
+      allPending = false;
+    } else pending += count(entry, "num_pending_tokens", rank);
+  });
+  const report: EngineLoadReport = {
+    waitingRequests: waiting,
+    runningRequests: running,
+    observedAtMs: options.observedAtMs,
+  };
+  if (allPending) report.pendingPrefillTokens = pending;
+  return report;
+}

@@ -1,0 +1,1035 @@
+/**
+ * A fake OpenAI-compatible engine (vLLM or SGLang flavour) on 127.0.0.1, for the router's
+ * end-to-end tests and the demo's embedded cluster.
+ *
+ * It behaves like one GPU: prefills run one at a time in arrival order (FIFO), each taking the
+ * prefill-time model's duration for its uncached tokens (prefill_time.ts) times `timeScale`; decodes
+ * run concurrently, one token per `decodeSecondsPerToken · timeScale`. Token counting, prefix-cache
+ * lookup and cache writes are injected functions, so the demo can wire in the real tokenizer and KV
+ * store while tests use the rough defaults.
+ *
+ * Load endpoints mirror the real ones closely enough for the router's readers: vLLM `/metrics`
+ * (Prometheus text), SGLang `/get_load` (JSON) and `/metrics`.
+ */
+import type { PrefillModelCoefficients } from "../../src/scheduling/types.ts";
+import { MOONCAKE_PREFILL_MODEL, prefillSeconds } from "./prefill_time.ts";
+
+export type EngineFlavour = "vllm" | "sglang";
+
+export type FailureMode =
+  | "none"
+  | "refuse"
+  | "hang"
+  | "http500"
+  | "http503"
+  | "midstream"
+  | "slow_first_byte";
+
+export type RequestOutcome =
+  | "ok"
+  | "client_abort"
+  | "hang"
+  | "http500"
+  | "http503"
+  | "midstream"
+  | "not_ready"
+  | "bad_request"
+  | "not_found"
+  | "engine_closed";
+
+/** An OpenAI request body as received (validated only as far as the fake needs). */
+export type OpenAiBody = Record<string, unknown>;
+
+export interface FakeEngineOptions {
+  /** Instance id, echoed in `x-fake-engine` and passed to the hooks (default "engine-<port>"). */
+  id?: string;
+  flavour?: EngineFlavour;
+  /** Served model name (default "fake-model"); other names get a 404 like vLLM's. */
+  model?: string;
+  /** Port to bind on 127.0.0.1 (default 0: any free port). */
+  port?: number;
+  /** Prefill-time coefficients in engine seconds (default: the Mooncake FAST'25 fit). */
+  prefillModel?: PrefillModelCoefficients;
+  /** Wall seconds per engine second (default 0.01: an 8k-token prefill takes ~10 ms). */
+  timeScale?: number;
+  /** Engine seconds per output token (default 0.02), scaled by `timeScale`. */
+  decodeSecondsPerToken?: number;
+  /** Prompt length in tokens (default: ~4 characters a token, token-id prompts counted exactly). */
+  countTokens?: (body: OpenAiBody) => number | Promise<number>;
+  /** Prompt tokens this instance holds, from token 0; asked when the prefill starts (default 0). */
+  cachedTokens?: (body: OpenAiBody, instanceId: string) => number | Promise<number>;
+  /** Called after each prefill, before the first token is sent (e.g. to write keys to a store). */
+  onPrefilled?: (body: OpenAiBody, instanceId: string) => void | Promise<void>;
+  /** Tokens to generate; at or above `max_tokens` the request ends with "length", else "stop". */
+  completionTokens?: (body: OpenAiBody) => number;
+  /** Text of output token `index` (default: words of a fixed sentence). */
+  tokenText?: (index: number) => string;
+  /** Start ready (default true); false answers 503 on /health and inference until setReady(true). */
+  ready?: boolean;
+  /** vLLM: emit `vllm:gpu_cache_usage_perc` instead of `vllm:kv_cache_usage_perc` (old builds). */
+  oldNames?: boolean;
+  /** SGLang: omit `num_pending_tokens` from /get_load (old builds). */
+  omitPendingTokens?: boolean;
+  /** Data-parallel ranks reported in /metrics (`engine` label) and /get_load (default 1). */
+  dataParallelSize?: number;
+  /** KV capacity in tokens, for the usage gauges (default 200 000). */
+  kvCapacityTokens?: number;
+  /** Report `usage.prompt_tokens_details.cached_tokens` (default true). */
+  reportCachedTokens?: boolean;
+  /** Default delay of `slow_first_byte`, wall ms (default 300). */
+  slowFirstByteMs?: number;
+  /** Request records kept (oldest dropped first; default 1000). */
+  maxRecords?: number;
+  /** Epoch milliseconds for records (default: performance.timeOrigin + performance.now()). */
+  now?: () => number;
+}
+
+export interface FailureOptions {
+  /** `slow_first_byte`: wall ms before the response starts (default: the engine's option). */
+  delayMs?: number;
+  /**
+   * `hang`, `http500`, `http503`: also apply to /health, /metrics, /get_load and /v1/models
+   * (default true: a broken process answers nothing well). `midstream` and `slow_first_byte`
+   * only ever apply to inference.
+   */
+  allEndpoints?: boolean;
+}
+
+/** One inference request as the engine saw it. */
+export interface RequestRecord {
+  seq: number;
+  path: string;
+  /** Every request header, lower-cased names. */
+  headers: Record<string, string>;
+  traceparent?: string;
+  requestId?: string;
+  body?: OpenAiBody;
+  stream: boolean;
+  arrivedAtMs: number;
+  /** Response headers sent (streams send them before the prefill, as vLLM and SGLang do). */
+  headersAtMs?: number;
+  /** First body byte sent: after the prefill for a stream, at the end otherwise. */
+  firstByteAtMs?: number;
+  endedAtMs?: number;
+  prefillStartedAtMs?: number;
+  prefillEndedAtMs?: number;
+  promptTokens?: number;
+  cachedTokens?: number;
+  completionTokens?: number;
+  /** Failure mode in force when the request arrived. */
+  failure: FailureMode;
+  outcome?: RequestOutcome;
+}
+
+export interface FakeEngineStats {
+  /** Inference requests in arrival order (bounded by `maxRecords`). */
+  requests: RequestRecord[];
+  /** Inference requests by how they ended. */
+  byOutcome: Record<RequestOutcome, number>;
+  /** Inference requests answered in full. */
+  served: number;
+  healthChecks: number;
+  metricsScrapes: number;
+  loadQueries: number;
+  /** Prompt tokens looked up in the prefix cache, and how many of them hit. */
+  prefixCacheQueries: number;
+  prefixCacheHits: number;
+}
+
+/** What the engine would report right now (also what /metrics and /get_load serve). */
+export interface FakeEngineLoad {
+  /** Requests queued for prefill, not started. */
+  waiting: number;
+  /** Requests prefilling (0 or 1) or decoding. */
+  running: number;
+  prefilling: number;
+  decoding: number;
+  /** SGLang's definition: full prompt tokens of queued requests plus the rest of the running prefill. */
+  pendingPrefillTokens: number;
+  /** Tokens held in KV by running requests. */
+  kvUsedTokens: number;
+}
+
+export interface FakeEngine {
+  readonly url: string;
+  readonly port: number;
+  readonly id: string;
+  readonly flavour: EngineFlavour;
+  readonly model: string;
+  readonly stats: FakeEngineStats;
+  readonly failure: FailureMode;
+  readonly ready: boolean;
+  /** Changes how new requests are treated; resolves once `refuse` stopped or restored listening. */
+  setFailure(mode: FailureMode, options?: FailureOptions): Promise<void>;
+  /** false: /health answers 503 and inference 503, as while an engine loads its weights. */
+  setReady(ready: boolean): void;
+  load(): FakeEngineLoad;
+  /** Ends every request in flight and stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+const OUTCOMES: RequestOutcome[] = [
+  "ok",
+  "client_abort",
+  "hang",
+  "http500",
+  "http503",
+  "midstream",
+  "not_ready",
+  "bad_request",
+  "not_found",
+  "engine_closed",
+];
+
+const WORDS = " The quick brown fox jumps over the lazy dog and keeps on running".split(/(?= )/);
+
+const encoder = new TextEncoder();
+
+class Aborted extends Error {
+  constructor() {
+    super("aborted");
+  }
+}
+
+/** Waits until `performance.now()` reaches `targetMs`; rejects with Aborted when `signal` fires. */
+function sleepUntil(targetMs: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(new Aborted());
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new Aborted());
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, Math.max(0, targetMs - performance.now()));
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** ~4 characters a token; token-id prompts are counted exactly. */
+export function roughTokenCount(body: OpenAiBody): number {
+  const chars = (value: unknown): number => {
+    if (typeof value === "string") return Math.ceil(value.length / 4);
+    if (Array.isArray(value)) {
+      if (value.every((v) => typeof v === "number")) return value.length;
+      return value.reduce((sum: number, v) => sum + chars(v), 0);
+    }
+    if (value && typeof value === "object" && "text" in value) {
+      return chars((value as { text: unknown }).text);
+    }
+    return 0;
+  };
+  if (Array.isArray(body.messages)) {
+    let total = 3;
+    for (const message of body.messages) {
+      total += 4 + chars((message as { content?: unknown })?.content);
+    }
+    return total;
+  }
+  return Math.max(1, chars(body.prompt));
+}
+
+interface PrefillJob {
+  record: RequestRecord;
+  body: OpenAiBody;
+  promptTokens: number;
+  rank: number;
+  signal: AbortSignal;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+interface Current {
+  job: PrefillJob;
+  uncached: number;
+  startMs: number;
+  endMs: number;
+}
+
+class Engine implements FakeEngine {
+  readonly id: string;
+  readonly flavour: EngineFlavour;
+  readonly model: string;
+  readonly stats: FakeEngineStats;
+  #port: number;
+  #servers = new Set<Deno.HttpServer<Deno.NetAddr>>();
+  #listening: Deno.HttpServer<Deno.NetAddr> | undefined;
+  #failure: FailureMode = "none";
+  #failureOptions: FailureOptions = {};
+  #ready: boolean;
+  #closed = false;
+  readonly #life = new AbortController();
+  /** Aborted when the failure mode leaves "hang": stuck requests are let go. */
+  #hangRelease = new AbortController();
+  readonly #opts:
+    & Required<
+      Omit<
+        FakeEngineOptions,
+        "id" | "port" | "onPrefilled" | "completionTokens" | "flavour" | "model"
+      >
+    >
+    & Pick<FakeEngineOptions, "onPrefilled" | "completionTokens">;
+  #seq = 0;
+  #queue: PrefillJob[] = [];
+  #current: Current | undefined;
+  #draining = false;
+  #gpuFreeAt = 0;
+  #decoding = new Map<number, { rank: number; kvTokens: number }>();
+  #startedAtS = Math.floor(Date.now() / 1000);
+
+  constructor(options: FakeEngineOptions, server: Deno.HttpServer<Deno.NetAddr>) {
+    this.#port = server.addr.port;
+    this.id = options.id ?? `engine-${this.#port}`;
+    this.flavour = options.flavour ?? "vllm";
+    this.model = options.model ?? "fake-model";
+    this.#ready = options.ready ?? true;
+    this.#opts = {
+      prefillModel: options.prefillModel ?? MOONCAKE_PREFILL_MODEL,
+      timeScale: options.timeScale ?? 0.01,
+      decodeSecondsPerToken: options.decodeSecondsPerToken ?? 0.02,
+      countTokens: options.countTokens ?? roughTokenCount,
+      cachedTokens: options.cachedTokens ?? (() => 0),
+      onPrefilled: options.onPrefilled,
+      completionTokens: options.completionTokens,
+      tokenText: options.tokenText ?? ((i) => WORDS[i % WORDS.length]),
+      ready: this.#ready,
+      oldNames: options.oldNames ?? false,
+      omitPendingTokens: options.omitPendingTokens ?? false,
+      dataParallelSize: Math.max(1, Math.floor(options.dataParallelSize ?? 1)),
+      kvCapacityTokens: options.kvCapacityTokens ?? 200_000,
+      reportCachedTokens: options.reportCachedTokens ?? true,
+      slowFirstByteMs: options.slowFirstByteMs ?? 300,
+      maxRecords: options.maxRecords ?? 1000,
+      now: options.now ?? (() => performance.timeOrigin + performance.now()),
+    };
+    this.stats = {
+      requests: [],
+      byOutcome: Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<RequestOutcome, number>,
+      served: 0,
+      healthChecks: 0,
+      metricsScrapes: 0,
+      loadQueries: 0,
+      prefixCacheQueries: 0,
+      prefixCacheHits: 0,
+    };
+    this.#adopt(server);
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.#port}`;
+  }
+  get port(): number {
+    return this.#port;
+  }
+  get failure(): FailureMode {
+    return this.#failure;
+  }
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  setReady(ready: boolean): void {
+    this.#ready = ready;
+  }
+
+  async setFailure(mode: FailureMode, options: FailureOptions = {}): Promise<void> {
+    if (this.#closed) throw new Error(`fake engine ${this.id} is closed: start a new one`);
+    if (this.#failure === "hang" && mode !== "hang") {
+      this.#hangRelease.abort();
+      this.#hangRelease = new AbortController();
+    }
+    this.#failure = mode;
+    this.#failureOptions = options;
+    if (mode === "refuse") {
+      const server = this.#listening;
+      this.#listening = undefined;
+      // Graceful: the listener closes at once, requests in flight may finish.
+      if (server) await Promise.race([server.shutdown(), Promise.resolve()]);
+    } else if (!this.#listening) {
+      this.#adopt(Engine.listen(this.#port, (r) => this.#handle(r)));
+    }
+  }
+
+  load(): FakeEngineLoad {
+    const total = { waiting: 0, running: 0, pending: 0, kv: 0 };
+    for (const rank of this.#perRank()) {
+      total.waiting += rank.waiting;
+      total.running += rank.running;
+      total.pending += rank.pending;
+      total.kv += rank.kv;
+    }
+    return {
+      waiting: total.waiting,
+      running: total.running,
+      prefilling: this.#current ? 1 : 0,
+      decoding: this.#decoding.size,
+      pendingPrefillTokens: total.pending,
+      kvUsedTokens: total.kv,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#life.abort();
+    for (const job of this.#queue.splice(0)) job.reject(new Aborted());
+    this.#listening = undefined;
+    await Promise.all([...this.#servers].map((s) => s.shutdown()));
+  }
+
+  static listen(
+    port: number,
+    handler: (request: Request) => Promise<Response>,
+  ): Deno.HttpServer<Deno.NetAddr> {
+    return Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, handler);
+  }
+
+  /** Binds the request handler to a server created before the engine existed. */
+  static create(options: FakeEngineOptions): Engine {
+    const box: { engine?: Engine } = {};
+    const server = Engine.listen(options.port ?? 0, (request) => box.engine!.#handle(request));
+    box.engine = new Engine(options, server);
+    return box.engine;
+  }
+
+  #adopt(server: Deno.HttpServer<Deno.NetAddr>): void {
+    this.#port = server.addr.port;
+    this.#listening = server;
+    this.#servers.add(server);
+    server.finished.then(() => this.#servers.delete(server));
+  }
+
+  // ---- HTTP -------------------------------------------------------------------------------
+
+  async #handle(request: Request): Promise<Response> {
+    const path = new URL(request.url).pathname;
+    if (
+      request.method === "POST" && (path === "/v1/completions" || path === "/v1/chat/completions")
+    ) {
+      return await this.#inference(request, path);
+    }
+    if (request.method !== "GET") return this.#json(404, { detail: "Not Found" });
+    const failure = this.#failure;
+    if (this.#failureOptions.allEndpoints !== false) {
+      if (failure === "hang") return await this.#hang(request);
+      if (failure === "http500") {
+        return this.#error(500, "Internal server error", "InternalServerError");
+      }
+      if (failure === "http503") {
+        return this.#error(503, "Service unavailable", "ServiceUnavailableError");
+      }
+    }
+    switch (path) {
+      case "/health":
+      case "/health_generate":
+        this.stats.healthChecks++;
+        return this.#plain(this.#ready ? 200 : 503, "");
+      case "/v1/models":
+        return this.#json(200, {
+          object: "list",
+          data: [{
+            id: this.model,
+            object: "model",
+            created: this.#startedAtS,
+            owned_by: this.flavour,
+            root: this.model,
+            parent: null,
+          }],
+        });
+      case "/metrics":
+        this.stats.metricsScrapes++;
+        return this.#plain(
+          200,
+          this.flavour === "vllm" ? this.#vllmMetrics() : this.#sglangMetrics(),
+          "text/plain; version=0.0.4; charset=utf-8",
+        );
+      case "/get_load":
+        if (this.flavour !== "sglang") break;
+        this.stats.loadQueries++;
+        return this.#json(200, this.#sglangLoad());
+    }
+    return this.#json(404, { detail: "Not Found" });
+  }
+
+  #headers(extra: Record<string, string> = {}): Headers {
+    const headers = new Headers(extra);
+    headers.set("x-fake-engine", this.id);
+    return headers;
+  }
+
+  #plain(status: number, text: string, contentType = "text/plain; charset=utf-8"): Response {
+    return new Response(text, { status, headers: this.#headers({ "content-type": contentType }) });
+  }
+
+  #json(status: number, value: unknown, extra: Record<string, string> = {}): Response {
+    return new Response(JSON.stringify(value), {
+      status,
+      headers: this.#headers({ "content-type": "application/json", ...extra }),
+    });
+  }
+
+  /** OpenAI's error shape, as recent vLLM and SGLang send it. */
+  #error(status: number, message: string, type: string, param: string | null = null): Response {
+    return this.#json(status, { error: { message, type, param, code: status } });
+  }
+
+  /** Sends nothing until the client goes away, the mode leaves "hang" or the engine closes. */
+  async #hang(request: Request): Promise<Response> {
+    const signal = AbortSignal.any([request.signal, this.#life.signal, this.#hangRelease.signal]);
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    // The client is gone (or the engine closing): whatever we send is never read.
+    return new Response(null, { status: 503, headers: this.#headers() });
+  }
+
+  #finish(record: RequestRecord, outcome: RequestOutcome): void {
+    if (record.outcome) return;
+    record.outcome = outcome;
+    record.endedAtMs = this.#opts.now();
+    this.stats.byOutcome[outcome]++;
+    if (outcome === "ok") this.stats.served++;
+  }
+
+  async #inference(request: Request, path: string): Promise<Response> {
+    const now = this.#opts.now;
+    const headers: Record<string, string> = {};
+    request.headers.forEach((value, name) => (headers[name] = value));
+    const failure = this.#failure;
+    const record: RequestRecord = {
+      seq: this.#seq++,
+      path,
+      headers,
+      traceparent: headers["traceparent"],
+      requestId: headers["x-request-id"],
+      stream: false,
+      arrivedAtMs: now(),
+      failure,
+    };
+    this.stats.requests.push(record);
+    if (this.stats.requests.length > this.#opts.maxRecords) this.stats.requests.shift();
+    const echo: Record<string, string> = record.requestId
+      ? { "x-request-id": record.requestId }
+      : {};
+
+    // The body is read first so that every record carries it, whatever happens next.
+    let body: OpenAiBody | undefined;
+    let bodyError: string | undefined;
+    try {
+      const parsed = await request.json();
+      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) body = parsed;
+      else bodyError = "The request body must be a JSON object.";
+    } catch {
+      bodyError = "The request body is not valid JSON.";
+    }
+    record.body = body;
+    record.stream = body?.stream === true;
+
+    if (failure === "hang") {
+      this.#finish(record, "hang");
+      return await this.#hang(request);
+    }
+    if (failure === "http500") {
+      this.#finish(record, "http500");
+      return this.#error(500, "Internal server error (injected)", "InternalServerError");
+    }
+    if (failure === "http503") {
+      this.#finish(record, "http503");
+      return this.#error(503, "Service unavailable (injected)", "ServiceUnavailableError");
+    }
+    if (!this.#ready) {
+      this.#finish(record, "not_ready");
+      return this.#error(503, "The engine is starting; retry later.", "ServiceUnavailableError");
+    }
+    if (failure === "slow_first_byte") {
+      const delay = this.#failureOptions.delayMs ?? this.#opts.slowFirstByteMs;
+      try {
+        await sleepUntil(
+          performance.now() + delay,
+          AbortSignal.any([request.signal, this.#life.signal]),
+        );
+      } catch {
+        this.#finish(record, this.#closed ? "engine_closed" : "client_abort");
+        return new Response(null, { status: 499, headers: this.#headers() });
+      }
+    }
+
+    if (!body) {
+      this.#finish(record, "bad_request");
+      return this.#error(400, bodyError!, "BadRequestError");
+    }
+    const chat = path === "/v1/chat/completions";
+    if (typeof body.model === "string" && body.model !== this.model) {
+      this.#finish(record, "not_found");
+      return this.#error(
+        404,
+        `The model \`${body.model}\` does not exist.`,
+        "NotFoundError",
+        "model",
+      );
+    }
+    if (chat ? !Array.isArray(body.messages) : body.prompt === undefined) {
+      this.#finish(record, "bad_request");
+      return this.#error(
+        400,
+        chat ? "`messages` is required." : "`prompt` is required.",
+        "BadRequestError",
+        chat ? "messages" : "prompt",
+      );
+    }
+    const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? 16);
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) {
+      this.#finish(record, "bad_request");
+      return this.#error(400, "`max_tokens` must be a positive integer.", "BadRequestError");
+    }
+    let promptTokens: number;
+    try {
+      promptTokens = Math.max(0, Math.round(await this.#opts.countTokens(body)));
+    } catch (e) {
+      this.#finish(record, "http500");
+      return this.#error(500, `fake engine countTokens hook failed: ${e}`, "InternalServerError");
+    }
+    record.promptTokens = promptTokens;
+    const wanted = this.#opts.completionTokens?.(body) ?? maxTokens;
+    const outputTokens = Math.max(1, Math.min(maxTokens, Math.round(wanted)));
+    const finishReason = outputTokens >= maxTokens ? "length" : "stop";
+    const rank = record.seq % this.#opts.dataParallelSize;
+    const reply: Reply = {
+      record,
+      body,
+      chat,
+      promptTokens,
+      outputTokens,
+      finishReason,
+      rank,
+      id: `${chat ? "chatcmpl" : "cmpl"}-${crypto.randomUUID().replaceAll("-", "")}`,
+      created: Math.floor(Date.now() / 1000),
+      includeUsage: (body.stream_options as { include_usage?: unknown } | undefined)
+        ?.include_usage === true,
+      midstream: failure === "midstream",
+    };
+    return record.stream ? this.#stream(reply, echo) : await this.#whole(request, reply, echo);
+  }
+
+  // ---- work: prefill queue and decode -------------------------------------------------------
+
+  /** Queues the prefill (FIFO, one at a time) and resolves when it is done. */
+  #prefill(reply: Reply, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({
+        record: reply.record,
+        body: reply.body,
+        promptTokens: reply.promptTokens,
+        rank: reply.rank,
+        signal,
+        resolve,
+        reject,
+      });
+      this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    if (this.#draining) return;
+    this.#draining = true;
+    try {
+      while (this.#queue.length > 0 && !this.#closed) {
+        // The job stays queued (and counted as waiting) while its cache lookup runs.
+        const job = this.#queue[0];
+        if (job.signal.aborted) {
+          this.#queue.shift();
+          job.reject(new Aborted());
+          continue;
+        }
+        let cached: number;
+        try {
+          const asked = await this.#opts.cachedTokens(job.body, this.id);
+          cached = Math.max(0, Math.min(job.promptTokens, Math.round(Number(asked) || 0)));
+        } catch (error) {
+          if (this.#queue[0] === job) this.#queue.shift();
+          job.reject(error);
+          continue;
+        }
+        if (this.#queue[0] !== job) continue; // closed meanwhile: already rejected
+        this.#queue.shift();
+        try {
+          const uncached = job.promptTokens - cached;
+          this.stats.prefixCacheQueries += job.promptTokens;
+          this.stats.prefixCacheHits += cached;
+          const ms = prefillSeconds(uncached, cached, this.#opts.prefillModel) *
+            this.#opts.timeScale * 1000;
+          // A virtual GPU clock keeps back-to-back prefills from accumulating timer lateness.
+          const startMs = Math.max(performance.now(), this.#gpuFreeAt);
+          const endMs = startMs + ms;
+          this.#current = { job, uncached, startMs, endMs };
+          job.record.cachedTokens = cached;
+          job.record.prefillStartedAtMs = this.#opts.now();
+          await sleepUntil(endMs, job.signal);
+          this.#gpuFreeAt = endMs;
+          job.record.prefillEndedAtMs = this.#opts.now();
+          await this.#opts.onPrefilled?.(job.body, this.id);
+          job.resolve();
+        } catch (error) {
+          // An aborted prefill frees the GPU at once.
+          this.#gpuFreeAt = 0;
+          job.reject(error);
+        } finally {
+          this.#current = undefined;
+        }
+      }
+    } finally {
+      this.#draining = false;
+    }
+  }
+
+  /** Runs the prefill then emits each token at the decode interval. */
+  async #generate(
+    reply: Reply,
+    signal: AbortSignal,
+    onToken: (index: number, text: string) => void,
+  ): Promise<void> {
+    await this.#prefill(reply, signal);
+    const seq = reply.record.seq;
+    const slot = { rank: reply.rank, kvTokens: reply.promptTokens };
+    this.#decoding.set(seq, slot);
+    try {
+      const stepMs = this.#opts.decodeSecondsPerToken * this.#opts.timeScale * 1000;
+      const start = performance.now();
+      for (let i = 0; i < reply.outputTokens; i++) {
+        // The prefill produces the first token; each further one takes a decode step.
+        if (i > 0) await sleepUntil(start + i * stepMs, signal);
+        slot.kvTokens++;
+        onToken(i, this.#opts.tokenText(i));
+      }
+    } finally {
+      this.#decoding.delete(seq);
+    }
+  }
+
+  #usage(reply: Reply): Record<string, unknown> {
+    const usage: Record<string, unknown> = {
+      prompt_tokens: reply.promptTokens,
+      completion_tokens: reply.outputTokens,
+      total_tokens: reply.promptTokens + reply.outputTokens,
+    };
+    if (this.#opts.reportCachedTokens) {
+      usage.prompt_tokens_details = { cached_tokens: reply.record.cachedTokens ?? 0 };
+    }
+    return usage;
+  }
+
+  async #whole(request: Request, reply: Reply, echo: Record<string, string>): Promise<Response> {
+    const { record } = reply;
+    const signal = AbortSignal.any([request.signal, this.#life.signal]);
+    const parts: string[] = [];
+    try {
+      await this.#generate(reply, signal, (_i, text) => parts.push(text));
+    } catch (error) {
+      if (!(error instanceof Aborted)) {
+        this.#finish(record, "http500");
+        return this.#error(500, `fake engine hook failed: ${error}`, "InternalServerError");
+      }
+      this.#finish(record, this.#closed ? "engine_closed" : "client_abort");
+      return new Response(null, { status: 499, headers: this.#headers() });
+    }
+    const text = parts.join("");
+    const choice = reply.chat
+      ? {
+        index: 0,
+        message: { role: "assistant", content: text, refusal: null },
+        logprobs: null,
+        finish_reason: reply.finishReason,
+      }
+      : { index: 0, text, logprobs: null, finish_reason: reply.finishReason };
+    const json = JSON.stringify({
+      id: reply.id,
+      object: reply.chat ? "chat.completion" : "text_completion",
+      created: reply.created,
+      model: this.model,
+      choices: [choice],
+      usage: this.#usage(reply),
+    });
+    record.headersAtMs = record.firstByteAtMs = this.#opts.now();
+    const headers = this.#headers({ "content-type": "application/json", ...echo });
+    if (reply.midstream) return this.#truncated(record, json.slice(0, json.length >> 1), headers);
+    this.#finish(record, "ok");
+    return new Response(json, { status: 200, headers });
+  }
+
+  /**
+   * Sends `text` then cuts the connection. The response declares a Content-Length it never
+   * reaches, so the client's read fails like a crashed engine's, and Deno logs nothing.
+   */
+  #truncated(record: RequestRecord, text: string, headers: Headers): Response {
+    headers.set("content-length", String(encoder.encode(text).length + 65536));
+    this.#finish(record, "midstream");
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(encoder.encode(text));
+          controller.close();
+        },
+      }),
+      { status: 200, headers },
+    );
+  }
+
+  #stream(reply: Reply, echo: Record<string, string>): Response {
+    const { record } = reply;
+    const cancelled = new AbortController();
+    // After the response starts, the client going away shows up as the stream's cancel().
+    const signal = AbortSignal.any([cancelled.signal, this.#life.signal]);
+    const chunk = (choice: Record<string, unknown> | null, usage?: unknown): string => {
+      const object: Record<string, unknown> = {
+        id: reply.id,
+        object: reply.chat ? "chat.completion.chunk" : "text_completion",
+        created: reply.created,
+        model: this.model,
+        choices: choice ? [choice] : [],
+      };
+      if (reply.includeUsage) object.usage = usage ?? null;
+      return `data: ${JSON.stringify(object)}\n\n`;
+    };
+    const tokenChoice = (text: string) =>
+      reply.chat
+        ? { index: 0, delta: { content: text }, logprobs: null, finish_reason: null }
+        : { index: 0, text, logprobs: null, finish_reason: null };
+    const headers = this.#headers({
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      ...echo,
+    });
+    if (reply.midstream) headers.set("content-length", "1048576");
+    const run = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
+      const send = (text: string) => {
+        if (record.firstByteAtMs === undefined) record.firstByteAtMs = this.#opts.now();
+        controller.enqueue(encoder.encode(text));
+      };
+      try {
+        await this.#generate(reply, signal, (index, text) => {
+          if (index === 0 && reply.chat) {
+            send(chunk({
+              index: 0,
+              delta: { role: "assistant", content: "" },
+              logprobs: null,
+              finish_reason: null,
+            }));
+          }
+          send(chunk(tokenChoice(text)));
+          // Cut after the first token: the declared length is never reached.
+          if (reply.midstream) throw new Midstream();
+        });
+        send(chunk(
+          reply.chat
+            ? { index: 0, delta: {}, logprobs: null, finish_reason: reply.finishReason }
+            : { index: 0, text: "", logprobs: null, finish_reason: reply.finishReason },
+        ));
+        if (reply.includeUsage) send(chunk(null, this.#usage(reply)));
+        send("data: [DONE]\n\n");
+        this.#finish(record, "ok");
+      } catch (error) {
+        if (error instanceof Midstream) this.#finish(record, "midstream");
+        else if (error instanceof Aborted) {
+          this.#finish(record, this.#closed ? "engine_closed" : "client_abort");
+        } else {
+          // A hook failed after the headers went out: all a real engine can do is an error event.
+          this.#finish(record, "http500");
+          try {
+            send(`data: ${JSON.stringify({ error: { message: String(error), code: 500 } })}\n\n`);
+          } catch { /* client gone */ }
+        }
+      }
+      try {
+        controller.close();
+      } catch { /* already cancelled */ }
+    };
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        void run(controller);
+      },
+      cancel() {
+        cancelled.abort();
+      },
+    });
+    record.headersAtMs = this.#opts.now();
+    return new Response(body, { status: 200, headers });
+  }
+
+  // ---- load endpoints -----------------------------------------------------------------------
+
+  /** Per data-parallel rank: [waiting, running, pendingTokens, kvTokens]. */
+  #perRank(): { waiting: number; running: number; pending: number; kv: number }[] {
+    const ranks = Array.from(
+      { length: this.#opts.dataParallelSize },
+      () => ({ waiting: 0, running: 0, pending: 0, kv: 0 }),
+    );
+    for (const job of this.#queue) {
+      ranks[job.rank].waiting++;
+      ranks[job.rank].pending += job.promptTokens;
+    }
+    for (const d of this.#decoding.values()) {
+      ranks[d.rank].running++;
+      ranks[d.rank].kv += d.kvTokens;
+    }
+    const current = this.#current;
+    if (current) {
+      const rank = ranks[current.job.rank];
+      const total = current.endMs - current.startMs;
+      const left = total > 0
+        ? Math.max(0, Math.min(1, (current.endMs - performance.now()) / total))
+        : 0;
+      rank.running++;
+      rank.pending += Math.round(current.uncached * left);
+      rank.kv += current.job.promptTokens - Math.round(current.uncached * left);
+    }
+    return ranks;
+  }
+
+  #vllmMetrics(): string {
+    const ranks = this.#perRank();
+    const capacity = this.#opts.kvCapacityTokens / ranks.length;
+    const labels = (rank: number) => `{model_name="${escapeLabel(this.model)}",engine="${rank}"}`;
+    const lines: string[] = [];
+    const family = (
+      name: string,
+      type: string,
+      help: string,
+      value: (rank: number) => number,
+    ) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      ranks.forEach((_r, i) => lines.push(`${name}${labels(i)} ${promFloat(value(i))}`));
+    };
+    family(
+      "vllm:num_requests_running",
+      "gauge",
+      "Number of requests in model execution batches.",
+      (i) => ranks[i].running,
+    );
+    family(
+      "vllm:num_requests_waiting",
+      "gauge",
+      "Number of requests waiting to be processed.",
+      (i) => ranks[i].waiting,
+    );
+    family(
+      this.#opts.oldNames ? "vllm:gpu_cache_usage_perc" : "vllm:kv_cache_usage_perc",
+      "gauge",
+      "KV-cache usage. 1 means 100 percent usage.",
+      (i) => Math.min(1, ranks[i].kv / capacity),
+    );
+    // Counters are not split by rank in the fake: rank 0 carries them all.
+    family(
+      "vllm:prefix_cache_queries_total",
+      "counter",
+      "Prefix cache queries, in terms of number of queried tokens.",
+      (i) => (i === 0 ? this.stats.prefixCacheQueries : 0),
+    );
+    family(
+      "vllm:prefix_cache_hits_total",
+      "counter",
+      "Prefix cache hits, in terms of number of cached tokens.",
+      (i) => (i === 0 ? this.stats.prefixCacheHits : 0),
+    );
+    // A histogram family, so readers are exercised on the shapes real /metrics carry.
+    const name = "vllm:time_to_first_token_seconds";
+    lines.push(
+      `# HELP ${name} Histogram of time to first token in seconds.`,
+      `# TYPE ${name} histogram`,
+    );
+    const done = this.stats.served;
+    for (const le of ["0.01", "0.1", "1.0", "+Inf"]) {
+      lines.push(
+        `${name}_bucket{le="${le}",model_name="${escapeLabel(this.model)}",engine="0"} ${
+          promFloat(done)
+        }`,
+      );
+    }
+    lines.push(
+      `${name}_count{model_name="${escapeLabel(this.model)}",engine="0"} ${promFloat(done)}`,
+    );
+    lines.push(`${name}_sum{model_name="${escapeLabel(this.model)}",engine="0"} 0.0`);
+    return lines.join("\n") + "\n";
+  }
+
+  #sglangMetrics(): string {
+    const ranks = this.#perRank();
+    const capacity = this.#opts.kvCapacityTokens / ranks.length;
+    const lines: string[] = [];
+    const labels = (rank: number) =>
+      `{model_name="${
+        escapeLabel(this.model)
+      }",engine_type="unified",tp_rank="0",pp_rank="0",dp_rank="${rank}"}`;
+    const family = (name: string, help: string, value: (rank: number) => number) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+      ranks.forEach((_r, i) => lines.push(`${name}${labels(i)} ${promFloat(value(i))}`));
+    };
+    const queries = this.stats.prefixCacheQueries;
+    family("sglang:num_running_reqs", "The number of running requests.", (i) => ranks[i].running);
+    family(
+      "sglang:num_queue_reqs",
+      "The number of requests in the waiting queue.",
+      (i) => ranks[i].waiting,
+    );
+    family("sglang:token_usage", "The token usage.", (i) => Math.min(1, ranks[i].kv / capacity));
+    family(
+      "sglang:cache_hit_rate",
+      "The prefix cache hit rate.",
+      () => (queries > 0 ? this.stats.prefixCacheHits / queries : 0),
+    );
+    return lines.join("\n") + "\n";
+  }
+
+  #sglangLoad(): unknown[] {
+    return this.#perRank().map((rank, i) => {
+      const entry: Record<string, number> = {
+        dp_rank: i,
+        num_reqs: rank.running + rank.waiting,
+        num_waiting_reqs: rank.waiting,
+        num_tokens: rank.kv + rank.pending,
+      };
+      if (!this.#opts.omitPendingTokens) entry.num_pending_tokens = rank.pending;
+      // SGLang sends time.perf_counter(): a monotonic clock, not comparable across hosts.
+      entry.ts_tic = performance.now() / 1000;
+      return entry;
+    });
+  }
+}
+
+class Midstream extends Error {
+  constructor() {
+    super("midstream cut");
+  }
+}
+
+interface Reply {
+  record: RequestRecord;
+  body: OpenAiBody;
+  chat: boolean;
+  promptTokens: number;
+  outputTokens: number;
+  finishReason: "length" | "stop";
+  rank: number;
+  id: string;
+  created: number;
+  includeUsage: boolean;
+  midstream: boolean;
+}
+
+function escapeLabel(value: string): string {
+  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
+}
+
+/** Python prometheus_client prints floats: integers as `3.0`. */
+function promFloat(value: number): string {
+  if (Number.isNaN(value)) return "NaN";
+  if (value === Infinity) return "+Inf";
+  if (value === -Infinity) return "-Inf";
+  return Number.isInteger(value) ? value.toFixed(1) : String(value);
+}
+
+/** Starts a fake engine on 127.0.0.1 (port 0 unless given). Call `close()` when done. */
+export function startFakeEngine(options: FakeEngineOptions = {}): FakeEngine {
+  return Engine.create(options);
+}
