@@ -14,13 +14,25 @@ export interface Candidate {
   runningRequests: number;
   /** Optional per-instance prefill-time model coefficients learned online. */
   prefillModel?: PrefillModelCoefficients;
+  /**
+   * Requests behind `waitingPrefillTokens` (the load account's `prefillRequests`). Lets a
+   * TTFT policy split the queued tokens into requests instead of pricing them as one prompt.
+   */
+  waitingPrefillRequests?: number;
+  /** Predicted seconds of prefill work queued ahead, when the dispatcher tracks it directly. */
+  queuedPrefillS?: number;
 }
 
-/** `T(n_new, n_cached)` seconds, n in thousands of tokens: a·n_new + b·n_new·(n_new + 2·n_cached) + c. */
+/**
+ * `T(n_new, n_cached)` seconds, n in thousands of tokens:
+ * a·n_new + b·n_new·(n_new + 2·n_cached) + r·n_cached + c (see prefill_model.ts).
+ */
 export interface PrefillModelCoefficients {
   linear: number;
   quadratic: number;
   constant?: number;
+  /** r: seconds per thousand cached tokens (loading the reused KV into the GPUs). */
+  cachedLinear?: number;
 }
 
 export interface ScheduleRequest {
@@ -45,6 +57,13 @@ export interface CandidateScore {
   score: number;
   /** Why the candidate was excluded, when it was. */
   excluded?: string;
+  /**
+   * Prefix tokens the policy plans this instance to load from the shared pool beyond its local
+   * prefix (mooncake_ttft). The dispatcher passes it on; 0 or absent means local reuse only.
+   */
+  transferTokens?: number;
+  /** Informative quantities that are not part of `score` (tokens, tie-break draws, flags). */
+  detail?: Record<string, number>;
 }
 
 export interface Decision {

@@ -1,0 +1,39 @@
+import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
+import { overLoadThreshold } from "./load_filter.ts";
+import { buildDecision, demotionPenalty, healthyOf } from "./rank.ts";
+
+export interface CacheAwareOptions {
+  /** Llumnix load filter: waiting prefill tokens at or above this are demoted (off when unset). */
+  loadFilterTokens?: number;
+}
+
+/**
+ * Llumnix's chain (compat.md §5): lowest `prefixMissTokens + waitingPrefillTokens`, then lowest
+ * `waitingPrefillTokens`, then a random draw. The miss counts from token 0, so an instance
+ * without a hit misses the whole prompt (Llumnix scores it 0: a bug not copied).
+ */
+export function cacheAware(options: CacheAwareOptions = {}): Policy {
+  return {
+    name: "cache_aware",
+    select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
+      const prompt = Math.max(0, request.promptTokens);
+      const miss = (c: Candidate) => prompt - Math.min(prompt, Math.max(0, c.localPrefixTokens));
+      const healthy = healthyOf(candidates);
+      const filtered = overLoadThreshold(healthy, options.loadFilterTokens);
+      const penalty = demotionPenalty(healthy.map((c) => miss(c) + c.waitingPrefillTokens));
+      return buildDecision("cache_aware", candidates, (candidate) => {
+        const draw = context.random();
+        const terms: Record<string, number> = {
+          prefixMissTokens: miss(candidate),
+          waitingPrefillTokens: candidate.waitingPrefillTokens,
+        };
+        if (filtered.size > 0) terms.overLoadThreshold = filtered.has(candidate.id) ? penalty : 0;
+        return {
+          terms,
+          tieBreaks: [candidate.waitingPrefillTokens, draw],
+          detail: { tieBreakDraw: draw },
+        };
+      });
+    },
+  };
+}

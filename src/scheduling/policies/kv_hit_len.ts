@@ -1,0 +1,35 @@
+import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
+import { overLoadThreshold } from "./load_filter.ts";
+import { buildDecision, demotionPenalty, healthyOf } from "./rank.ts";
+
+export interface KvHitLenOptions {
+  /** Llumnix load filter: waiting prefill tokens at or above this are demoted (off when unset). */
+  loadFilterTokens?: number;
+}
+
+/**
+ * Llumnix's `kv_cache_hit_len`: the longest local prefix wins (scored as its negative, so lower
+ * is better like every policy); fewer waiting prefill tokens, then a random draw, break ties.
+ */
+export function kvHitLen(options: KvHitLenOptions = {}): Policy {
+  return {
+    name: "kv_hit_len",
+    select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
+      const prompt = Math.max(0, request.promptTokens);
+      const hit = (c: Candidate) => Math.min(prompt, Math.max(0, c.localPrefixTokens));
+      const healthy = healthyOf(candidates);
+      const filtered = overLoadThreshold(healthy, options.loadFilterTokens);
+      const penalty = demotionPenalty(healthy.map((c) => -hit(c)));
+      return buildDecision("kv_hit_len", candidates, (candidate) => {
+        const draw = context.random();
+        const terms: Record<string, number> = { negativeLocalPrefixTokens: -hit(candidate) };
+        if (filtered.size > 0) terms.overLoadThreshold = filtered.has(candidate.id) ? penalty : 0;
+        return {
+          terms,
+          tieBreaks: [candidate.waitingPrefillTokens, draw],
+          detail: { localPrefixTokens: hit(candidate), tieBreakDraw: draw },
+        };
+      });
+    },
+  };
+}

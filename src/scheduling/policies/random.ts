@@ -1,0 +1,12 @@
+import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
+import { buildDecision } from "./rank.ts";
+
+/** A uniformly random order of the healthy candidates (one draw each, from the context). */
+export function randomPolicy(): Policy {
+  return {
+    name: "random",
+    select(_request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
+      return buildDecision("random", candidates, () => ({ terms: { draw: context.random() } }));
+    },
+  };
+}

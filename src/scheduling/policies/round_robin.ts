@@ -1,0 +1,16 @@
+import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
+import { buildDecision, healthyOf } from "./rank.ts";
+
+/** Healthy candidates in turn: the context's per-model sequence picks the starting one. */
+export function roundRobin(): Policy {
+  return {
+    name: "round_robin",
+    select(_request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
+      const n = healthyOf(candidates).length;
+      const start = n === 0 ? 0 : ((Math.floor(context.sequence) % n) + n) % n;
+      return buildDecision("round_robin", candidates, (_candidate, i) => ({
+        terms: { position: (i - start + n) % n },
+      }));
+    },
+  };
+}

@@ -1,0 +1,304 @@
+import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
+import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../scheduling/prefill_model.ts";
+import { isPolicyName, POLICY_NAMES, resolveTtftParams } from "../scheduling/registry.ts";
+import type { PrefillModelCoefficients } from "../scheduling/types.ts";
+import { instanceLoadSvg, ttftCdfSvg } from "./charts.ts";
+import { resultsMarkdown } from "./report.ts";
+import {
+  type AdmissionMode,
+  type KvPoolMode,
+  type PolicyRun,
+  type SimConfig,
+  simulate,
+} from "./simulator.ts";
+import { type PolicySummary, summarize } from "./summary.ts";
+import { parseMooncakeTrace } from "./trace.ts";
+
+const USAGE = `Replays a Mooncake trace through the scheduling policies on a simulated cluster.
+
+Usage: deno task sim --trace FILE [options]
+
+  --trace FILE               Mooncake JSONL ({timestamp, input_length, output_length, hash_ids})
+  --out DIR                  where results.json, results.md and the SVG charts go (default sim_out)
+  --policies LIST            comma-separated NAME[:ADMISSION[:TOKENS]] (default
+                             random,least_load,cache_aware,mooncake_ttft); names: ${
+  POLICY_NAMES.join(", ")
+}
+  --admission MODE           default admission for NAME without one: off | ttft | load (default off)
+  --instances N              prefill instances (default 16)
+  --speed X                  arrival-rate multiplier (default 1)
+  --limit N                  replay only the first N requests
+  --slo-ttft S               TTFT SLO in seconds (default 30)
+  --slo-tbt S                TBT SLO in seconds, with decode instances (default 0.1)
+  --seed N                   random seed (default 1)
+  --cache-blocks N           KV cache per instance in blocks (default 6000: ~1 TB at 320 KB/token)
+  --block-tokens N           tokens per trace block (default 512)
+  --chunk-tokens N           chunked-prefill budget per iteration (default 8192)
+  --kv-pool MODE             planned | always | off (default planned; see docs/sim/README.md)
+  --kv-bytes-per-token N     default 327680 (LLaMA3-70B)
+  --transfer-gbps X          pool transfer bandwidth in GB/s (default 85)
+  --balancing-threshold X    mooncake_ttft transfers when pool/local prefix > X (default 1)
+  --prefill-model a,b[,r[,c]] prefill-time coefficients (default 0.1157,0.000775,0.00264,0)
+  --refine on|off            refine per-instance prefill models online (default on)
+  --heterogeneity H          instance slowdowns uniform in [1-H, 1+H] (default 0)
+  --decode-instances N       also simulate N decode instances (default 0: prefill only)
+  --load-threshold-tokens N  load admission baseline (default: tokens the model prefills in the SLO)
+  --load-filter-tokens N     Llumnix load filter for cache_aware / kv_hit_len (default off)
+  --help                     this text
+`;
+
+interface CliOptions {
+  trace: string;
+  out: string;
+  runs: PolicyRun[];
+  limit?: number;
+  config: Omit<SimConfig, "loadThresholdTokens"> & { loadThresholdTokens?: number };
+}
+
+/** Runs the simulator CLI; returns the process exit code. */
+export async function runSimCli(args: string[]): Promise<number> {
+  let options: CliOptions;
+  try {
+    const parsed = parseArgs(args);
+    if (parsed === "help") {
+      console.log(USAGE);
+      return 0;
+    }
+    options = parsed;
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  let text: string;
+  try {
+    text = await Deno.readTextFile(options.trace);
+  } catch (error) {
+    console.error(`Cannot read trace ${options.trace}: ${(error as Error).message}`);
+    return 1;
+  }
+  const trace = parseMooncakeTrace(text, { limit: options.limit });
+  if (trace.length === 0) {
+    console.error(`Trace ${options.trace} has no requests.`);
+    return 1;
+  }
+  const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
+  const perTokenS = prefillTimeS(options.config.ttft.prefillModel, meanPrompt, 0) / meanPrompt;
+  const config: SimConfig = {
+    ...options.config,
+    // Baseline: the queue the model drains within the SLO, in requests of the trace's mean size.
+    loadThresholdTokens: options.config.loadThresholdTokens ??
+      Math.floor(options.config.sloTtftS / perTokenS),
+  };
+
+  const summaries: Record<string, PolicySummary> = {};
+  const results = [];
+  for (const run of options.runs) {
+    const started = performance.now();
+    const result = simulate(trace, config, run);
+    const summary = summarize(result, config.sloTtftS);
+    summaries[run.label] = summary;
+    results.push(result);
+    console.log(
+      `${run.label.padEnd(28)} mean ${summary.meanTtftS.toFixed(2)} s  p90 ${
+        summary.p90TtftS.toFixed(2)
+      } s  ` +
+        `slo ${(summary.sloAttainment * 100).toFixed(1)}%  rejected ${summary.rejected}  ` +
+        `hit ${summary.hitRatio.toFixed(3)}  (${
+          ((performance.now() - started) / 1000).toFixed(1)
+        } s)`,
+    );
+  }
+
+  const command = ["deno task sim", ...args].join(" ");
+  const settings: Record<string, string | number | boolean> = {
+    trace: `${options.trace} (${trace.length} requests, mean prompt ${
+      Math.round(meanPrompt)
+    } tokens)`,
+    instances: config.instances,
+    speed: config.speed,
+    seed: config.seed,
+    "TTFT SLO (s)": config.sloTtftS,
+    "KV pool": config.kvPool,
+    "cache per instance (blocks)": config.cacheBlocks,
+    "chunk tokens": config.chunkTokens,
+    "prefill model (s, n in k tokens)": describeModel(config.engineModel),
+    "transfer (GB/s)": config.ttft.transferBytesPerS / 1e9,
+    "KV bytes per token": config.ttft.kvBytesPerToken,
+    "balancing threshold": config.ttft.balancingThreshold,
+    "online refinement": config.refine,
+    heterogeneity: config.heterogeneity,
+    "decode instances": config.decodeInstances,
+    "load admission threshold (tokens)": config.loadThresholdTokens,
+  };
+  await Deno.mkdir(options.out, { recursive: true });
+  const json = {
+    policies: summaries,
+    settings,
+    command,
+    exampleDecisions: Object.fromEntries(results.map((r) => [r.label, r.exampleDecision])),
+  };
+  await Deno.writeTextFile(`${options.out}/results.json`, JSON.stringify(json, rounded, 2) + "\n");
+  await Deno.writeTextFile(
+    `${options.out}/results.md`,
+    resultsMarkdown(summaries, { command, settings }),
+  );
+  await Deno.writeTextFile(
+    `${options.out}/ttft_cdf.svg`,
+    ttftCdfSvg(
+      results.map((r) => {
+        const values = Array.from(r.ttftS).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+        return { label: r.label, values, servedShare: values.length / r.ttftS.length };
+      }),
+      {
+        sloS: config.sloTtftS,
+        title: `TTFT CDF, ${config.instances} instances, speed ${config.speed}`,
+      },
+    ),
+  );
+  await Deno.writeTextFile(
+    `${options.out}/instance_load.svg`,
+    instanceLoadSvg(results.map((r) => ({ label: r.label, ...r.timeline }))),
+  );
+  console.log(`Wrote ${options.out}/results.json, results.md, ttft_cdf.svg, instance_load.svg`);
+  return 0;
+}
+
+function parseArgs(args: string[]): CliOptions | "help" {
+  const values = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--help" || arg === "-h") return "help";
+    if (!arg.startsWith("--")) {
+      throw new Error(`Unexpected argument "${arg}": options start with --.`);
+    }
+    const eq = arg.indexOf("=");
+    if (eq > 0) values.set(arg.slice(2, eq), arg.slice(eq + 1));
+    else if (i + 1 < args.length) values.set(arg.slice(2), args[++i]);
+    else throw new Error(`Option ${arg} needs a value.`);
+  }
+  const problems: string[] = [];
+  const known = new Set(USAGE.match(/--[a-z-]+/g)!.map((flag) => flag.slice(2)));
+  for (const key of values.keys()) if (!known.has(key)) problems.push(`unknown option --${key}`);
+  const num = (key: string, fallback: number, check: (v: number) => boolean, what: string) => {
+    const raw = values.get(key);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || !check(value)) {
+      problems.push(`--${key} must be ${what} (got "${raw}")`);
+    }
+    return value;
+  };
+  const positive = (v: number) => v > 0;
+  const count = (v: number) => Number.isInteger(v) && v >= 1;
+  const trace = values.get("trace");
+  if (trace === undefined) problems.push("--trace FILE is required");
+  const admission = (values.get("admission") ?? "off") as AdmissionMode;
+  if (!["off", "ttft", "load"].includes(admission)) {
+    problems.push(`--admission must be off, ttft or load`);
+  }
+  const kvPool = (values.get("kv-pool") ?? "planned") as KvPoolMode;
+  if (!["planned", "always", "off"].includes(kvPool)) {
+    problems.push(`--kv-pool must be planned, always or off`);
+  }
+  const refine = values.get("refine") ?? "on";
+  if (!["on", "off"].includes(refine)) problems.push(`--refine must be on or off`);
+
+  let prefillModel: PrefillModelCoefficients = { ...MOONCAKE_PREFILL_MODEL };
+  const rawModel = values.get("prefill-model");
+  if (rawModel !== undefined) {
+    const parts = rawModel.split(",").map(Number);
+    if (
+      parts.length < 2 || parts.length > 4 || parts.some((v) => !(Number.isFinite(v) && v >= 0))
+    ) {
+      problems.push(
+        `--prefill-model must be a,b[,r[,c]] with non-negative numbers (got "${rawModel}")`,
+      );
+    } else {
+      prefillModel = {
+        linear: parts[0],
+        quadratic: parts[1],
+        cachedLinear: parts[2] ?? 0,
+        constant: parts[3] ?? 0,
+      };
+    }
+  }
+  const limitRaw = values.get("limit");
+  const limit = limitRaw === undefined ? undefined : num("limit", 0, count, "a positive integer");
+  const loadThresholdRaw = values.get("load-threshold-tokens");
+  const loadFilterRaw = values.get("load-filter-tokens");
+
+  const runs: PolicyRun[] = [];
+  for (
+    const spec of (values.get("policies") ?? "random,least_load,cache_aware,mooncake_ttft").split(
+      ",",
+    )
+  ) {
+    const [policy, mode = admission, threshold] = spec.trim().split(":");
+    if (!isPolicyName(policy)) {
+      problems.push(`unknown policy "${policy}" (valid: ${POLICY_NAMES.join(", ")})`);
+      continue;
+    }
+    if (!["off", "ttft", "load"].includes(mode)) {
+      problems.push(`"${spec}": admission must be off, ttft or load`);
+    }
+    if (threshold !== undefined && !(Number(threshold) > 0)) {
+      problems.push(`"${spec}": threshold must be positive`);
+    }
+    runs.push({
+      label: spec.trim(),
+      policy,
+      admission: mode as AdmissionMode,
+      ...(threshold === undefined ? {} : { loadThresholdTokens: Number(threshold) }),
+    });
+  }
+
+  const config = {
+    instances: num("instances", 16, count, "a positive integer"),
+    cacheBlocks: num("cache-blocks", 6000, count, "a positive integer"),
+    chunkTokens: num("chunk-tokens", 8192, count, "a positive integer"),
+    blockTokens: num("block-tokens", 512, count, "a positive integer"),
+    speed: num("speed", 1, positive, "a positive number"),
+    seed: num("seed", 1, Number.isInteger, "an integer"),
+    sloTtftS: num("slo-ttft", 30, positive, "a positive number"),
+    sloTbtS: num("slo-tbt", 0.1, positive, "a positive number"),
+    kvPool,
+    ttft: resolveTtftParams({
+      prefillModel,
+      kvBytesPerToken: num("kv-bytes-per-token", 327_680, positive, "a positive number"),
+      transferBytesPerS: num("transfer-gbps", 85, positive, "a positive number") * 1e9,
+      balancingThreshold: num("balancing-threshold", 1, (v) => v >= 1, "at least 1"),
+    }),
+    engineModel: prefillModel,
+    heterogeneity: num("heterogeneity", 0, (v) => v >= 0 && v < 1, "in [0, 1)"),
+    refine: refine === "on",
+    decodeInstances: num(
+      "decode-instances",
+      0,
+      (v) => Number.isInteger(v) && v >= 0,
+      "a non-negative integer",
+    ),
+    decodeModel: { ...DEFAULT_DECODE_MODEL },
+    loadThresholdTokens: loadThresholdRaw === undefined
+      ? undefined
+      : num("load-threshold-tokens", 0, positive, "a positive number"),
+    loadFilterTokens: loadFilterRaw === undefined
+      ? undefined
+      : num("load-filter-tokens", 0, positive, "a positive number"),
+    timelinePoints: 200,
+  };
+  if (problems.length > 0) throw new Error(`Cannot run the simulator:\n- ${problems.join("\n- ")}`);
+  return { trace: trace!, out: values.get("out") ?? "sim_out", runs, limit, config };
+}
+
+function describeModel(model: PrefillModelCoefficients): string {
+  return `${model.linear}·n_new + ${model.quadratic}·n_new·(n_new + 2·n_cached) + ` +
+    `${model.cachedLinear ?? 0}·n_cached + ${model.constant ?? 0}`;
+}
+
+function rounded(_key: string, value: unknown): unknown {
+  return typeof value === "number" && !Number.isInteger(value)
+    ? Number(value.toPrecision(6))
+    : value;
+}
+
+if (import.meta.main) Deno.exit(await runSimCli(Deno.args));

@@ -1,0 +1,37 @@
+import type { PolicySummary } from "./summary.ts";
+
+/** The Markdown results table, with the settings and the command that produced it. */
+export function resultsMarkdown(
+  summaries: Record<string, PolicySummary>,
+  context: { command: string; settings: Record<string, string | number | boolean>; title?: string },
+): string {
+  const lines = [
+    `# ${context.title ?? "Simulator results"}`,
+    "",
+    "Command:",
+    "",
+    "```sh",
+    context.command,
+    "```",
+    "",
+    "| policy | mean TTFT (s) | P50 (s) | P90 (s) | P99 (s) | SLO attainment | rejected | hit ratio | prefill tokens (M) | transferred (M) |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  for (const [name, s] of Object.entries(summaries)) {
+    lines.push(
+      `| ${name} | ${f(s.meanTtftS, 2)} | ${f(s.p50TtftS, 2)} | ${f(s.p90TtftS, 2)} | ${
+        f(s.p99TtftS, 2)
+      } | ` +
+        `${(s.sloAttainment * 100).toFixed(1)}% | ${s.rejected} | ${f(s.hitRatio, 3)} | ` +
+        `${f(s.prefillTokens / 1e6, 1)} | ${f(s.transferTokens / 1e6, 1)} |`,
+    );
+  }
+  lines.push("", "Settings:", "");
+  for (const [key, value] of Object.entries(context.settings)) lines.push(`- ${key}: ${value}`);
+  lines.push("");
+  return lines.join("\n");
+}
+
+function f(value: number, digits: number): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : "n/a";
+}

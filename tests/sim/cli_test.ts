@@ -1,0 +1,91 @@
+import { assert, assertEquals } from "../assert.ts";
+import { runSimCli } from "../../src/sim/cli.ts";
+
+const TRACE = new URL("../data/conversation_trace.jsonl", import.meta.url).pathname;
+
+async function quietly<T>(fn: () => Promise<T>): Promise<{ value: T; errors: string }> {
+  const log = console.log, error = console.error;
+  let errors = "";
+  console.log = () => {};
+  console.error = (...parts: unknown[]) => errors += parts.join(" ") + "\n";
+  try {
+    return { value: await fn(), errors };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+Deno.test("runSimCli() writes results.json, the Markdown table and both SVG charts", async () => {
+  const out = await Deno.makeTempDir();
+  try {
+    const { value: code } = await quietly(() =>
+      runSimCli([
+        "--trace",
+        TRACE,
+        "--limit",
+        "150",
+        "--instances",
+        "4",
+        "--policies",
+        "random,mooncake_ttft:ttft",
+        "--out",
+        out,
+      ])
+    );
+    assertEquals(code, 0);
+    const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+    assertEquals(Object.keys(results.policies), ["random", "mooncake_ttft:ttft"]);
+    for (
+      const key of [
+        "meanTtftS",
+        "p50TtftS",
+        "p90TtftS",
+        "p99TtftS",
+        "sloAttainment",
+        "rejected",
+        "hitRatio",
+        "prefillTokens",
+      ]
+    ) {
+      assertEquals(typeof results.policies.random[key], "number", key);
+    }
+    const table = await Deno.readTextFile(`${out}/results.md`);
+    assert(table.includes("| mooncake_ttft:ttft |"), table);
+    for (const chart of ["ttft_cdf.svg", "instance_load.svg"]) {
+      const svg = await Deno.readTextFile(`${out}/${chart}`);
+      assert(svg.startsWith("<svg") && svg.trimEnd().endsWith("</svg>"), chart);
+    }
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+Deno.test("runSimCli() lists every bad option and exits 2", async () => {
+  const { value: code, errors } = await quietly(() =>
+    runSimCli([
+      "--trace",
+      TRACE,
+      "--policies",
+      "random,fastest",
+      "--speed",
+      "-1",
+      "--frobnicate",
+      "1",
+    ])
+  );
+  assertEquals(code, 2);
+  for (
+    const part of ['unknown policy "fastest"', "--speed must be", "unknown option --frobnicate"]
+  ) {
+    assert(errors.includes(part), `${part} missing from: ${errors}`);
+  }
+});
+
+Deno.test("runSimCli() says which trace it cannot read", async () => {
+  const { value: code, errors } = await quietly(() =>
+    runSimCli(["--trace", "/nonexistent/trace.jsonl"])
+  );
+  assertEquals(code, 1);
+  assert(errors.includes("/nonexistent/trace.jsonl"), errors);
+});
