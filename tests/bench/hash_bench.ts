@@ -1,0 +1,208 @@
+/**
+ * Chain-hash throughput: `deno task bench:hash` (prints a Markdown report).
+ *
+ * For each algorithm: tokens/s hashing an 8k- and a 128k-token prompt in 256-token chunks. For
+ * the SHA-256 family also the rate over the bytes actually hashed, as a share of
+ * `openssl speed -evp sha256 -bytes 1024` measured in the same run, and for sha256_cbor the
+ * speed-up over the naive reference (cbor-x encode + node:crypto createHash per chunk).
+ * The machine is shared: every figure is the best of several timed rounds, and ratios are
+ * taken against references measured in this same run. `--quick` shortens the rounds.
+ */
+import { createHash, hash as oneShotHash } from "node:crypto";
+import { createSHA256 } from "hash-wasm";
+import { Encoder } from "cbor-x";
+import { CborChainEncoder, cborText } from "../../src/hashing/cbor_chain_encoder.ts";
+import { PickleChainEncoder } from "../../src/hashing/pickle_chain_encoder.ts";
+import { createKeyScheme, HASH_ALGORITHMS } from "../../src/hashing/key_scheme.ts";
+import type { HashAlgorithm } from "../../src/hashing/types.ts";
+
+const CHUNK = 256;
+const QUICK = Deno.args.includes("--quick");
+const ROUNDS = QUICK ? 3 : 7;
+const ROUND_MS = QUICK ? 80 : 250;
+
+/** Deterministic Qwen3-range token ids (mulberry32). */
+function prompt(n: number, seed: number): number[] {
+  let a = seed >>> 0;
+  return Array.from({ length: n }, () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) / 4294967296 * 151936) | 0;
+  });
+}
+
+/** Best seconds per call over ROUNDS rounds of about ROUND_MS each (after a warm-up round). */
+function time(fn: () => unknown): number {
+  let calls = 1;
+  for (;;) {
+    const t0 = performance.now();
+    for (let i = 0; i < calls; i++) fn();
+    if (performance.now() - t0 >= ROUND_MS / 4) break;
+    calls *= 2;
+  }
+  calls = Math.max(1, Math.round(calls * 4));
+  let best = Infinity;
+  for (let r = 0; r < ROUNDS; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < calls; i++) fn();
+    best = Math.min(best, (performance.now() - t0) / 1000 / calls);
+  }
+  return best;
+}
+
+/** Bytes the chain feeds to SHA-256 for this prompt (the encoded blocks, root excluded). */
+function hashedBytes(hash: HashAlgorithm, tokens: number[]): number {
+  const n = Math.floor(tokens.length / CHUNK);
+  if (hash === "sha256_hex") return n * (32 + 4 * CHUNK) - 32;
+  const encoder = hash === "sha256_cbor" ? new CborChainEncoder(32) : new PickleChainEncoder(32);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    total += encoder.encodeBlock(tokens, i * CHUNK, (i + 1) * CHUNK, null).length;
+  }
+  return total;
+}
+
+/** The obvious implementation: cbor-x encode + node:crypto createHash per chunk. */
+function naiveSha256Cbor(tokens: number[]): string[] {
+  const encoder = new Encoder({ useRecords: false, tagUint8Array: false });
+  let parent: Uint8Array = createHash("sha256").update(encoder.encode("0")).digest();
+  const out: string[] = [];
+  for (let s = 0; s + CHUNK <= tokens.length; s += CHUNK) {
+    const digest = createHash("sha256").update(
+      encoder.encode([parent, tokens.slice(s, s + CHUNK), null]),
+    ).digest();
+    out.push(digest.toString("hex"));
+    parent = digest;
+  }
+  return out;
+}
+
+async function opensslSha256(): Promise<{ bytesPerSec: number } | { skipped: string }> {
+  try {
+    const out = await new Deno.Command("openssl", {
+      args: ["speed", "-evp", "sha256", "-bytes", "1024", "-seconds", QUICK ? "1" : "2"],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const line = new TextDecoder().decode(out.stdout).trim().split("\n").pop() ?? "";
+    const m = line.match(/sha256\s+([\d.]+)k/i);
+    if (!out.success || !m) {
+      return { skipped: `could not parse openssl output: ${JSON.stringify(line)}` };
+    }
+    return { bytesPerSec: Number(m[1]) * 1000 };
+  } catch (e) {
+    return { skipped: e instanceof Deno.errors.NotFound ? "openssl is not installed" : String(e) };
+  }
+}
+
+const fmt = (x: number, digits = 2) =>
+  x >= 1e9
+    ? `${(x / 1e9).toFixed(digits)} G`
+    : x >= 1e6
+    ? `${(x / 1e6).toFixed(digits)} M`
+    : `${(x / 1e3).toFixed(digits)} k`;
+
+const prompts = [
+  { label: "8k", tokens: prompt(8192, 1) },
+  { label: "128k", tokens: prompt(131072, 2) },
+];
+
+const openssl = await opensslSha256();
+const lines: string[] = [];
+lines.push(
+  `## Chain hashing, chunk ${CHUNK} (Deno ${Deno.version.deno}, best of ${ROUNDS} rounds)`,
+  "",
+);
+lines.push(
+  "openssl speed -evp sha256 -bytes 1024: " +
+    ("bytesPerSec" in openssl ? `${fmt(openssl.bytesPerSec)}B/s` : `skipped (${openssl.skipped})`),
+  "",
+);
+lines.push("| algorithm | prompt | tokens/s | µs/chunk | hashed bytes/s | % of openssl SHA-256 |");
+lines.push("|---|---|---:|---:|---:|---:|");
+const results = new Map<string, number>();
+for (const hash of HASH_ALGORITHMS) {
+  const scheme = createKeyScheme({ hash, chunkSize: CHUNK, keyFormat: "{hex}" });
+  for (const { label, tokens } of prompts) {
+    const seconds = time(() => scheme.blockHashes(tokens));
+    results.set(`${hash}/${label}`, seconds);
+    const chunks = Math.floor(tokens.length / CHUNK);
+    let bytesCol = "";
+    let pctCol = "";
+    if (hash.startsWith("sha256")) {
+      const rate = hashedBytes(hash, tokens) / seconds;
+      bytesCol = `${fmt(rate)}B/s`;
+      if ("bytesPerSec" in openssl) pctCol = `${((100 * rate) / openssl.bytesPerSec).toFixed(1)}%`;
+    }
+    lines.push(
+      `| ${hash} | ${label} | ${fmt(tokens.length / seconds)} | ${
+        (seconds / chunks * 1e6).toFixed(2)
+      } | ${bytesCol} | ${pctCol} |`,
+    );
+  }
+}
+
+lines.push("", "### sha256_cbor against the naive reference (cbor-x + createHash per chunk)", "");
+lines.push("| prompt | naive tokens/s | naive % of openssl | tidegate tokens/s | speed-up |");
+lines.push("|---|---:|---:|---:|---:|");
+const fast = createKeyScheme({ hash: "sha256_cbor", chunkSize: CHUNK, keyFormat: "{hex}" });
+for (const { label, tokens } of prompts) {
+  if (naiveSha256Cbor(tokens).join() !== fast.blockHashes(tokens).join()) {
+    throw new Error(
+      "naive reference and tidegate disagree: the benchmark compares different things",
+    );
+  }
+  const naive = time(() => naiveSha256Cbor(tokens));
+  const ours = results.get(`sha256_cbor/${label}`)!;
+  const pct = "bytesPerSec" in openssl
+    ? `${((100 * hashedBytes("sha256_cbor", tokens)) / naive / openssl.bytesPerSec).toFixed(1)}%`
+    : "";
+  lines.push(
+    `| ${label} | ${fmt(tokens.length / naive)} | ${pct} | ${fmt(tokens.length / ours)} | ${
+      (naive / ours).toFixed(1)
+    }x |`,
+  );
+}
+
+// Why sha256Hex uses crypto.hash(..., "hex"): the digest call alone on pre-encoded CBOR chunks.
+lines.push("", "### SHA-256 call alone on the 8k prompt's pre-encoded CBOR chunks", "");
+lines.push("| digest call | µs/chunk | bytes/s | % of openssl |");
+lines.push("|---|---:|---:|---:|");
+{
+  const tokens = prompts[0].tokens;
+  const encoder = new CborChainEncoder(32);
+  const blocks: Uint8Array[] = [];
+  for (let s = 0; s + CHUNK <= tokens.length; s += CHUNK) {
+    blocks.push(encoder.encodeBlock(tokens, s, s + CHUNK, null).slice());
+  }
+  const bytes = blocks.reduce((n, b) => n + b.length, 0);
+  const wasm = await createSHA256();
+  const variants: [string, (b: Uint8Array) => unknown][] = [
+    ['crypto.hash("sha256", b, "hex")', (b) => oneShotHash("sha256", b, "hex")],
+    ['crypto.hash("sha256", b, "buffer")', (b) => oneShotHash("sha256", b, "buffer")],
+    ['createHash().update(b).digest("hex")', (b) => createHash("sha256").update(b).digest("hex")],
+    ["createHash().update(b).digest()", (b) => createHash("sha256").update(b).digest()],
+    ["hash-wasm createSHA256 (sync)", (b) => (wasm.init(), wasm.update(b), wasm.digest("binary"))],
+  ];
+  for (const [name, digest] of variants) {
+    const seconds = time(() => {
+      for (const b of blocks) digest(b);
+    });
+    const rate = bytes / seconds;
+    const pct = "bytesPerSec" in openssl
+      ? `${((100 * rate) / openssl.bytesPerSec).toFixed(1)}%`
+      : "";
+    lines.push(
+      `| ${name} | ${(seconds / blocks.length * 1e6).toFixed(2)} | ${fmt(rate)}B/s | ${pct} |`,
+    );
+  }
+  lines.push(
+    "",
+    `CBOR bytes per 256-token chunk here: ${(bytes / blocks.length).toFixed(0)}; root seed ${
+      JSON.stringify("0")
+    } = ${cborText("0").length} bytes.`,
+  );
+}
+
+console.log(lines.join("\n"));

@@ -1,0 +1,204 @@
+import { deepStrictEqual, notDeepStrictEqual, strictEqual, throws } from "node:assert/strict";
+import { bytesToHex } from "../../src/hashing/hex.ts";
+import { createKeyScheme, HASH_ALGORITHMS, hashBlocks } from "../../src/hashing/key_scheme.ts";
+import type { KeySchemeOptions } from "../../src/hashing/types.ts";
+
+const tokens = (n: number, salt = 0) =>
+  Array.from({ length: n }, (_, i) => (i * 7919 + salt) % 151936);
+
+Deno.test("every chain shares hashes exactly up to the first chunk where two prompts differ", () => {
+  const a = tokens(40);
+  const b = a.slice();
+  b[21] += 1; // chunk 2 of 8-token chunks
+  for (const hash of HASH_ALGORITHMS) {
+    const scheme = createKeyScheme({ hash, chunkSize: 8, keyFormat: "{hex}" });
+    const ha = scheme.blockHashes(a);
+    const hb = scheme.blockHashes(b);
+    strictEqual(ha.length, 5, hash);
+    deepStrictEqual(hb.slice(0, 2), ha.slice(0, 2), hash);
+    for (let i = 2; i < 5; i++) notDeepStrictEqual(hb[i], ha[i], `${hash} chunk ${i}`);
+    strictEqual(new Set(ha).size, 5, `${hash} chunk hashes are distinct`);
+  }
+});
+
+Deno.test("keys, chunkKeys and blockHashes describe the same chunks", () => {
+  const scheme = createKeyScheme({
+    hash: "sha256_cbor",
+    chunkSize: 16,
+    keyFormat: "sglang-hicache",
+    tpSize: 2,
+    requireAllRanks: true,
+  });
+  const t = tokens(50);
+  const hashes = scheme.blockHashes(t);
+  const keys = scheme.keys(t);
+  const chunkKeys = scheme.chunkKeys(t);
+  strictEqual(hashes.length, 3);
+  deepStrictEqual(keys, hashes.map((h) => `${h}_0_k`));
+  deepStrictEqual(chunkKeys.map((k) => k[0]), keys);
+  deepStrictEqual(chunkKeys[2], ["_0_k", "_0_v", "_1_k", "_1_v"].map((s) => hashes[2] + s));
+});
+
+Deno.test("saveUnfullChunk hashes a trailing partial chunk and nothing else changes", () => {
+  const t = tokens(21);
+  const full = createKeyScheme({ hash: "sha256", chunkSize: 8, keyFormat: "{hex}" });
+  const unfull = createKeyScheme({
+    hash: "sha256",
+    chunkSize: 8,
+    saveUnfullChunk: true,
+    keyFormat: "{hex}",
+  });
+  strictEqual(full.blockHashes(t).length, 2);
+  strictEqual(unfull.blockHashes(t).length, 3);
+  deepStrictEqual(unfull.blockHashes(t).slice(0, 2), full.blockHashes(t));
+  deepStrictEqual(full.blockHashes([]), []);
+  deepStrictEqual(full.keys(tokens(7)), []);
+});
+
+Deno.test("typed-array and plain-array prompts give the same hashes", () => {
+  const t = tokens(600);
+  for (const hash of HASH_ALGORITHMS) {
+    const scheme = createKeyScheme({
+      hash,
+      chunkSize: 256,
+      saveUnfullChunk: true,
+      keyFormat: "{hex}",
+    });
+    deepStrictEqual(scheme.blockHashes(Uint32Array.from(t)), scheme.blockHashes(t), hash);
+  }
+});
+
+Deno.test("hashBlocks returns the raw digests behind the printed hashes", () => {
+  const t = tokens(64);
+  const lengths = {
+    sha256_cbor: 32,
+    sha256: 32,
+    sha256_hex: 32,
+    xxhash: 16,
+    xxhash_cbor: 16,
+    xxh64_cumulative: 8,
+  };
+  for (const hash of HASH_ALGORITHMS) {
+    const raw = hashBlocks(t, { hash, chunkSize: 16 });
+    const printed = createKeyScheme({ hash, chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t);
+    strictEqual(raw.length, 4);
+    for (const d of raw) strictEqual(d.length, lengths[hash], hash);
+    const asText = raw.map((d) =>
+      hash === "xxh64_cumulative" ? BigInt(`0x${bytesToHex(d)}`).toString() : bytesToHex(d)
+    );
+    deepStrictEqual(asText, printed, hash);
+  }
+});
+
+Deno.test('the seed picks the root of vLLM chains; unset and empty both mean "0"', () => {
+  const t = tokens(32);
+  for (const hash of ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"] as const) {
+    const with0 = createKeyScheme({ hash, seed: "0", chunkSize: 16, keyFormat: "{hex}" })
+      .blockHashes(t);
+    deepStrictEqual(
+      createKeyScheme({ hash, chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
+      with0,
+    );
+    deepStrictEqual(
+      createKeyScheme({ hash, seed: "", chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
+      with0,
+    );
+    notDeepStrictEqual(
+      createKeyScheme({ hash, seed: "42", chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
+      with0,
+    );
+  }
+  for (const hash of ["sha256_hex", "xxh64_cumulative"] as const) {
+    deepStrictEqual(
+      createKeyScheme({ hash, seed: "42", chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
+      createKeyScheme({ hash, chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
+    );
+  }
+});
+
+Deno.test("a LoRA name changes every block hash of vLLM chains, and empty extra keys change nothing", () => {
+  const t = tokens(32);
+  for (const hash of ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"] as const) {
+    const scheme = createKeyScheme({ hash, chunkSize: 8, keyFormat: "{hex}" });
+    const plain = scheme.blockHashes(t);
+    const lora = scheme.blockHashes(t, { loraName: "adapter-1" });
+    for (let i = 0; i < 4; i++) notDeepStrictEqual(lora[i], plain[i], `${hash} block ${i}`);
+    deepStrictEqual(scheme.blockHashes(t, { loraName: "", cacheSalt: "" }), plain, hash);
+    deepStrictEqual(scheme.blockHashes(t, {}), plain, hash);
+    notDeepStrictEqual(scheme.blockHashes(t, { loraName: "adapter-2" }), lora, hash);
+  }
+});
+
+Deno.test("the lmcache layout ignores extra keys because LMCache hashes (parent, tokens, None)", () => {
+  const scheme = createKeyScheme({
+    hash: "sha256_cbor",
+    chunkSize: 8,
+    keyFormat: "lmcache",
+    model: "m",
+    dtype: "bfloat16",
+  });
+  const t = tokens(16);
+  deepStrictEqual(scheme.keys(t, { loraName: "a", cacheSalt: "s" }), scheme.keys(t));
+});
+
+Deno.test("SGLang's and Llumnix v6d's chains refuse LoRA / cache_salt instead of ignoring them", () => {
+  for (const hash of ["sha256_hex", "xxh64_cumulative"] as const) {
+    const scheme = createKeyScheme({ hash, chunkSize: 8, keyFormat: "{hex}" });
+    throws(() => scheme.keys(tokens(8), { loraName: "a" }), /has no extra keys/);
+    deepStrictEqual(scheme.keys(tokens(8), { loraName: "" }), scheme.keys(tokens(8)));
+  }
+});
+
+Deno.test("token ids that an engine could not have produced are rejected with their index", () => {
+  for (const hash of HASH_ALGORITHMS) {
+    const scheme = createKeyScheme({ hash, chunkSize: 2, keyFormat: "{hex}" });
+    throws(() => scheme.blockHashes([1, 2, 3, 0.5]), /index 3/, hash);
+  }
+  const sglang = createKeyScheme({ hash: "sha256_hex", chunkSize: 2, keyFormat: "{hex}" });
+  throws(() => sglang.blockHashes([1, -1]), /uint32/);
+});
+
+Deno.test("createKeyScheme lists every invalid option in one error that says what to use", () => {
+  throws(
+    () =>
+      createKeyScheme({
+        hash: "md5",
+        chunkSize: 0,
+        keyFormat: "{tokens}",
+        tpRank: 1,
+      } as unknown as KeySchemeOptions),
+    (e: Error) =>
+      /Unknown hash "md5": use one of sha256_cbor, sha256, xxhash/.test(e.message) &&
+      /chunkSize must be an integer >= 1/.test(e.message) &&
+      /unknown placeholder \{tokens\}/.test(e.message) &&
+      /tpRank \(1\) must be < tpSize \(1\)/.test(e.message),
+  );
+  throws(
+    () => createKeyScheme({ hash: "sha256", chunkSize: 1.5, keyFormat: "llumnix" }),
+    /chunkSize/,
+  );
+  throws(
+    () => createKeyScheme({ hash: "sha256", chunkSize: 16, keyFormat: "my-format" }),
+    /\{hex\}/,
+  );
+  throws(() => createKeyScheme(undefined as unknown as KeySchemeOptions), /options object/);
+});
+
+Deno.test("a scheme exposes its options frozen, with the defaults it applied", () => {
+  const scheme = createKeyScheme({
+    hash: "sha256_cbor",
+    seed: "",
+    chunkSize: 256,
+    keyFormat: "llumnix",
+  });
+  strictEqual(scheme.options.seed, "0");
+  strictEqual(scheme.options.saveUnfullChunk, false);
+  strictEqual(scheme.options.requireAllRanks, false);
+  strictEqual(Object.isFrozen(scheme.options), true);
+});
+
+Deno.test("a custom template can number chunks with {i}", () => {
+  const scheme = createKeyScheme({ hash: "sha256_hex", chunkSize: 4, keyFormat: "c{i}:{hex}" });
+  const t = tokens(12);
+  deepStrictEqual(scheme.keys(t), scheme.blockHashes(t).map((h, i) => `c${i}:${h}`));
+});
