@@ -1,0 +1,502 @@
+/**
+ * A model's tokenizer, local and synchronous after load: `encode` (completions) and `encodeChat`
+ * (chat template, then encode without special tokens), exactly as vLLM/SGLang do (compat.md §1).
+ *
+ * Text is split on added tokens first (as Hugging Face does); each segment between them is
+ * tokenized on its own, by the fast path (tiktoken WASM) when the vocabulary allows it, else by
+ * `@huggingface/tokenizers`, and its ids are kept in a segment cache so a growing conversation only
+ * tokenizes its new turn.
+ */
+import { Tokenizer } from "@huggingface/tokenizers";
+import { AddedTokenSplitter } from "./added_token_splitter.ts";
+import type { ChatFlavor, ContentFormat } from "./chat_messages.ts";
+import { ChatTemplateRenderer, chatTemplateSources } from "./chat_template.ts";
+import { TokenizerLoadError } from "./errors.ts";
+import { FastBpeEncoder } from "./fast_bpe_encoder.ts";
+import { planFastPath } from "./fast_path_plan.ts";
+import { fastPathProbeTexts } from "./fast_path_probe.ts";
+import {
+  TokenSegmentCache,
+  type TokenSegmentCacheScope,
+  type TokenSegmentCacheStats,
+} from "./segment_cache.ts";
+import { resolveSpecialTokenFrame, type SpecialTokenFrame } from "./special_token_frame.ts";
+import type { ChatEncodeOptions, ChatMessage, EncodeOptions, PromptTokenizer } from "./types.ts";
+
+type Json = Record<string, unknown>;
+
+/** The parsed files of a tokenizer directory. */
+export interface TokenizerFiles {
+  tokenizerJson: Json;
+  /** tokenizer_config.json (with special_tokens_map.json's entries merged in), or {}. */
+  tokenizerConfig: Json;
+  /** chat_template.jinja, when the directory has one. */
+  chatTemplateJinja?: string;
+  /** Where the files came from (a directory), for messages and as the default cache scope. */
+  source: string;
+}
+
+export interface LocalTokenizerOptions {
+  /** Use tiktoken when the vocabulary allows it (default true). */
+  fastPath?: boolean;
+  /**
+   * What to check before enabling the fast path: `probe` (default) encodes a built-in probe both
+   * ways; `every-token` also replays both BPE procedures on every vocabulary token (~1 s more).
+   */
+  verifyFastPath?: "probe" | "every-token";
+  /** A segment cache to use (possibly shared with other tokenizers); default: a private one. */
+  cache?: TokenSegmentCache;
+  /** Size of the private cache in tokens when `cache` is not given (default 4,000,000; 0 = none). */
+  cacheMaxTokens?: number;
+  /** Name of this tokenizer's part of a shared cache (default: `files.source`). */
+  cacheScope?: string;
+  /** Which engine's chat request handling to reproduce (default vllm). */
+  chatFlavor?: ChatFlavor;
+  /** How templates receive message content (default auto, detected from the template as vLLM does). */
+  contentFormat?: ContentFormat | "auto";
+  /** Clock behind the templates' `strftime_now` (default: now). */
+  clock?: () => Date;
+}
+
+export interface TokenizerInfo {
+  source: string;
+  /** Whether tiktoken encodes segments, and why (not). */
+  fastPath: boolean;
+  reason: string;
+  /** Whether text is split on added tokens and cached per segment, and why (not). */
+  segmentCache: boolean;
+  segmentReason: string;
+  /** Ids `addSpecialTokens` wraps around a text; null when the library adds them itself. */
+  specialTokens: SpecialTokenFrame | null;
+  chatTemplates: string[];
+  /** How `message.content` reaches the default template (null without a template). */
+  contentFormat: ContentFormat | null;
+  chatFlavor: ChatFlavor;
+  loadMs: number;
+}
+
+export interface TokenizerStats {
+  encodeCalls: number;
+  /** Segments actually tokenized (cache misses), with their characters and tokens. */
+  segmentsEncoded: number;
+  charsEncoded: number;
+  tokensEncoded: number;
+  fastSegments: number;
+  exactSegments: number;
+  /** Segments sent to the exact path because they hold a very long run of one character class. */
+  longRunFallbacks: number;
+  cache: TokenSegmentCacheStats | null;
+}
+
+const DEFAULT_CACHE_TOKENS = 4_000_000;
+
+function tokenText(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object" && typeof (value as Json).content === "string") {
+    return (value as Json).content as string;
+  }
+  return undefined;
+}
+
+/** transformers' `special_tokens_map`: the special tokens a template sees as variables. */
+function specialTokenVariables(config: Json): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (
+    const key of [
+      "bos_token",
+      "eos_token",
+      "unk_token",
+      "sep_token",
+      "pad_token",
+      "cls_token",
+      "mask_token",
+    ]
+  ) {
+    const text = tokenText(config[key]);
+    if (text !== undefined) out[key] = text;
+  }
+  if (Array.isArray(config.additional_special_tokens)) {
+    out.additional_special_tokens = config.additional_special_tokens.map((t) => tokenText(t) ?? t);
+  }
+  return out;
+}
+
+/** Why per-segment encoding would not reproduce the library's whole-text encoding, if it would not. */
+function segmentationProblem(tokenizerJson: Json): string | undefined {
+  for (const t of (tokenizerJson.added_tokens ?? []) as Json[]) {
+    if (t.lstrip || t.rstrip) {
+      return `added token ${String(t.content)} strips the whitespace around it`;
+    }
+  }
+  const stack: unknown[] = [tokenizerJson.pre_tokenizer];
+  while (stack.length > 0) {
+    const p = stack.pop() as Json | null | undefined;
+    if (!p) continue;
+    if (p.type === "Metaspace" && p.prepend_scheme === "first") {
+      return "Metaspace pre-tokenizer prepends only to the first segment";
+    }
+    if (Array.isArray(p.pretokenizers)) stack.push(...p.pretokenizers);
+  }
+  return undefined;
+}
+
+function asIdArray(ids: ArrayLike<number>): Uint32Array {
+  return ids instanceof Uint32Array ? ids : Uint32Array.from(ids);
+}
+
+export class LoadedTokenizer implements PromptTokenizer {
+  readonly info: TokenizerInfo;
+  readonly #hf: Tokenizer;
+  readonly #splitter: AddedTokenSplitter | undefined;
+  readonly #normalizedSplitter: AddedTokenSplitter;
+  readonly #fast: FastBpeEncoder | undefined;
+  readonly #frame: SpecialTokenFrame | undefined;
+  readonly #cache: TokenSegmentCacheScope | undefined;
+  readonly #cacheStats: (() => TokenSegmentCacheStats) | undefined;
+  readonly #renderer: ChatTemplateRenderer;
+  readonly #stats = {
+    encodeCalls: 0,
+    segmentsEncoded: 0,
+    charsEncoded: 0,
+    tokensEncoded: 0,
+    fastSegments: 0,
+    exactSegments: 0,
+    longRunFallbacks: 0,
+  };
+
+  /** Use `createLocalTokenizer` or `loadTokenizer`. */
+  constructor(parts: {
+    hf: Tokenizer;
+    splitter: AddedTokenSplitter | undefined;
+    normalizedSplitter: AddedTokenSplitter;
+    fast: FastBpeEncoder | undefined;
+    frame: SpecialTokenFrame | undefined;
+    cache: TokenSegmentCache | undefined;
+    cacheScope: string;
+    renderer: ChatTemplateRenderer;
+    info: TokenizerInfo;
+  }) {
+    this.#hf = parts.hf;
+    this.#splitter = parts.splitter;
+    this.#normalizedSplitter = parts.normalizedSplitter;
+    this.#fast = parts.fast;
+    this.#frame = parts.frame;
+    this.#renderer = parts.renderer;
+    this.info = parts.info;
+    if (parts.cache && parts.splitter) {
+      this.#cache = parts.cache.scope(parts.cacheScope);
+      const cache = parts.cache;
+      this.#cacheStats = () => cache.stats();
+    }
+  }
+
+  /** Token ids of a completions prompt (`add_special_tokens` defaults to true, as in vLLM). */
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    this.#stats.encodeCalls++;
+    const addSpecialTokens = options.addSpecialTokens ?? true;
+    if (!this.#splitter || (addSpecialTokens && !this.#frame)) {
+      return this.#countExact(
+        this.#hf.encode(text, { add_special_tokens: addSpecialTokens }).ids,
+        text,
+      );
+    }
+    const parts = this.#splitter.split(text);
+    const pieces: (number | Uint32Array)[] = new Array(parts.length);
+    let total = 0;
+    for (let p = 0; p < parts.length; p++) {
+      const part = parts[p];
+      const piece = typeof part === "number" ? part : this.#segmentIds(part);
+      pieces[p] = piece;
+      total += typeof piece === "number" ? 1 : piece.length;
+    }
+    const prefix = addSpecialTokens ? this.#frame!.prefix : [];
+    const suffix = addSpecialTokens ? this.#frame!.suffix : [];
+    const out: number[] = new Array(prefix.length + total + suffix.length);
+    let k = 0;
+    for (const id of prefix) out[k++] = id;
+    for (const piece of pieces) {
+      if (typeof piece === "number") out[k++] = piece;
+      else for (let i = 0; i < piece.length; i++) out[k++] = piece[i];
+    }
+    for (const id of suffix) out[k++] = id;
+    return out;
+  }
+
+  /** The chat template's output for these messages (what `encodeChat` tokenizes). */
+  renderChat(messages: ChatMessage[], options: ChatEncodeOptions = {}): string {
+    return this.#renderer.render(messages, options);
+  }
+
+  /** Token ids of a chat request: render the template, then encode without special tokens. */
+  encodeChat(messages: ChatMessage[], options: ChatEncodeOptions = {}): number[] {
+    return this.encode(this.renderChat(messages, options), { addSpecialTokens: false });
+  }
+
+  /** Text of ids, for debugging (keys the router computes can be traced back to text). */
+  decode(ids: number[]): string {
+    return ids.length === 0 ? "" : this.#hf.decode(ids, { skip_special_tokens: false });
+  }
+
+  stats(): TokenizerStats {
+    return { ...this.#stats, cache: this.#cacheStats?.() ?? null };
+  }
+
+  /** Frees the WASM encoder; encoding afterwards is an error. */
+  dispose(): void {
+    this.#fast?.dispose();
+  }
+
+  #countExact(ids: number[], text: string): number[] {
+    this.#stats.segmentsEncoded++;
+    this.#stats.exactSegments++;
+    this.#stats.charsEncoded += text.length;
+    this.#stats.tokensEncoded += ids.length;
+    return ids;
+  }
+
+  #segmentIds(segment: string): Uint32Array {
+    const cached = this.#cache?.get(segment);
+    if (cached) return cached;
+    const ids = this.encodeSegment(segment);
+    this.#cache?.set(segment, ids);
+    return ids;
+  }
+
+  /** Ids of one segment (text without added tokens), bypassing the cache. */
+  encodeSegment(segment: string): Uint32Array {
+    this.#stats.segmentsEncoded++;
+    this.#stats.charsEncoded += segment.length;
+    let ids: Uint32Array | undefined;
+    if (this.#fast) {
+      ids = this.#fastSegment(segment);
+      if (ids) this.#stats.fastSegments++;
+      else this.#stats.longRunFallbacks++;
+    }
+    if (!ids) {
+      ids = this.encodeSegmentExact(segment);
+      this.#stats.exactSegments++;
+    }
+    this.#stats.tokensEncoded += ids.length;
+    return ids;
+  }
+
+  /** Ids of one segment by `@huggingface/tokenizers` (the reference). */
+  encodeSegmentExact(segment: string): Uint32Array {
+    return asIdArray(this.#hf.encode(segment, { add_special_tokens: false }).ids);
+  }
+
+  #fastSegment(segment: string): Uint32Array | undefined {
+    const fast = this.#fast!;
+    const text = fast.normalize(segment);
+    if (this.#normalizedSplitter.size === 0) return fast.encodeNormalized(text);
+    const out: number[] = [];
+    for (const part of this.#normalizedSplitter.split(text)) {
+      if (typeof part === "number") out.push(part);
+      else {
+        const ids = fast.encodeNormalized(part);
+        if (!ids) return undefined;
+        for (let i = 0; i < ids.length; i++) out.push(ids[i]);
+      }
+    }
+    return Uint32Array.from(out);
+  }
+}
+
+/** Builds a tokenizer from parsed files (no I/O). */
+export async function createLocalTokenizer(
+  files: TokenizerFiles,
+  options: LocalTokenizerOptions = {},
+): Promise<LoadedTokenizer> {
+  const started = performance.now();
+  const { tokenizerJson, tokenizerConfig } = files;
+  const addedTokens =
+    (Array.isArray(tokenizerJson.added_tokens) ? tokenizerJson.added_tokens : []) as Json[];
+  const vocab = ((tokenizerJson.model as Json | undefined)?.vocab ?? {}) as Record<string, number>;
+  if (!tokenizerJson.model) {
+    throw new TokenizerLoadError(
+      `Cannot load tokenizer: ${files.source}/tokenizer.json has no "model"`,
+    );
+  }
+
+  // split_special_tokens: special tokens typed in text are tokenized as text (transformers).
+  const splitSpecial = tokenizerConfig.split_special_tokens === true;
+  const matchable = addedTokens.filter((t) => !(splitSpecial && t.special));
+  let hf: Tokenizer;
+  try {
+    hf = new Tokenizer(
+      splitSpecial ? { ...tokenizerJson, added_tokens: matchable } : tokenizerJson,
+      tokenizerConfig,
+    );
+  } catch (error) {
+    throw new TokenizerLoadError(
+      `Cannot load tokenizer: ${files.source}/tokenizer.json is not supported: ${
+        (error as Error).message
+      }`,
+      { cause: error },
+    );
+  }
+
+  const idOf = new Map<string, number>(Object.entries(vocab));
+  for (const t of addedTokens) idOf.set(t.content as string, t.id as number);
+  const tokenToId = (token: string) => idOf.get(token);
+
+  // Which added tokens are matched on raw text, and which after normalization (as the library does).
+  const hasNormalizer = tokenizerJson.normalizer !== null && tokenizerJson.normalizer !== undefined;
+  const toEntry = (t: Json) => ({ content: t.content as string, id: t.id as number });
+  const rawTokens = matchable.filter((t) => !(t.normalized && hasNormalizer)).map(toEntry);
+  const normalizedTokens = matchable.filter((t) => t.normalized && hasNormalizer).map(toEntry);
+
+  const segmentProblem = segmentationProblem(tokenizerJson);
+  const splitter = segmentProblem ? undefined : new AddedTokenSplitter(rawTokens);
+  const normalizedSplitter = new AddedTokenSplitter(normalizedTokens);
+
+  // Special tokens around a completions prompt; checked against the library when it can add them.
+  let frame: SpecialTokenFrame | undefined;
+  const frameResult = resolveSpecialTokenFrame(tokenizerJson, tokenizerConfig, tokenToId);
+  if (frameResult.ok) {
+    frame = frameResult.frame;
+    if (frame.source.startsWith("tokenizer.json") || frame.source === "no post_processor") {
+      const probe = "Hello world";
+      const expected = hf.encode(probe, { add_special_tokens: true }).ids;
+      const inner = hf.encode(probe, { add_special_tokens: false }).ids;
+      const framed = [...frame.prefix, ...inner, ...frame.suffix];
+      if (framed.join() !== expected.join()) frame = undefined;
+    }
+  }
+
+  // Template renderer.
+  const sources = chatTemplateSources(tokenizerConfig, files.chatTemplateJinja);
+  if (!sources.ok) {
+    throw new TokenizerLoadError(`Cannot load tokenizer: ${files.source}: ${sources.reason}`);
+  }
+  let renderer: ChatTemplateRenderer;
+  try {
+    renderer = new ChatTemplateRenderer({
+      sources: sources.sources,
+      specialTokens: specialTokenVariables(tokenizerConfig),
+      flavor: options.chatFlavor ?? "vllm",
+      contentFormat: options.contentFormat ?? "auto",
+      clock: options.clock ?? (() => new Date()),
+    });
+  } catch (error) {
+    throw new TokenizerLoadError(
+      `Cannot load tokenizer: ${files.source}: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+
+  // Fast path.
+  let fast: FastBpeEncoder | undefined;
+  let reason: string;
+  if (options.fastPath === false) reason = "disabled by configuration";
+  else if (!splitter) reason = `text cannot be split on added tokens: ${segmentProblem}`;
+  else {
+    const decision = planFastPath(tokenizerJson, {
+      verifyEveryToken: options.verifyFastPath === "every-token",
+    });
+    if (!decision.ok) reason = decision.reason;
+    else {
+      try {
+        fast = await FastBpeEncoder.create(decision.plan);
+        reason =
+          "byte-level BPE with merge ranks following token ids; probe texts match the exact path";
+      } catch (error) {
+        reason = `tiktoken rejected the vocabulary or pattern: ${(error as Error).message}`;
+      }
+    }
+    if (fast && decision.ok) {
+      const mismatch = probeMismatch(
+        hf,
+        splitter,
+        normalizedSplitter,
+        fast,
+        fastPathProbeTexts(decision.plan.tieHazards),
+      );
+      if (mismatch !== undefined) {
+        fast.dispose();
+        fast = undefined;
+        reason = `probe text ${
+          JSON.stringify(mismatch.slice(0, 40))
+        } encodes differently on the fast path`;
+      }
+    }
+  }
+
+  const cache = !splitter
+    ? undefined
+    : options.cache ?? ((options.cacheMaxTokens ?? DEFAULT_CACHE_TOKENS) > 0
+      ? new TokenSegmentCache({ maxTokens: options.cacheMaxTokens ?? DEFAULT_CACHE_TOKENS })
+      : undefined);
+
+  const info: TokenizerInfo = {
+    source: files.source,
+    fastPath: fast !== undefined,
+    reason,
+    segmentCache: cache !== undefined,
+    segmentReason: segmentProblem ??
+      (cache
+        ? "segments between added tokens are tokenized independently"
+        : "cache disabled by configuration"),
+    specialTokens: frame ?? null,
+    chatTemplates: renderer.templateNames,
+    contentFormat: renderer.templateNames.length > 0 ? safeContentFormat(renderer) : null,
+    chatFlavor: options.chatFlavor ?? "vllm",
+    loadMs: 0,
+  };
+  const tokenizer = new LoadedTokenizer({
+    hf,
+    splitter,
+    normalizedSplitter,
+    fast,
+    frame,
+    cache,
+    cacheScope: options.cacheScope ?? files.source,
+    renderer,
+    info,
+  });
+  info.loadMs = Math.round(performance.now() - started);
+  return tokenizer;
+}
+
+function safeContentFormat(renderer: ChatTemplateRenderer): ContentFormat | null {
+  try {
+    return renderer.contentFormat();
+  } catch {
+    return null;
+  }
+}
+
+/** The first probe text whose fast-path ids differ from the library's whole-text ids. */
+function probeMismatch(
+  hf: Tokenizer,
+  splitter: AddedTokenSplitter,
+  normalizedSplitter: AddedTokenSplitter,
+  fast: FastBpeEncoder,
+  texts: string[],
+): string | undefined {
+  for (const text of texts) {
+    const expected = hf.encode(text, { add_special_tokens: false }).ids;
+    const actual: number[] = [];
+    for (const part of splitter.split(text)) {
+      if (typeof part === "number") {
+        actual.push(part);
+        continue;
+      }
+      const normalized = fast.normalize(part);
+      for (const inner of normalizedSplitter.split(normalized)) {
+        if (typeof inner === "number") actual.push(inner);
+        else {
+          const ids = fast.encodeNormalized(inner) ??
+            hf.encode(inner, { add_special_tokens: false }).ids;
+          for (const id of ids) actual.push(id);
+        }
+      }
+    }
+    if (actual.length !== expected.length || actual.some((id, i) => id !== expected[i])) {
+      return text;
+    }
+  }
+  return undefined;
+}
