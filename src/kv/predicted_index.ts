@@ -105,6 +105,14 @@ export class PredictedIndex implements KvIndex {
     });
   }
 
+  /** Forget that one instance writes `keys` (its attempt failed before it could write them). */
+  forget(keys: readonly string[], instanceId: string): void {
+    for (const key of keys) {
+      const writers = this.#entries.get(key);
+      if (writers?.delete(instanceId) && writers.size === 0) this.#entries.delete(key);
+    }
+  }
+
   /** Forget everything an instance was writing (it failed, or the request was cancelled early). */
   forgetInstance(instanceId: string): void {
     for (const [key, writers] of this.#entries) {

@@ -100,3 +100,15 @@ Deno.test("PredictedIndex.lookup() of no keys is skipped", async () => {
   const index = new PredictedIndex({ now: () => 0 });
   strictEqual((await index.lookup([])).outcome, "skipped");
 });
+
+Deno.test("forget() drops one writer of the given keys and keeps the others", () => {
+  let now = 0;
+  const index = new PredictedIndex({ now: () => now, ttlMs: 1_000 });
+  index.record(["k1", "k2"], { instanceId: "a", kvHost: "10.0.0.1" });
+  index.record(["k1"], { instanceId: "b", kvHost: "10.0.0.2" });
+  index.forget(["k1", "k2"], "a");
+  deepStrictEqual(index.peek("k1")?.memoryHosts, ["10.0.0.2"]);
+  deepStrictEqual(index.peek("k2"), undefined);
+  now = 2_000;
+  deepStrictEqual(index.peek("k1"), undefined);
+});

@@ -1,0 +1,231 @@
+import { parseArgs } from "node:util";
+import { resolveConfig } from "../config/load.ts";
+import { createRouter, type Router } from "../gateway/router.ts";
+import { type DemoCluster, startDemoCluster } from "../../tests/fakes/demo_cluster.ts";
+import { waitForShutdown } from "./start.ts";
+
+const USAGE = `Usage: deno task demo [--port N] [--engines N] [--policy NAME] [--exit]
+
+Starts an embedded cluster (simulated vLLM engines + a Mooncake master), the router in front of
+it, sends a burst of shared-prefix chat traffic, prints a summary, then keeps serving.`;
+
+const WORDS = (
+  "the a model cache token prefix engine store router request batch chunk layer kernel " +
+  "memory latency budget queue replica segment transfer schedule decode prefill policy " +
+  "cluster instance gateway region tenant session document manual chapter section table " +
+  "value result figure measure report error retry health signal window deadline"
+).split(" ");
+
+/** A long, deterministic system prompt: the shared prefix of one "document" conversation. */
+export function demoDocument(index: number, words = 2400): string {
+  let seed = 0x9e3779b9 ^ (index * 0x85ebca6b);
+  const next = () => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 2 ** 32;
+  };
+  const out: string[] = [
+    `You are the support assistant for product ${index + 1}. Its manual follows.`,
+  ];
+  for (let i = 0; i < words; i++) {
+    out.push(WORDS[Math.floor(next() * WORDS.length)] + (i % 17 === 16 ? "." : ""));
+  }
+  return out.join(" ");
+}
+
+export function demoChat(model: string, doc: number, question: string): Record<string, unknown> {
+  return {
+    model,
+    stream: true,
+    max_tokens: 8,
+    messages: [
+      { role: "system", content: demoDocument(doc) },
+      { role: "user", content: question },
+    ],
+  };
+}
+
+export interface DemoResult {
+  doc: number;
+  instance: string;
+  promptTokens: number;
+  hitTokens: number;
+  ttftMs: number;
+  status: number;
+}
+
+/** Sends one streaming chat and measures TTFT at the client (first SSE event). */
+async function send(url: string, body: Record<string, unknown>, doc: number): Promise<DemoResult> {
+  const started = performance.now();
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const reader = response.body!.getReader();
+  let ttftMs = Number.NaN;
+  for (;;) {
+    const { done } = await reader.read();
+    if (Number.isNaN(ttftMs)) ttftMs = performance.now() - started;
+    if (done) break;
+  }
+  return {
+    doc,
+    instance: response.headers.get("x-tidegate-instance") ?? "-",
+    promptTokens: Number(response.headers.get("x-tidegate-prompt-tokens") ?? 0),
+    hitTokens: Number(response.headers.get("x-tidegate-hit-tokens") ?? 0),
+    ttftMs,
+    status: response.status,
+  };
+}
+
+/**
+ * The burst: one cold request per document, then `perDoc` concurrent follow-ups each. Cache-aware
+ * dispatch should send every follow-up to the instance that prefilled its document.
+ */
+export async function runDemoBurst(
+  url: string,
+  model: string,
+  docs = 4,
+  perDoc = 5,
+): Promise<DemoResult[]> {
+  const results: DemoResult[] = [];
+  results.push(
+    ...await Promise.all(
+      Array.from(
+        { length: docs },
+        (_, d) => send(url, demoChat(model, d, "Give me a one-line summary."), d),
+      ),
+    ),
+  );
+  const followUps: Promise<DemoResult>[] = [];
+  for (let q = 0; q < perDoc; q++) {
+    for (let d = 0; d < docs; d++) {
+      followUps.push(
+        send(
+          url,
+          demoChat(
+            model,
+            d,
+            `Question ${q + 1}: which section covers ${WORDS[q * 7 % WORDS.length]}?`,
+          ),
+          d,
+        ),
+      );
+    }
+  }
+  results.push(...await Promise.all(followUps));
+  return results;
+}
+
+export function summarize(results: DemoResult[], cluster: DemoCluster): string {
+  const lines: string[] = [];
+  const home = new Map<number, string>();
+  for (const r of results) if (!home.has(r.doc)) home.set(r.doc, r.instance);
+  const followUps = results.slice(home.size);
+  const stayed = followUps.filter((r) => r.instance === home.get(r.doc)).length;
+  lines.push(
+    "| instance | requests | documents | prompt tokens | predicted hit tokens | mean TTFT (ms) |",
+  );
+  lines.push("|---|---:|---|---:|---:|---:|");
+  for (const { id } of cluster.engines) {
+    const mine = results.filter((r) => r.instance === id);
+    const docs = [...new Set(mine.map((r) => r.doc))].sort().map((d) => `doc${d}`).join(" ") || "-";
+    const mean = mine.length ? mine.reduce((s, r) => s + r.ttftMs, 0) / mine.length : 0;
+    lines.push(
+      `| ${id} | ${mine.length} | ${docs} | ${sum(mine, "promptTokens")} | ${
+        sum(mine, "hitTokens")
+      } | ${mine.length ? mean.toFixed(1) : "-"} |`,
+    );
+  }
+  const cold = results.slice(0, home.size);
+  const meanOf = (rs: DemoResult[]) =>
+    rs.reduce((s, r) => s + r.ttftMs, 0) / Math.max(1, rs.length);
+  lines.push("");
+  lines.push(
+    `${results.length} requests (${results.filter((r) => r.status === 200).length} OK); ` +
+      `${stayed}/${followUps.length} follow-ups landed on the instance holding their document; ` +
+      `predicted hit ratio ${
+        (sum(results, "hitTokens") / Math.max(1, sum(results, "promptTokens")) * 100).toFixed(1)
+      }%; ` +
+      `mean TTFT cold ${meanOf(cold).toFixed(1)} ms, follow-ups ${
+        meanOf(followUps).toFixed(1)
+      } ms.`,
+  );
+  return lines.join("\n");
+}
+
+function sum(results: DemoResult[], field: "promptTokens" | "hitTokens"): number {
+  return results.reduce((s, r) => s + r[field], 0);
+}
+
+async function serveOnPort(router: Router, port: number) {
+  try {
+    return await router.serve({ port });
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+    console.log(`Port ${port} is busy; using a free port instead.`);
+    return await router.serve({ port: 0 });
+  }
+}
+
+/** `demo`: the embedded cluster, a burst, a summary, then serve until Ctrl-C. */
+export async function runDemo(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        port: { type: "string", default: "8080" },
+        engines: { type: "string", default: "4" },
+        policy: { type: "string", default: "cache_aware" },
+        exit: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const engines = Number(values.engines);
+  if (!(Number.isInteger(engines) && engines >= 1 && engines <= 16)) {
+    console.error("--engines must be an integer in 1..16");
+    return 2;
+  }
+  console.log("Starting the embedded cluster (simulated vLLM engines + Mooncake master)...");
+  const cluster = await startDemoCluster({ engines });
+  const config = resolveConfig(cluster.routerConfig({ policy: values.policy }));
+  const router = await createRouter(config, { log: () => {} });
+  const address = await serveOnPort(router, Number(values.port));
+  const url = `http://${address.hostname}:${address.port}`;
+  for (const e of cluster.engines) console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost})`);
+  console.log(`  mooncake master: ${cluster.master.url}`);
+  console.log(`Router (${values.policy}) on ${url}. Sending a burst of shared-prefix chats...\n`);
+
+  const results = await runDemoBurst(url, cluster.model);
+  console.log(summarize(results, cluster));
+
+  const holder = results.find((r) => r.doc === 0)?.instance ?? "?";
+  const requestFile = await Deno.makeTempFile({ prefix: "tidegate-demo-", suffix: ".json" });
+  await Deno.writeTextFile(
+    requestFile,
+    JSON.stringify({ ...demoChat(cluster.model, 0, "What does chapter 2 say?"), stream: false }),
+  );
+  console.log(`
+Try it: this chat shares document 0's ${"~"}3k-token prefix, which ${holder} holds:
+
+  curl -s -D - ${url}/v1/chat/completions -H 'content-type: application/json' -d @${requestFile}
+
+The x-tidegate-instance header should say ${holder}. Also: ${url}/metrics, ${url}/readyz.
+Press Ctrl-C to stop.`);
+
+  if (!values.exit) await waitForShutdown();
+  await router.close();
+  await cluster.close();
+  return 0;
+}

@@ -1,0 +1,327 @@
+import type { HealthConfig, InstanceConfig } from "../config/schema.ts";
+import type { Candidate } from "../scheduling/types.ts";
+import { type BreakerState, CircuitBreaker } from "./circuit_breaker.ts";
+import type { EngineLoadSource } from "./engine_load.ts";
+import { EngineLoadPoller, type InstanceLoadState } from "./engine_load_poller.ts";
+import { HealthProber } from "./health_prober.ts";
+import { LoadAccount } from "./load_account.ts";
+import { RecentPrefillSizes } from "./recent_prefill_sizes.ts";
+import { type ReconciledLoad, reconcileLoad } from "./reconcile.ts";
+import type { Timers } from "./timers.ts";
+
+export type InstanceOrigin = "config" | "discovery" | "admin";
+
+/** One backend as the dispatcher sees it: its config, breaker and what we know of its work. */
+export interface InstanceEntry {
+  config: InstanceConfig;
+  breaker: CircuitBreaker;
+  /** Takes no new requests; removed once its last request ends when `removeWhenIdle`. */
+  draining: boolean;
+  removeWhenIdle: boolean;
+  /** Requests currently proxied to it (any phase). */
+  active: number;
+  /** Recent TTFTs (seconds), newest last, for the admin API and the dashboard. */
+  recentTtftS: number[];
+  /** Where the instance came from: the config file, DNS discovery, or the admin API. */
+  origin: InstanceOrigin;
+}
+
+export interface InstanceStatus {
+  id: string;
+  url: string;
+  kvHost?: string;
+  role: string;
+  engine: string;
+  origin: string;
+  healthy: boolean;
+  breaker: BreakerState;
+  draining: boolean;
+  active: number;
+  load: ReconciledLoad;
+  engineReport?: InstanceLoadState;
+  probeFailures: number;
+  recentTtftS: { count: number; mean?: number; p50?: number; p90?: number };
+}
+
+export interface ModelClusterOptions {
+  model: string;
+  health: HealthConfig;
+  fetch: typeof fetch;
+  /** Monotonic milliseconds. */
+  now: () => number;
+  timers?: Timers;
+  /** How often the engines' load pages are read (default 1000 ms) and when a report is stale. */
+  loadPollIntervalMs?: number;
+  loadStaleAfterMs?: number;
+  /** Leases with no first token after this long are expired (default 10 s, as Llumnix). */
+  leaseExpiryMs?: number;
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+const TTFT_WINDOW = 256;
+
+const LOAD_SOURCE: Record<InstanceConfig["engine"], EngineLoadSource | undefined> = {
+  vllm: "vllm_metrics",
+  sglang: "sglang_get_load",
+  openai: undefined,
+};
+
+/**
+ * The live set of instances serving one model: membership (config, discovery, admin), health
+ * (one circuit breaker each, fed by probes and real traffic), and load (the dispatch-time account
+ * reconciled with what the engines report).
+ */
+export class ModelCluster {
+  readonly model: string;
+  readonly account: LoadAccount;
+  readonly recentPrefill = new RecentPrefillSizes();
+  readonly #entries = new Map<string, InstanceEntry>();
+  readonly #options: ModelClusterOptions;
+  readonly #prober: HealthProber;
+  readonly #poller: EngineLoadPoller;
+
+  constructor(options: ModelClusterOptions) {
+    this.model = options.model;
+    this.#options = options;
+    this.account = new LoadAccount({ now: options.now, expireAfterMs: options.leaseExpiryMs });
+    this.#prober = new HealthProber({
+      targets: () =>
+        [...this.#entries.values()].map((e) => ({ id: e.config.id, url: e.config.url })),
+      fetch: options.fetch,
+      now: options.now,
+      timers: options.timers,
+      intervalMs: options.health.intervalMs,
+      timeoutMs: options.health.timeoutMs,
+      onResult: (result) => this.#entries.get(result.instanceId)?.breaker.recordProbe(result),
+    });
+    this.#poller = new EngineLoadPoller({
+      targets: () =>
+        [...this.#entries.values()].flatMap((e) => {
+          const source = LOAD_SOURCE[e.config.engine];
+          return source ? [{ id: e.config.id, url: e.config.url, source }] : [];
+        }),
+      fetch: options.fetch,
+      now: options.now,
+      timers: options.timers,
+      timeoutMs: Math.max(50, options.health.timeoutMs),
+      intervalMs: options.loadPollIntervalMs ?? 1_000,
+      staleAfterMs: options.loadStaleAfterMs ?? 5_000,
+      localLoad: (id) => this.account.load(id),
+    });
+  }
+
+  /** Starts health probes and load polling; the first round runs at once. */
+  start(): void {
+    this.#prober.start();
+    this.#poller.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.#prober.stop(), this.#poller.stop()]);
+  }
+
+  /** One probe and one load poll of every instance now (start-up and tests). */
+  async refresh(): Promise<void> {
+    await Promise.all([this.#prober.probeOnce(), this.#poller.pollOnce()]);
+  }
+
+  get(id: string): InstanceEntry | undefined {
+    return this.#entries.get(id);
+  }
+
+  entries(): InstanceEntry[] {
+    return [...this.#entries.values()];
+  }
+
+  /** Adds an instance, or updates an existing one in place (a new URL gets a fresh breaker). */
+  upsert(config: InstanceConfig, origin: InstanceOrigin): "added" | "updated" | "unchanged" {
+    const existing = this.#entries.get(config.id);
+    if (existing) {
+      const revived = existing.removeWhenIdle || existing.draining;
+      existing.draining = false;
+      existing.removeWhenIdle = false;
+      existing.origin = origin;
+      if (sameInstance(existing.config, config)) return revived ? "updated" : "unchanged";
+      if (existing.config.url !== config.url) existing.breaker = this.#newBreaker(config.id);
+      existing.config = Object.freeze({ ...config });
+      return "updated";
+    }
+    this.#entries.set(config.id, {
+      config: Object.freeze({ ...config }),
+      breaker: this.#newBreaker(config.id),
+      draining: false,
+      removeWhenIdle: false,
+      active: 0,
+      recentTtftS: [],
+      origin,
+    });
+    return "added";
+  }
+
+  #newBreaker(id: string): CircuitBreaker {
+    return new CircuitBreaker({
+      now: this.#options.now,
+      failureThreshold: this.#options.health.failuresToOpen,
+      successThreshold: this.#options.health.successesToClose,
+      coolDownMs: this.#options.health.openCooldownMs,
+      // Trust an instance until it fails; a probe that sees 503 moves it to starting.
+      initialState: "closed",
+      onStateChange: (change) =>
+        this.#options.log?.("instance breaker changed", {
+          model: this.model,
+          instance: id,
+          ...change,
+        }),
+    });
+  }
+
+  /** Stops sending new requests; in-flight ones finish. */
+  drain(id: string): boolean {
+    const entry = this.#entries.get(id);
+    if (!entry) return false;
+    entry.draining = true;
+    return true;
+  }
+
+  /** Drains the instance and forgets it once its last in-flight request has ended. */
+  remove(id: string): boolean {
+    const entry = this.#entries.get(id);
+    if (!entry) return false;
+    entry.draining = true;
+    entry.removeWhenIdle = true;
+    this.#collect(entry);
+    return true;
+  }
+
+  /**
+   * Makes membership of one origin equal `configs`: new ones are added, changed ones updated,
+   * missing ones drained and removed when idle. Instances of other origins are left alone.
+   */
+  reconcileMembers(configs: readonly InstanceConfig[], origin: InstanceOrigin): {
+    added: string[];
+    updated: string[];
+    removed: string[];
+  } {
+    const wanted = new Set(configs.map((c) => c.id));
+    const result = { added: [] as string[], updated: [] as string[], removed: [] as string[] };
+    for (const config of configs) {
+      const change = this.upsert(config, origin);
+      if (change === "added") result.added.push(config.id);
+      if (change === "updated") result.updated.push(config.id);
+    }
+    for (const entry of [...this.#entries.values()]) {
+      if (entry.origin === origin && !wanted.has(entry.config.id) && !entry.removeWhenIdle) {
+        this.remove(entry.config.id);
+        result.removed.push(entry.config.id);
+      }
+    }
+    return result;
+  }
+
+  /** The instance takes new traffic now. */
+  isHealthy(entry: InstanceEntry): boolean {
+    return !entry.draining && entry.breaker.available;
+  }
+
+  /** The reconciled load of one instance: our leases plus what the engine reports of others. */
+  load(id: string): ReconciledLoad {
+    const state = this.#poller.state(id);
+    return reconcileLoad({
+      local: this.account.load(id),
+      engine: state.usable && state.report
+        ? { report: state.report, localAtObservation: state.localAtObservation }
+        : undefined,
+      meanUncachedTokens: this.recentPrefill.mean(this.#options.now()),
+    });
+  }
+
+  /**
+   * Candidates for the policy: every non-removed instance (unhealthy ones marked so), carrying
+   * its load and the prompt tokens it holds locally.
+   */
+  candidates(
+    localPrefixTokens: (id: string) => number,
+  ): { candidates: Candidate[]; entries: InstanceEntry[] } {
+    const entries = [...this.#entries.values()].filter((e) => !e.removeWhenIdle);
+    const candidates = entries.map((entry): Candidate => {
+      const load = this.load(entry.config.id);
+      const local = this.account.load(entry.config.id);
+      return {
+        id: entry.config.id,
+        healthy: this.isHealthy(entry),
+        localPrefixTokens: localPrefixTokens(entry.config.id),
+        waitingPrefillTokens: load.waitingPrefillTokens,
+        waitingPrefillRequests: local.prefillRequests,
+        runningRequests: load.runningRequests,
+      };
+    });
+    return { candidates, entries };
+  }
+
+  /** Marks a request started on an instance (for draining and the admin view). */
+  begin(id: string): () => void {
+    const entry = this.#entries.get(id);
+    if (!entry) return () => {};
+    entry.active++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      entry.active--;
+      this.#collect(entry);
+    };
+  }
+
+  recordTtft(id: string, seconds: number): void {
+    const entry = this.#entries.get(id);
+    if (!entry) return;
+    entry.recentTtftS.push(seconds);
+    if (entry.recentTtftS.length > TTFT_WINDOW) entry.recentTtftS.shift();
+  }
+
+  status(): InstanceStatus[] {
+    const probes = this.#prober.stats.byInstance;
+    return [...this.#entries.values()].map((entry) => {
+      const sorted = [...entry.recentTtftS].sort((a, b) => a - b);
+      const quantile = (q: number) =>
+        sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+      const report = this.#poller.state(entry.config.id);
+      return {
+        id: entry.config.id,
+        url: entry.config.url,
+        kvHost: entry.config.kvHost,
+        role: entry.config.role,
+        engine: entry.config.engine,
+        origin: entry.origin,
+        healthy: this.isHealthy(entry),
+        breaker: entry.breaker.state,
+        draining: entry.draining,
+        active: entry.active,
+        load: this.load(entry.config.id),
+        engineReport: report.report || report.lastError ? report : undefined,
+        probeFailures: probes.get(entry.config.id)?.failures ?? 0,
+        recentTtftS: sorted.length
+          ? {
+            count: sorted.length,
+            mean: sorted.reduce((a, b) => a + b, 0) / sorted.length,
+            p50: quantile(0.5),
+            p90: quantile(0.9),
+          }
+          : { count: 0 },
+      };
+    });
+  }
+
+  #collect(entry: InstanceEntry): void {
+    if (
+      entry.removeWhenIdle && entry.active === 0 && this.#entries.get(entry.config.id) === entry
+    ) {
+      this.#entries.delete(entry.config.id);
+      this.#options.log?.("instance removed", { model: this.model, instance: entry.config.id });
+    }
+  }
+}
+
+function sameInstance(a: InstanceConfig, b: InstanceConfig): boolean {
+  return a.url === b.url && a.kvHost === b.kvHost && a.role === b.role && a.engine === b.engine;
+}

@@ -1,0 +1,214 @@
+import type { Config } from "../config/schema.ts";
+import type { ExtraKeys } from "../hashing/types.ts";
+import { HttpError } from "../openai/errors.ts";
+import { parseOpenAIRequest } from "../openai/request.ts";
+import { planDispatch } from "./dispatch_plan.ts";
+import { executeDispatch } from "./execute_dispatch.ts";
+import type { ModelRuntime, NamedPolicy } from "./model_runtime.ts";
+import type { RequestObserver, RequestRecord } from "./request_record.ts";
+
+export interface GatewayDeps {
+  fetch: typeof fetch;
+  /** Monotonic milliseconds. */
+  now: () => number;
+  /** Wall-clock milliseconds. */
+  wallNow: () => number;
+  random: () => number;
+  log: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+/** Picks the policy arm of a request (A/B experiments); the default is the model's policy. */
+export interface ArmSelector {
+  select(runtime: ModelRuntime, request: Request, body: Record<string, unknown>): {
+    arm: string;
+    policy: NamedPolicy;
+  };
+}
+
+const ENGINE_PATHS = { completions: "/v1/completions", chat: "/v1/chat/completions" } as const;
+
+/**
+ * The request path for inference endpoints: parse, resolve the model, plan, admit, proxy.
+ * Never throws: every failure becomes an OpenAI-shaped error response.
+ */
+export class Gateway {
+  #config: Config;
+  #runtimes: Map<string, ModelRuntime>;
+  /** Request model name → runtime (+ the LoRA adapter the name stands for). */
+  #names = new Map<string, { runtime: ModelRuntime; loraName?: string }>();
+  readonly #deps: GatewayDeps;
+  readonly observers: RequestObserver[] = [];
+  arms: ArmSelector = {
+    select: (runtime) => ({ arm: "default", policy: runtime.defaultPolicy }),
+  };
+
+  constructor(config: Config, runtimes: Map<string, ModelRuntime>, deps: GatewayDeps) {
+    this.#config = config;
+    this.#runtimes = runtimes;
+    this.#deps = deps;
+    this.#indexNames();
+  }
+
+  get config(): Config {
+    return this.#config;
+  }
+
+  runtimes(): ModelRuntime[] {
+    return [...this.#runtimes.values()];
+  }
+
+  runtime(model: string): ModelRuntime | undefined {
+    return this.#runtimes.get(model);
+  }
+
+  /** Swaps in a new configuration's runtimes (hot reload); in-flight requests keep their own. */
+  replace(config: Config, runtimes: Map<string, ModelRuntime>): void {
+    this.#config = config;
+    this.#runtimes = runtimes;
+    this.#indexNames();
+  }
+
+  resolveModel(name: string): { runtime: ModelRuntime; loraName?: string } | undefined {
+    return this.#names.get(name);
+  }
+
+  /** `GET /v1/models` in OpenAI's shape, aliases and LoRA names included. */
+  listModels(): {
+    object: "list";
+    data: { id: string; object: "model"; created: number; owned_by: string; root: string }[];
+  } {
+    const created = Math.floor(this.#deps.wallNow() / 1000);
+    return {
+      object: "list",
+      data: [...this.#names.entries()].map(([id, { runtime }]) => ({
+        id,
+        object: "model" as const,
+        created,
+        owned_by: "tidegate",
+        root: runtime.config.name,
+      })),
+    };
+  }
+
+  async handleInference(
+    endpoint: "completions" | "chat",
+    request: Request,
+    bytes: Uint8Array<ArrayBuffer>,
+    clientSignal?: AbortSignal,
+  ): Promise<Response> {
+    const { now } = this.#deps;
+    const requestId = request.headers.get("x-request-id")?.slice(0, 200) || crypto.randomUUID();
+    const responseHeaders = new Headers({ "x-request-id": requestId });
+    const record: RequestRecord = {
+      requestId,
+      model: "",
+      endpoint,
+      arm: "",
+      stream: false,
+      startedAt: now(),
+      startedAtWallMs: this.#deps.wallNow(),
+      attempts: [],
+      status: 0,
+      outcome: "ok",
+      interTokenS: [],
+      usage: {},
+    };
+    const finish = (r: RequestRecord) => {
+      for (const observer of this.observers) {
+        try {
+          observer.onFinished(r);
+        } catch (error) {
+          this.#deps.log("request observer failed", { error: (error as Error).message });
+        }
+      }
+    };
+    const answer = (error: HttpError, outcome: RequestRecord["outcome"]) => {
+      record.status = error.status;
+      record.outcome = outcome;
+      record.error = error.message;
+      record.durationS = (now() - record.startedAt) / 1000;
+      finish(record);
+      return error.toResponse(responseHeaders);
+    };
+
+    try {
+      const parsed = parseOpenAIRequest(endpoint, bytes);
+      record.model = parsed.model;
+      record.stream = parsed.stream;
+      const resolved = this.resolveModel(parsed.model);
+      if (!resolved) {
+        return answer(
+          new HttpError(404, `The model '${parsed.model}' does not exist`, {
+            param: "model",
+            code: "model_not_found",
+          }),
+          "client_error",
+        );
+      }
+      const { runtime } = resolved;
+      record.model = runtime.config.name;
+      const { arm, policy } = this.arms.select(runtime, request, parsed.body);
+      record.arm = arm;
+      responseHeaders.set("x-tidegate-arm", arm);
+
+      const extraKeys: ExtraKeys = {};
+      if (resolved.loraName) extraKeys.loraName = resolved.loraName;
+      if (parsed.cacheSalt) extraKeys.cacheSalt = parsed.cacheSalt;
+      const plan = await planDispatch(runtime, parsed, {
+        now,
+        random: this.#deps.random,
+        policy,
+        extraKeys,
+      });
+      record.plan = plan;
+      for (const observer of this.observers) observer.onPlanned?.(record);
+
+      if (!plan.admission.admit) {
+        const verdict = plan.admission;
+        responseHeaders.set("retry-after", String(verdict.retryAfterS));
+        return answer(
+          new HttpError(429, verdict.message, { type: "rate_limit_error", code: verdict.reason }),
+          "rejected",
+        );
+      }
+      return await executeDispatch({
+        runtime,
+        plan,
+        record,
+        path: ENGINE_PATHS[endpoint],
+        clientHeaders: request.headers,
+        body: bytes,
+        clientSignal,
+        fetch: this.#deps.fetch,
+        now,
+        maxRetries: this.#config.limits.maxRetries,
+        headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
+        responseHeaders,
+        finish,
+      });
+    } catch (error) {
+      if (error instanceof HttpError) return answer(error, "client_error");
+      this.#deps.log("request failed inside the router", {
+        requestId,
+        error: (error as Error)?.stack ?? String(error),
+      });
+      return answer(
+        new HttpError(500, `Internal router error: ${(error as Error)?.message ?? error}`, {
+          code: "internal_error",
+        }),
+        "upstream_failed",
+      );
+    }
+  }
+
+  #indexNames(): void {
+    const names = new Map<string, { runtime: ModelRuntime; loraName?: string }>();
+    for (const runtime of this.#runtimes.values()) {
+      const model = runtime.config;
+      names.set(model.name, { runtime });
+      for (const alias of model.aliases) names.set(alias, { runtime });
+      for (const lora of model.loras) names.set(lora.name, { runtime, loraName: lora.adapter });
+    }
+    this.#names = names;
+  }
+}

@@ -1,0 +1,226 @@
+import type { Config, ModelConfig } from "../config/schema.ts";
+import { ModelCluster } from "../cluster/model_cluster.ts";
+import type { Timers } from "../cluster/timers.ts";
+import { createKeyScheme } from "../hashing/key_scheme.ts";
+import type { KeyScheme } from "../hashing/types.ts";
+import { MergedIndex } from "../kv/merged_index.ts";
+import { MooncakeClient } from "../kv/mooncake_client.ts";
+import { PredictedIndex } from "../kv/predicted_index.ts";
+import { StoreHealth } from "../kv/store_health.ts";
+import type { KvIndex } from "../kv/types.ts";
+import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
+import { createPolicy, type PolicyParams, resolveTtftParams } from "../scheduling/registry.ts";
+import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
+import type { Policy } from "../scheduling/types.ts";
+import { EngineTokenizer } from "../tokenize/engine_tokenizer.ts";
+import { TokenizeFailureLog } from "../tokenize/failure_log.ts";
+import { loadTokenizer } from "../tokenize/load_tokenizer.ts";
+import type { LoadedTokenizer } from "../tokenize/local_tokenizer.ts";
+import { LocalAsyncTokenizer } from "../tokenize/local_async_tokenizer.ts";
+import { NoneTokenizer } from "../tokenize/none_tokenizer.ts";
+import type { AsyncPromptTokenizer } from "../tokenize/types.ts";
+
+export interface RuntimeDeps {
+  fetch: typeof fetch;
+  /** Monotonic milliseconds. */
+  now: () => number;
+  random: () => number;
+  timers?: Timers;
+  log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Called on every tokenizer failure (metrics); the log line is written once per outage. */
+  onTokenizerFailure?: (model: string) => void;
+  /** Tokenizers already loaded, by directory: a reload reuses them instead of parsing again. */
+  tokenizerCache?: Map<string, Promise<LoadedTokenizer>>;
+}
+
+/** A named policy with the parameters it was built from, so A/B arms can be compared. */
+export interface NamedPolicy {
+  name: string;
+  policy: Policy;
+  ttftParams: TtftModelParams;
+}
+
+/**
+ * Everything one model needs per request, built once from config: tokenizer, key scheme, KV
+ * index (store + predicted index), the instance cluster and the default policy.
+ */
+export class ModelRuntime {
+  readonly config: ModelConfig;
+  readonly tokenizer: AsyncPromptTokenizer;
+  readonly tokenizerFailures: TokenizeFailureLog;
+  readonly localTokenizer?: LoadedTokenizer;
+  readonly keyScheme: KeyScheme;
+  readonly store?: MooncakeClient;
+  readonly storeHealth?: StoreHealth;
+  readonly predicted?: PredictedIndex;
+  /** What the dispatcher queries: the store merged with recent predictions, or either alone. */
+  readonly kvIndex?: KvIndex;
+  readonly cluster: ModelCluster;
+  readonly defaultPolicy: NamedPolicy;
+  /** Online prefill-time models per instance, refined from measured TTFTs. */
+  readonly prefillEstimators = new Map<string, PrefillModelEstimator>();
+  /** Grows by one per decision (round robin). */
+  sequence = 0;
+
+  private constructor(init: {
+    config: ModelConfig;
+    tokenizer: AsyncPromptTokenizer;
+    tokenizerFailures: TokenizeFailureLog;
+    localTokenizer?: LoadedTokenizer;
+    keyScheme: KeyScheme;
+    store?: MooncakeClient;
+    storeHealth?: StoreHealth;
+    predicted?: PredictedIndex;
+    cluster: ModelCluster;
+    defaultPolicy: NamedPolicy;
+  }) {
+    this.config = init.config;
+    this.tokenizer = init.tokenizer;
+    this.tokenizerFailures = init.tokenizerFailures;
+    this.localTokenizer = init.localTokenizer;
+    this.keyScheme = init.keyScheme;
+    this.store = init.store;
+    this.storeHealth = init.storeHealth;
+    this.predicted = init.predicted;
+    this.cluster = init.cluster;
+    this.defaultPolicy = init.defaultPolicy;
+    if (this.store && this.predicted) this.kvIndex = new MergedIndex(this.store, this.predicted);
+    else this.kvIndex = this.store ?? this.predicted;
+  }
+
+  /** Builds the runtime; throws with a clear message when the tokenizer or key scheme is wrong. */
+  static async create(config: ModelConfig, deps: RuntimeDeps): Promise<ModelRuntime> {
+    const tokenizerFailures = new TokenizeFailureLog({
+      label: config.name,
+      onFailure: () => deps.onTokenizerFailure?.(config.name),
+      log: (message) => deps.log(message, { model: config.name }),
+    });
+    const cluster = new ModelCluster({
+      model: config.name,
+      health: config.health,
+      fetch: deps.fetch,
+      now: deps.now,
+      timers: deps.timers,
+      log: deps.log,
+    });
+    for (const instance of config.instances) cluster.upsert(instance, "config");
+
+    let tokenizer: AsyncPromptTokenizer;
+    let localTokenizer: LoadedTokenizer | undefined;
+    switch (config.tokenizer.mode) {
+      case "local": {
+        const dir = config.tokenizer.path!;
+        const options = {
+          fastPath: config.tokenizer.fastPath,
+          cacheMaxTokens: config.tokenizer.cacheMaxTokens,
+        };
+        const key = `${dir}\0${options.fastPath}\0${options.cacheMaxTokens}`;
+        let pending = deps.tokenizerCache?.get(key);
+        if (!pending) {
+          pending = loadTokenizer(dir, options);
+          deps.tokenizerCache?.set(key, pending);
+          pending.catch(() => deps.tokenizerCache?.delete(key));
+        }
+        localTokenizer = await pending;
+        tokenizer = new LocalAsyncTokenizer(localTokenizer, tokenizerFailures);
+        break;
+      }
+      case "engine": {
+        tokenizer = new EngineTokenizer({
+          engine: config.instances.some((i) => i.engine === "sglang") ? "sglang" : "vllm",
+          model: config.name,
+          // Any instance that takes traffic can tokenize; the healthiest first.
+          baseUrl: () => cluster.entries().find((e) => cluster.isHealthy(e))?.config.url,
+          timeoutMs: config.tokenizer.timeoutMs,
+          fetch: deps.fetch,
+          failures: tokenizerFailures,
+        });
+        break;
+      }
+      case "none":
+        tokenizer = new NoneTokenizer();
+        break;
+    }
+
+    const keyScheme = createKeyScheme({
+      hash: config.kv.hash,
+      seed: config.kv.seed,
+      chunkSize: config.kv.chunkSize,
+      saveUnfullChunk: config.kv.saveUnfullChunk,
+      keyFormat: config.kv.keyFormat,
+      requireAllRanks: config.kv.requireAllRanks,
+      ...config.kv.keyParams,
+      model: config.kv.keyParams.model ?? config.name,
+    });
+
+    let store: MooncakeClient | undefined;
+    let storeHealth: StoreHealth | undefined;
+    if (config.kv.store === "mooncake" && config.kv.url) {
+      storeHealth = new StoreHealth({ downWindowMs: config.kv.downWindowMs });
+      store = new MooncakeClient({
+        url: config.kv.url,
+        fetch: deps.fetch,
+        now: deps.now,
+        health: storeHealth,
+        batchSize: config.kv.batchSize,
+        deadlineMs: config.kv.timeoutMs,
+      });
+    }
+    const predicted = config.kv.predictedIndex.enabled
+      ? new PredictedIndex({
+        now: deps.now,
+        ttlMs: config.kv.predictedIndex.ttlMs,
+        maxEntries: config.kv.predictedIndex.maxKeys,
+      })
+      : undefined;
+
+    return new ModelRuntime({
+      config,
+      tokenizer,
+      tokenizerFailures,
+      localTokenizer,
+      keyScheme,
+      store,
+      storeHealth,
+      predicted,
+      cluster,
+      defaultPolicy: buildPolicy(config.policy, config),
+    });
+  }
+
+  /** The online prefill model of an instance (created on first use from the configured prior). */
+  estimator(instanceId: string, prior: TtftModelParams): PrefillModelEstimator {
+    let estimator = this.prefillEstimators.get(instanceId);
+    if (!estimator) {
+      estimator = new PrefillModelEstimator(prior.prefillModel);
+      this.prefillEstimators.set(instanceId, estimator);
+    }
+    return estimator;
+  }
+}
+
+/** A policy from its config form (`"cache_aware"` or `{name, params}`); throws on bad names. */
+export function buildPolicy(
+  spec: ModelConfig["policy"],
+  model: Pick<ModelConfig, "prefillModel">,
+): NamedPolicy {
+  const name = typeof spec === "string" ? spec : spec.name;
+  const params = { ...(typeof spec === "string" ? {} : spec.params) } as PolicyParams;
+  if (model.prefillModel && params.prefillModel === undefined) {
+    params.prefillModel = model.prefillModel;
+  }
+  return { name, policy: createPolicy(name, params), ttftParams: resolveTtftParams(params) };
+}
+
+/** Checks every model's policy name before anything starts, so a typo fails at start. */
+export function policyProblems(config: Config): string[] {
+  const problems: string[] = [];
+  config.models.forEach((model, m) => {
+    try {
+      buildPolicy(model.policy, model);
+    } catch (error) {
+      problems.push(`models[${m}].policy: ${(error as Error).message}`);
+    }
+  });
+  return problems;
+}

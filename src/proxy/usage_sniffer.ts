@@ -1,0 +1,88 @@
+/** Token usage as OpenAI-compatible engines report it. */
+export interface ObservedUsage {
+  promptTokens?: number;
+  completionTokens?: number;
+  /** `usage.prompt_tokens_details.cached_tokens`: what the engine actually reused. */
+  cachedTokens?: number;
+}
+
+const MAX_JSON_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads `usage` out of a response while it streams through, without holding the stream back:
+ * SSE events are scanned line by line (only events mentioning "usage" are parsed); a JSON body
+ * is kept up to 4 MiB and parsed at the end. Also counts SSE data events (≈ tokens).
+ */
+export class UsageSniffer {
+  readonly #sse: boolean;
+  readonly #decoder = new TextDecoder();
+  #pending = "";
+  #json: Uint8Array[] = [];
+  #jsonBytes = 0;
+  usage: ObservedUsage = {};
+  /** SSE `data:` events other than `[DONE]`. */
+  events = 0;
+
+  constructor(contentType: string | null) {
+    this.#sse = (contentType ?? "").includes("text/event-stream");
+  }
+
+  get isStream(): boolean {
+    return this.#sse;
+  }
+
+  /** Feeds one chunk; returns how many SSE data events it completed. */
+  push(chunk: Uint8Array): number {
+    if (!this.#sse) {
+      if (this.#jsonBytes + chunk.byteLength <= MAX_JSON_BYTES) this.#json.push(chunk);
+      this.#jsonBytes += chunk.byteLength;
+      return 0;
+    }
+    const text = this.#pending + this.#decoder.decode(chunk, { stream: true });
+    const lines = text.split("\n");
+    this.#pending = lines.pop() ?? "";
+    let completed = 0;
+    for (const line of lines) {
+      if (!line.startsWith("data:")) continue;
+      const data = line.slice(5).trim();
+      if (data === "[DONE]" || data === "") continue;
+      completed++;
+      if (data.includes('"usage"')) this.#readUsage(data);
+    }
+    this.events += completed;
+    return completed;
+  }
+
+  /** Call at the end of the body. */
+  finish(): ObservedUsage {
+    if (!this.#sse && this.#jsonBytes > 0 && this.#jsonBytes <= MAX_JSON_BYTES) {
+      const body = new Uint8Array(this.#jsonBytes);
+      let offset = 0;
+      for (const part of this.#json) {
+        body.set(part, offset);
+        offset += part.byteLength;
+      }
+      this.#readUsage(this.#decoder.decode(body));
+    }
+    this.#json = [];
+    return this.usage;
+  }
+
+  #readUsage(json: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(json);
+    } catch {
+      return;
+    }
+    const usage = (value as { usage?: Record<string, unknown> } | null)?.usage;
+    if (!usage || typeof usage !== "object") return;
+    const number = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+    const details = usage.prompt_tokens_details as Record<string, unknown> | null | undefined;
+    this.usage = {
+      promptTokens: number(usage.prompt_tokens) ?? this.usage.promptTokens,
+      completionTokens: number(usage.completion_tokens) ?? this.usage.completionTokens,
+      cachedTokens: number(details?.cached_tokens) ?? this.usage.cachedTokens,
+    };
+  }
+}

@@ -1,0 +1,317 @@
+import client from "prom-client";
+
+/** Seconds buckets from 5 ms to 2 minutes: TTFT spans cached chat turns to 128k-token prefills. */
+const LATENCY_BUCKETS = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  20,
+  30,
+  60,
+  120,
+];
+/** Router overhead per stage is measured in microseconds to milliseconds. */
+const STAGE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5];
+const INTER_TOKEN_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2];
+
+/** Per-instance state read at scrape time (health, breaker, load) rather than pushed. */
+export interface InstanceGaugeSample {
+  model: string;
+  instance: string;
+  healthy: boolean;
+  breakerState: string;
+  inflightPrefillTokens: number;
+  inflightPrefillRequests: number;
+  inflightDecodeRequests: number;
+  estimatedWaitingPrefillTokens: number;
+  reportedWaitingRequests?: number;
+  reportedRunningRequests?: number;
+  reportedPendingTokens?: number;
+  reportAgeSeconds?: number;
+  reportStale?: boolean;
+  probeFailures: number;
+  draining: boolean;
+}
+
+export interface ModelGaugeSample {
+  model: string;
+  storeDown: boolean;
+  expiredLeases: number;
+  predictedIndexKeys: number;
+}
+
+const BREAKER_STATES = ["closed", "open", "half_open", "starting"];
+
+/**
+ * Every series the router exposes on `/metrics`, in one registry owned by the router instance
+ * (no global default registry: two routers in one process, as in tests, do not collide).
+ */
+export class GatewayMetrics {
+  readonly registry = new client.Registry();
+  readonly requests;
+  readonly ttft;
+  readonly e2e;
+  readonly interToken;
+  readonly promptTokens;
+  readonly completionTokens;
+  readonly predictedHitTokens;
+  readonly engineCachedTokens;
+  readonly hitMismatchTokens;
+  readonly retries;
+  readonly rejections;
+  readonly storeLookups;
+  readonly storeLookupSeconds;
+  readonly stageSeconds;
+  readonly tokenizerFailures;
+  readonly armChanges;
+
+  constructor(
+    instanceSamples: () => InstanceGaugeSample[] = () => [],
+    modelSamples: () => ModelGaugeSample[] = () => [],
+  ) {
+    const registers = [this.registry];
+    const base = ["model", "instance", "arm"] as const;
+    this.requests = new client.Counter({
+      name: "tidegate_requests_total",
+      help: "Requests by outcome and HTTP status.",
+      labelNames: [...base, "endpoint", "outcome", "status"],
+      registers,
+    });
+    this.ttft = new client.Histogram({
+      name: "tidegate_ttft_seconds",
+      help: "Time from request arrival to the first response byte from the engine.",
+      labelNames: base,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.e2e = new client.Histogram({
+      name: "tidegate_request_duration_seconds",
+      help: "Time from request arrival to the end of the response.",
+      labelNames: base,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.interToken = new client.Histogram({
+      name: "tidegate_inter_token_seconds",
+      help: "Gaps between streamed chunks after the first (inter-token latency).",
+      labelNames: base,
+      buckets: INTER_TOKEN_BUCKETS,
+      registers,
+    });
+    this.promptTokens = new client.Counter({
+      name: "tidegate_prompt_tokens_total",
+      help: "Prompt tokens dispatched (router's tokenization).",
+      labelNames: base,
+      registers,
+    });
+    this.completionTokens = new client.Counter({
+      name: "tidegate_completion_tokens_total",
+      help: "Completion tokens reported by the engines' usage.",
+      labelNames: base,
+      registers,
+    });
+    this.predictedHitTokens = new client.Counter({
+      name: "tidegate_predicted_hit_tokens_total",
+      help: "Prompt tokens predicted cached for the chosen instance (local) and in the pool.",
+      labelNames: [...base, "scope"],
+      registers,
+    });
+    this.engineCachedTokens = new client.Counter({
+      name: "tidegate_engine_cached_tokens_total",
+      help: "Cached prompt tokens the engine reported (usage.prompt_tokens_details.cached_tokens).",
+      labelNames: base,
+      registers,
+    });
+    this.hitMismatchTokens = new client.Counter({
+      name: "tidegate_hit_mismatch_tokens_total",
+      help:
+        "|predicted local hit - engine-reported cached tokens|: a silent key mismatch detector.",
+      labelNames: base,
+      registers,
+    });
+    this.retries = new client.Counter({
+      name: "tidegate_upstream_retries_total",
+      help: "Upstream attempts that failed before any byte and were retried elsewhere.",
+      labelNames: ["model", "instance", "reason"],
+      registers,
+    });
+    this.rejections = new client.Counter({
+      name: "tidegate_admission_rejections_total",
+      help: "Requests answered 429 because the predicted TTFT/TBT broke the SLO.",
+      labelNames: ["model", "arm", "reason"],
+      registers,
+    });
+    this.storeLookups = new client.Counter({
+      name: "tidegate_store_lookups_total",
+      help: "KV store lookups by outcome (ok, deadline, failed, store_down, skipped).",
+      labelNames: ["model", "outcome"],
+      registers,
+    });
+    this.storeLookupSeconds = new client.Histogram({
+      name: "tidegate_store_lookup_seconds",
+      help: "Time spent on the KV store lookup.",
+      labelNames: ["model", "outcome"],
+      buckets: STAGE_BUCKETS,
+      registers,
+    });
+    this.stageSeconds = new client.Histogram({
+      name: "tidegate_stage_seconds",
+      help: "Router overhead per stage before dispatch (tokenize, hash, lookup, schedule).",
+      labelNames: ["model", "stage"],
+      buckets: STAGE_BUCKETS,
+      registers,
+    });
+    this.tokenizerFailures = new client.Counter({
+      name: "tidegate_tokenizer_failures_total",
+      help: "Requests whose prompt could not be tokenized (dispatched by load only).",
+      labelNames: ["model"],
+      registers,
+    });
+    this.armChanges = new client.Counter({
+      name: "tidegate_experiment_changes_total",
+      help: "Runtime changes of experiment arms (admin API or reload).",
+      labelNames: ["model"],
+      registers,
+    });
+
+    const instanceGauge = (
+      name: string,
+      help: string,
+      read: (s: InstanceGaugeSample) => number | undefined,
+    ) =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ["model", "instance"],
+        registers,
+        collect() {
+          this.reset();
+          for (const sample of instanceSamples()) {
+            const value = read(sample);
+            if (value !== undefined) {
+              this.set({ model: sample.model, instance: sample.instance }, value);
+            }
+          }
+        },
+      });
+    instanceGauge(
+      "tidegate_instance_healthy",
+      "1 when the instance takes traffic.",
+      (s) => (s.healthy ? 1 : 0),
+    );
+    instanceGauge(
+      "tidegate_instance_draining",
+      "1 while the instance is drained.",
+      (s) => (s.draining ? 1 : 0),
+    );
+    instanceGauge(
+      "tidegate_instance_inflight_prefill_tokens",
+      "Uncomputed prefill tokens the router dispatched that have no first token yet.",
+      (s) => s.inflightPrefillTokens,
+    );
+    instanceGauge(
+      "tidegate_instance_inflight_prefill_requests",
+      "Requests dispatched by this router that have no first token yet.",
+      (s) => s.inflightPrefillRequests,
+    );
+    instanceGauge(
+      "tidegate_instance_inflight_decode_requests",
+      "Requests dispatched by this router that are decoding.",
+      (s) => s.inflightDecodeRequests,
+    );
+    instanceGauge(
+      "tidegate_instance_waiting_prefill_tokens",
+      "The waiting-prefill estimate the policies see (account reconciled with engine reports).",
+      (s) => s.estimatedWaitingPrefillTokens,
+    );
+    instanceGauge(
+      "tidegate_instance_reported_waiting_requests",
+      "Waiting requests the engine reported (vLLM num_requests_waiting, SGLang num_waiting_reqs).",
+      (s) => s.reportedWaitingRequests,
+    );
+    instanceGauge(
+      "tidegate_instance_reported_running_requests",
+      "Running requests the engine reported.",
+      (s) => s.reportedRunningRequests,
+    );
+    instanceGauge(
+      "tidegate_instance_reported_pending_tokens",
+      "Pending prefill tokens the engine reported (SGLang num_pending_tokens).",
+      (s) => s.reportedPendingTokens,
+    );
+    instanceGauge(
+      "tidegate_instance_report_age_seconds",
+      "Age of the engine's last load report (reconciliation lag).",
+      (s) => s.reportAgeSeconds,
+    );
+    instanceGauge(
+      "tidegate_instance_report_stale",
+      "1 when the engine's last load report is too old to use.",
+      (s) => (s.reportStale === undefined ? undefined : s.reportStale ? 1 : 0),
+    );
+    instanceGauge(
+      "tidegate_instance_probe_failures_total",
+      "Failed health probes since start.",
+      (s) => s.probeFailures,
+    );
+    new client.Gauge({
+      name: "tidegate_instance_breaker_state",
+      help: "Circuit breaker state per instance (1 for the current state).",
+      labelNames: ["model", "instance", "state"],
+      registers,
+      collect() {
+        this.reset();
+        for (const sample of instanceSamples()) {
+          for (const state of BREAKER_STATES) {
+            this.set(
+              { model: sample.model, instance: sample.instance, state },
+              sample.breakerState === state ? 1 : 0,
+            );
+          }
+        }
+      },
+    });
+    const modelGauge = (name: string, help: string, read: (s: ModelGaugeSample) => number) =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ["model"],
+        registers,
+        collect() {
+          this.reset();
+          for (const sample of modelSamples()) this.set({ model: sample.model }, read(sample));
+        },
+      });
+    modelGauge(
+      "tidegate_store_down",
+      "1 while the KV store is in its down-window.",
+      (s) => (s.storeDown ? 1 : 0),
+    );
+    modelGauge(
+      "tidegate_load_leases_expired",
+      "Dispatch-time load entries dropped because no first token came in time.",
+      (s) => s.expiredLeases,
+    );
+    modelGauge(
+      "tidegate_predicted_index_keys",
+      "Keys in the local predicted index (recent dispatches not yet visible in the store).",
+      (s) => s.predictedIndexKeys,
+    );
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

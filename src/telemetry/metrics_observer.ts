@@ -1,0 +1,81 @@
+import type { RequestObserver, RequestRecord } from "../gateway/request_record.ts";
+import type { GatewayMetrics } from "./metrics.ts";
+
+/** Turns each finished request into Prometheus series (labels: model, instance, arm). */
+export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
+  return {
+    onFinished(record: RequestRecord) {
+      const labels = {
+        model: record.model || "unknown",
+        instance: record.instanceId ?? "none",
+        arm: record.arm || "none",
+      };
+      metrics.requests.inc({
+        ...labels,
+        endpoint: record.endpoint,
+        outcome: record.outcome,
+        status: String(record.status),
+      });
+      for (const attempt of record.attempts) {
+        if (attempt.failure) {
+          metrics.retries.inc({
+            model: labels.model,
+            instance: attempt.instanceId,
+            reason: attempt.failure,
+          });
+        }
+      }
+      if (record.durationS !== undefined) metrics.e2e.observe(labels, record.durationS);
+      if (record.ttftS !== undefined) metrics.ttft.observe(labels, record.ttftS);
+      for (const gap of record.interTokenS) metrics.interToken.observe(labels, gap);
+      if (record.usage.completionTokens !== undefined) {
+        metrics.completionTokens.inc(labels, record.usage.completionTokens);
+      }
+      if (record.outcome === "rejected") {
+        const verdict = record.plan?.admission;
+        metrics.rejections.inc({
+          model: labels.model,
+          arm: labels.arm,
+          reason: verdict && !verdict.admit ? verdict.reason : "unknown",
+        });
+      }
+      const plan = record.plan;
+      if (!plan) return;
+      const stages = plan.timings;
+      metrics.stageSeconds.observe(
+        { model: labels.model, stage: "tokenize" },
+        stages.tokenizeMs / 1000,
+      );
+      metrics.stageSeconds.observe({ model: labels.model, stage: "hash" }, stages.hashMs / 1000);
+      metrics.stageSeconds.observe(
+        { model: labels.model, stage: "lookup" },
+        stages.lookupMs / 1000,
+      );
+      metrics.stageSeconds.observe(
+        { model: labels.model, stage: "schedule" },
+        stages.scheduleMs / 1000,
+      );
+      const outcome = plan.lookup?.outcome ?? "skipped";
+      metrics.storeLookups.inc({ model: labels.model, outcome });
+      if (plan.lookup) {
+        metrics.storeLookupSeconds.observe(
+          { model: labels.model, outcome },
+          plan.lookup.elapsedMs / 1000,
+        );
+      }
+      if (plan.tokenSource === "failed" || plan.tokenSource === "input_error") {
+        metrics.tokenizerFailures.inc({ model: labels.model });
+      }
+      if (!record.instanceId) return;
+      metrics.promptTokens.inc(labels, plan.promptTokens);
+      const local = plan.candidates.find((c) => c.id === record.instanceId)?.localPrefixTokens ?? 0;
+      metrics.predictedHitTokens.inc({ ...labels, scope: "local" }, local);
+      metrics.predictedHitTokens.inc({ ...labels, scope: "pool" }, plan.poolPrefixTokens);
+      const cached = record.usage.cachedTokens;
+      if (cached !== undefined) {
+        metrics.engineCachedTokens.inc(labels, cached);
+        metrics.hitMismatchTokens.inc(labels, Math.abs(cached - local));
+      }
+    },
+  };
+}
