@@ -11,6 +11,7 @@ import {
   type InstanceGaugeSample,
   type ModelGaugeSample,
 } from "../telemetry/metrics.ts";
+import { DecisionLog } from "../telemetry/decision_log.ts";
 import { metricsObserver } from "../telemetry/metrics_observer.ts";
 import type { LoadedTokenizer } from "../tokenize/local_tokenizer.ts";
 import { Gateway } from "./gateway.ts";
@@ -33,6 +34,8 @@ export interface Router {
   readonly config: Config;
   readonly gateway: Gateway;
   readonly metrics: GatewayMetrics;
+  /** The most recent dispatch decisions with every candidate's terms. */
+  readonly decisions: DecisionLog;
   readonly app: Hono;
   /** The HTTP handler (for `Deno.serve` or `app.request`). */
   fetch(request: Request): Promise<Response>;
@@ -93,6 +96,8 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     () => modelSamples(gateway),
   );
   gateway.observers.push(metricsObserver(metrics));
+  const decisions = new DecisionLog();
+  gateway.observers.push(decisions);
 
   const app = new Hono();
   app.route("/", healthRoutes(gateway));
@@ -121,6 +126,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     },
     gateway,
     metrics,
+    decisions,
     app,
     fetch: (request) => Promise.resolve(app.fetch(request)),
     serve(overrides = {}) {

@@ -1,0 +1,103 @@
+import type { RequestObserver, RequestRecord } from "../gateway/request_record.ts";
+
+/** One dispatch decision as the dashboard and `/admin/decisions` show it. */
+export interface DecisionEntry {
+  requestId: string;
+  /** Wall-clock ms at arrival. */
+  at: number;
+  model: string;
+  arm: string;
+  policy: string;
+  endpoint: string;
+  stream: boolean;
+  promptTokens: number;
+  tokenSource: string;
+  lookup: { outcome: string; keys: number; elapsedMs: number } | null;
+  poolPrefixTokens: number;
+  chosen: string | null;
+  /** Every candidate's score terms, best first. */
+  candidates: {
+    id: string;
+    healthy: boolean;
+    localPrefixTokens: number;
+    waitingPrefillTokens: number;
+    score: number;
+    terms: Record<string, number>;
+    excluded?: string;
+  }[];
+  predictedTtftS: number | null;
+  admitted: boolean;
+  attempts: { instance: string; status?: number; failure?: string }[];
+  status: number;
+  outcome: string;
+  ttftS: number | null;
+  durationS: number | null;
+  engineCachedTokens: number | null;
+}
+
+/** A bounded ring of the most recent decisions, newest last. */
+export class DecisionLog implements RequestObserver {
+  readonly #capacity: number;
+  readonly #entries: DecisionEntry[] = [];
+
+  constructor(capacity = 200) {
+    this.#capacity = Math.max(1, capacity);
+  }
+
+  onFinished(record: RequestRecord): void {
+    const plan = record.plan;
+    if (!plan) return; // rejected before planning (bad input): not a decision
+    const order = new Map(plan.decision.ranking.map((id, i) => [id, i]));
+    const candidates = plan.candidates.map((c) => {
+      const score = plan.decision.scores.find((s) => s.id === c.id);
+      return {
+        id: c.id,
+        healthy: c.healthy,
+        localPrefixTokens: c.localPrefixTokens,
+        waitingPrefillTokens: Math.round(c.waitingPrefillTokens),
+        score: score?.score ?? Number.NaN,
+        terms: score?.terms ?? {},
+        ...(score?.excluded ? { excluded: score.excluded } : {}),
+      };
+    }).sort((a, b) => (order.get(a.id) ?? 1e9) - (order.get(b.id) ?? 1e9));
+    this.#entries.push({
+      requestId: record.requestId,
+      at: record.startedAtWallMs,
+      model: record.model,
+      arm: record.arm,
+      policy: plan.policy.name,
+      endpoint: record.endpoint,
+      stream: record.stream,
+      promptTokens: plan.promptTokens,
+      tokenSource: plan.tokenSource,
+      lookup: plan.lookup
+        ? {
+          outcome: plan.lookup.outcome,
+          keys: plan.lookup.keysQueried,
+          elapsedMs: Math.round(plan.lookup.elapsedMs * 100) / 100,
+        }
+        : null,
+      poolPrefixTokens: plan.poolPrefixTokens,
+      chosen: record.instanceId ?? null,
+      candidates,
+      predictedTtftS: plan.predictedTtftS ?? null,
+      admitted: plan.admission.admit,
+      attempts: record.attempts.map((a) => ({
+        instance: a.instanceId,
+        ...(a.status !== undefined ? { status: a.status } : {}),
+        ...(a.failure ? { failure: a.failure } : {}),
+      })),
+      status: record.status,
+      outcome: record.outcome,
+      ttftS: record.ttftS ?? null,
+      durationS: record.durationS ?? null,
+      engineCachedTokens: record.usage.cachedTokens ?? null,
+    });
+    if (this.#entries.length > this.#capacity) this.#entries.shift();
+  }
+
+  /** The newest `limit` decisions, newest first. */
+  recent(limit = 50): DecisionEntry[] {
+    return this.#entries.slice(-limit).reverse();
+  }
+}
