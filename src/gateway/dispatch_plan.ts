@@ -40,6 +40,15 @@ export interface DispatchPlan {
   reservation?: { instanceId: string; lease: LoadLease };
   /** Milliseconds spent per stage. */
   timings: { tokenizeMs: number; hashMs: number; lookupMs: number; scheduleMs: number };
+  /** When each stage started (monotonic ms), for trace spans. */
+  stages: {
+    tokenizeStart: number;
+    hashStart: number;
+    lookupStart: number;
+    scheduleStart: number;
+    admissionStart: number;
+    end: number;
+  };
 }
 
 export interface PlanContext {
@@ -61,13 +70,15 @@ export async function planDispatch(
   const { now } = context;
   const config = runtime.config;
 
-  let start = now();
+  const tokenizeStart = now();
+  let start = tokenizeStart;
   const tokenized = await tokenize(runtime, request);
   const tokenizeMs = now() - start;
   const promptTokens = (tokenized.tokens?.length ?? estimateTokens(request)) *
     (1 + promptBatchExtra(request));
 
   start = now();
+  const hashStart = start;
   const tokens = tokenized.tokens;
   const chunkKeys = tokens && tokens.length >= config.kv.minPromptTokens && runtime.kvIndex
     ? runtime.keyScheme.chunkKeys(tokens, context.extraKeys)
@@ -75,6 +86,7 @@ export async function planDispatch(
   const hashMs = now() - start;
 
   start = now();
+  const lookupStart = start;
   let lookup: LookupResult | undefined;
   if (chunkKeys.length > 0 && runtime.kvIndex) {
     lookup = await runtime.kvIndex.lookup(chunkKeys.flat(), { deadlineMs: config.kv.timeoutMs });
@@ -82,6 +94,7 @@ export async function planDispatch(
   const lookupMs = now() - start;
 
   start = now();
+  const scheduleStart = start;
   const chunkSize = config.kv.chunkSize;
   const { candidates: all, entries } = runtime.cluster.candidates(() => 0);
   const hits = lookup
@@ -107,6 +120,7 @@ export async function planDispatch(
     sequence: runtime.sequence++,
   });
 
+  const admissionStart = now();
   let predictedTtftS = decision.predictedTtftS;
   const best = candidates.find((c) => c.id === decision.ranking[0]);
   if (predictedTtftS === undefined && best) {
@@ -126,7 +140,8 @@ export async function planDispatch(
     },
     { enabled: slo.admission, ttftSloS: slo.ttftS, tbtSloS: slo.tbtS },
   );
-  const scheduleMs = now() - start;
+  const end = now();
+  const scheduleMs = end - start;
 
   const plan: DispatchPlan = {
     tokens,
@@ -144,6 +159,7 @@ export async function planDispatch(
     admission,
     predictedTtftS,
     timings: { tokenizeMs, hashMs, lookupMs, scheduleMs },
+    stages: { tokenizeStart, hashStart, lookupStart, scheduleStart, admissionStart, end },
   };
   const first = decision.ranking[0];
   if (admission.admit && first !== undefined) {

@@ -8,6 +8,7 @@ import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import { type DispatchPlan, reserve, scoreOf } from "./dispatch_plan.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import type { RequestRecord } from "./request_record.ts";
+import type { AttemptTrace, RequestTrace } from "../telemetry/tracing.ts";
 
 export interface ExecuteOptions {
   runtime: ModelRuntime;
@@ -27,6 +28,8 @@ export interface ExecuteOptions {
   responseHeaders: Headers;
   /** Called exactly once when the request is over (last byte sent, failed, or aborted). */
   finish: (record: RequestRecord) => void;
+  /** Spans for each upstream attempt (the fetch runs inside its span). */
+  trace?: RequestTrace;
 }
 
 const BREAKER_KIND: Record<AttemptFailure, FailureKind> = {
@@ -80,6 +83,11 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
     h.end();
   };
 
+  let attemptTrace: AttemptTrace | undefined;
+  let attemptNumber = 0;
+  const tracedFetch: typeof fetch = (input, init) =>
+    attemptTrace ? attemptTrace.run(() => options.fetch(input, init)) : options.fetch(input, init);
+
   const outcome = await forwardWithRetries(
     {
       method: "POST",
@@ -91,12 +99,13 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
       headersTimeoutMs: options.headersTimeoutMs,
       signal: options.clientSignal,
     },
-    { fetch: options.fetch, now },
+    { fetch: tracedFetch, now },
     {
       beforeAttempt(target) {
         const entry = cluster.get(target.id);
         const permit = entry?.breaker.tryAcquire();
         if (!entry || !permit) return false;
+        attemptTrace = options.trace?.attempt(target, ++attemptNumber, upstreamHeaders);
         const reserved = plan.reservation?.instanceId === target.id
           ? plan.reservation.lease
           : undefined;
@@ -109,6 +118,8 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
         return true;
       },
       afterAttempt(target, attempt) {
+        attemptTrace?.end(attempt, attempt.failure !== undefined);
+        attemptTrace = undefined;
         const h = held.get(target.id);
         if (!h) return;
         if (attempt.failure) {

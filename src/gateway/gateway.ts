@@ -6,6 +6,7 @@ import { planDispatch } from "./dispatch_plan.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
 import type { ModelRuntime, NamedPolicy } from "./model_runtime.ts";
 import type { RequestObserver, RequestRecord } from "./request_record.ts";
+import { RequestTracing } from "../telemetry/tracing.ts";
 
 export interface GatewayDeps {
   fetch: typeof fetch;
@@ -38,6 +39,8 @@ export class Gateway {
   #names = new Map<string, { runtime: ModelRuntime; loraName?: string }>();
   readonly #deps: GatewayDeps;
   readonly observers: RequestObserver[] = [];
+  /** Span trees per request; a no-op unless a tracer provider records (OTEL_DENO or tests). */
+  tracing = new RequestTracing();
   arms: ArmSelector = {
     select: (runtime) => ({ arm: "default", policy: runtime.defaultPolicy }),
   };
@@ -113,7 +116,10 @@ export class Gateway {
       interTokenS: [],
       usage: {},
     };
+    const route = `POST ${ENGINE_PATHS[endpoint]}`;
+    const trace = this.tracing.begin(request, route, record.startedAt);
     const finish = (r: RequestRecord) => {
+      trace.finish(r);
       for (const observer of this.observers) {
         try {
           observer.onFinished(r);
@@ -161,6 +167,7 @@ export class Gateway {
         extraKeys,
       });
       record.plan = plan;
+      trace.planned(plan, record);
       for (const observer of this.observers) observer.onPlanned?.(record);
 
       if (!plan.admission.admit) {
@@ -185,6 +192,7 @@ export class Gateway {
         headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
         responseHeaders,
         finish,
+        trace,
       });
     } catch (error) {
       if (error instanceof HttpError) return answer(error, "client_error");

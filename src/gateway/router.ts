@@ -1,3 +1,4 @@
+import type { TracerProvider } from "@opentelemetry/api";
 import { Hono } from "hono";
 import { healthRoutes } from "../../routes/health.ts";
 import { metricsRoutes } from "../../routes/metrics.ts";
@@ -13,6 +14,7 @@ import {
 } from "../telemetry/metrics.ts";
 import { DecisionLog } from "../telemetry/decision_log.ts";
 import { metricsObserver } from "../telemetry/metrics_observer.ts";
+import { RequestTracing } from "../telemetry/tracing.ts";
 import type { LoadedTokenizer } from "../tokenize/local_tokenizer.ts";
 import { Gateway } from "./gateway.ts";
 import { ModelRuntime, policyProblems } from "./model_runtime.ts";
@@ -28,6 +30,8 @@ export interface RouterOptions {
   log?: (message: string, fields?: Record<string, unknown>) => void;
   /** Start health probes and load polling (default true). */
   background?: boolean;
+  /** Where spans go (default: the global provider, i.e. Deno's exporter under OTEL_DENO=true). */
+  tracerProvider?: TracerProvider;
 }
 
 export interface Router {
@@ -90,6 +94,12 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
   const tokenizerCache = new Map<string, Promise<LoadedTokenizer>>();
   const runtimes = await buildRuntimes(config, deps, tokenizerCache);
   const gateway = new Gateway(config, runtimes, deps);
+  const epochOffsetMs = deps.wallNow() - deps.now();
+  gateway.tracing = new RequestTracing({
+    tracerProvider: options.tracerProvider,
+    denoInstrumented: Deno.env.get("OTEL_DENO") === "true",
+    toEpochMs: (ms) => ms + epochOffsetMs,
+  });
 
   const metrics = new GatewayMetrics(
     () => instanceSamples(gateway, deps.now),

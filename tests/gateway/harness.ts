@@ -3,6 +3,7 @@
  * tests through real sockets. Prompts are token ids (tokenizer mode none) so tests control
  * exactly which chunk keys exist where.
  */
+import type { TracerProvider } from "@opentelemetry/api";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter, type Router } from "../../src/gateway/router.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
@@ -35,6 +36,7 @@ export interface TestClusterOptions {
   /** Merged into the top-level config. */
   top?: Record<string, unknown>;
   background?: boolean;
+  tracerProvider?: TracerProvider;
 }
 
 export function range(from: number, count: number): number[] {
@@ -75,6 +77,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const logs: TestCluster["logs"] = [];
   const router = await createRouter(config, {
     background: options.background ?? false,
+    tracerProvider: options.tracerProvider,
     log: (message, fields) => logs.push({ message, fields }),
   });
   const address = await router.serve({ port: 0 });

@@ -1,0 +1,146 @@
+/**
+ * The production tracing path: the router runs as its own process with OTEL_DENO=true and Deno's
+ * built-in exporter ships spans over OTLP/HTTP (JSON here) to a receiver written in this test.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { startFakeEngine } from "../fakes/fake_engine.ts";
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+}
+
+function startReceiver() {
+  const spans: OtlpSpan[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => {
+      const body = await request.text();
+      if (new URL(request.url).pathname === "/v1/traces") {
+        const json = JSON.parse(body);
+        for (const resource of json.resourceSpans ?? []) {
+          for (const scope of resource.scopeSpans ?? []) spans.push(...scope.spans);
+        }
+      }
+      return new Response("{}", { headers: { "content-type": "application/json" } });
+    },
+  );
+  return {
+    spans,
+    url: `http://127.0.0.1:${(server.addr as Deno.NetAddr).port}`,
+    close: () => server.shutdown(),
+  };
+}
+
+/** Reads the child's stderr until the "tidegate listening" line and returns its URL. */
+async function listeningUrl(stderr: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    for (const line of buffer.split("\n")) {
+      if (line.includes('"tidegate listening"')) {
+        reader.releaseLock();
+        return JSON.parse(line).url;
+      }
+    }
+  }
+  throw new Error(`router did not start:\n${buffer}`);
+}
+
+Deno.test({
+  name:
+    "with OTEL_DENO=true the spans reach an OTLP receiver and the engine continues the same trace",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const receiver = startReceiver();
+    const engine = await startFakeEngine({ id: "e0", model: "m", timeScale: 0.001 });
+    const dir = await Deno.makeTempDir();
+    const config = `${dir}/router.json`;
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        models: [{
+          name: "m",
+          tokenizer: { mode: "none" },
+          kv: { store: "none" },
+          health: { intervalMs: 60_000 },
+          instances: [{ id: "e0", url: engine.url }],
+        }],
+      }),
+    );
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("../../mod.ts", import.meta.url).pathname,
+        "start",
+        "--config",
+        config,
+        "--port",
+        "0",
+      ],
+      env: {
+        OTEL_DENO: "true",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_SERVICE_NAME: "tidegate-test",
+        NO_COLOR: "1",
+      },
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    try {
+      const url = await listeningUrl(child.stderr);
+      const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+      const response = await fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        },
+        body: JSON.stringify({ model: "m", prompt: [1, 2, 3], max_tokens: 2 }),
+      });
+      assertEquals(response.status, 200);
+      await response.text();
+      const seen = engine.stats.requests.at(-1)!;
+      assert(seen.traceparent?.startsWith(`00-${traceId}-`), `engine saw ${seen.traceparent}`);
+      assert(!seen.traceparent!.includes(","), "exactly one traceparent reaches the engine");
+
+      child.kill("SIGTERM");
+      await child.status;
+      const deadline = Date.now() + 10_000;
+      const names = () => receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name);
+      while (!names().includes("upstream e0") && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const ours = receiver.spans.filter((s) => s.traceId === traceId);
+      const server = ours.find((s) => s.name === "POST /v1/completions");
+      assert(server, `spans received: ${names().join(", ")}`);
+      assertEquals(server.parentSpanId, "00f067aa0ba902b7");
+      for (const name of ["tokenize", "hash", "schedule", "admission", "upstream e0"]) {
+        const span = ours.find((s) => s.name === name);
+        assert(span, `${name} missing from ${names().join(", ")}`);
+        assertEquals(span.parentSpanId, server.spanId);
+      }
+      // The engine's traceparent names a span of this trace (Deno's fetch span under our attempt).
+      const engineParent = seen.traceparent!.split("-")[2];
+      const fetchSpan = ours.find((s) => s.spanId === engineParent);
+      assert(fetchSpan, "the engine's parent span was exported");
+    } finally {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already exited */ }
+      await child.status;
+      await engine.close();
+      await receiver.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
