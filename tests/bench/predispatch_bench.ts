@@ -1,0 +1,113 @@
+/**
+ * Whole pre-dispatch cost for an 8k-token chat: render the chat template, tokenize, chain-hash
+ * and build the store keys — what the router does before it asks the store anything.
+ * `deno task bench:predispatch` prints p50/p99 per request for:
+ *
+ * - reference: the exact HF tokenizer with no cache, plus a naive key chain (cbor-x encode +
+ *   createHash per chunk, hex keys) — what a straightforward implementation costs;
+ * - tidegate cold: the fast path, a new conversation every request (nothing cached);
+ * - tidegate multi-turn: a conversation growing by one turn per request (the common case).
+ *
+ * Ratios are against the reference measured in this same run (the machine is shared).
+ */
+import { createHash } from "node:crypto";
+import { Encoder } from "cbor-x";
+import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
+import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
+import type { ChatMessage } from "../../src/tokenize/types.ts";
+
+const ROUNDS = Deno.args.includes("--quick") ? 20 : 60;
+const WORDS = ("the router sends every request to the instance where it will get its first token " +
+  "soonest because the prefix cache already holds most of the prompt and the queue is short " +
+  "while the other engines are busy with long documents and many users ask follow up questions")
+  .split(" ");
+
+function text(seed: number, words: number): string {
+  let s = seed >>> 0;
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out.push(WORDS[s % WORDS.length]);
+    if (i % 13 === 12) out.push("\n");
+  }
+  return out.join(" ");
+}
+
+/** A conversation of about 8k tokens: a system prompt and alternating turns. */
+function conversation(seed: number, turns: number): ChatMessage[] {
+  const messages: ChatMessage[] = [{ role: "system", content: text(seed, 3000) }];
+  for (let t = 0; t < turns; t++) {
+    messages.push({ role: t % 2 === 0 ? "user" : "assistant", content: text(seed * 31 + t, 350) });
+  }
+  return messages;
+}
+
+function percentile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+function measure(run: (i: number) => void): { p50: number; p99: number } {
+  for (let i = 0; i < 3; i++) run(-1 - i); // warm-up
+  const times: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const t0 = performance.now();
+    run(i);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 0.5), p99: percentile(times, 0.99) };
+}
+
+const exact = await loadTokenizer("builtin:qwen3", { fastPath: false, cacheMaxTokens: 0 });
+const fast = await loadTokenizer("builtin:qwen3", { fastPath: true, cacheMaxTokens: 4_000_000 });
+const fastCold = await loadTokenizer("builtin:qwen3", { fastPath: true, cacheMaxTokens: 0 });
+const scheme = createKeyScheme({
+  hash: "sha256_cbor",
+  seed: "0",
+  chunkSize: 256,
+  keyFormat: "llumnix",
+});
+const cbor = new Encoder({ useRecords: false, tagUint8Array: false });
+
+function naiveKeys(tokens: number[]): string[] {
+  let parent: Uint8Array = createHash("sha256").update(cbor.encode("0")).digest();
+  const keys: string[] = [];
+  for (let s = 0; s + 256 <= tokens.length; s += 256) {
+    const digest = createHash("sha256").update(
+      cbor.encode([parent, tokens.slice(s, s + 256), null]),
+    ).digest();
+    keys.push(`${digest.toString("hex")}_0`);
+    parent = digest;
+  }
+  return keys;
+}
+
+const probe = conversation(1, 14);
+const tokenCount = exact.encodeChat(probe).length;
+if (naiveKeys(exact.encodeChat(probe)).join() !== scheme.keys(fast.encodeChat(probe)).join()) {
+  throw new Error(
+    "reference and tidegate disagree on the keys: the benchmark compares different things",
+  );
+}
+
+const reference = measure((i) => naiveKeys(exact.encodeChat(conversation(1000 + i, 14))));
+const cold = measure((i) => scheme.chunkKeys(fastCold.encodeChat(conversation(2000 + i, 14))));
+// Multi-turn: request i is the conversation so far plus one more turn (what a chat client sends).
+const base = conversation(7, 40);
+const growing = measure((i) => {
+  const turns = 14 + ((i + 3) % 26);
+  scheme.chunkKeys(fast.encodeChat(base.slice(0, 1 + turns)));
+});
+
+const row = (name: string, r: { p50: number; p99: number }) =>
+  `| ${name} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${
+    (reference.p50 / r.p50).toFixed(1)
+  }× |`;
+console.log(
+  `Pre-dispatch cost (template + tokenize + hash + keys), ~${tokenCount}-token chat, ${ROUNDS} requests each\n`,
+);
+console.log("| path | p50 ms | p99 ms | speed-up at p50 |");
+console.log("|---|---:|---:|---:|");
+console.log(row("reference: exact tokenizer, no cache, cbor-x + createHash", reference));
+console.log(row("tidegate, new conversation every request (fast path, nothing cached)", cold));
+console.log(row("tidegate, conversation growing by one turn (fast path + segment cache)", growing));
