@@ -46,6 +46,8 @@ export interface FakeEngineOptions {
   flavour?: EngineFlavour;
   /** Served model name (default "fake-model"); other names get a 404 like vLLM's. */
   model?: string;
+  /** LoRA adapters served too, like vLLM's `--lora-modules` (their names are valid models). */
+  loraModules?: string[];
   /** Port to bind on 127.0.0.1 (default 0: any free port). */
   port?: number;
   /** Prefill-time coefficients in engine seconds (default: the Mooncake FAST'25 fit). */
@@ -301,6 +303,7 @@ class Engine implements FakeEngine {
       reportCachedTokens: options.reportCachedTokens ?? true,
       slowFirstByteMs: options.slowFirstByteMs ?? 300,
       maxRecords: options.maxRecords ?? 1000,
+      loraModules: options.loraModules ?? [],
       now: options.now ?? (() => performance.timeOrigin + performance.now()),
     };
     this.stats = {
@@ -561,7 +564,10 @@ class Engine implements FakeEngine {
       return this.#error(400, bodyError!, "BadRequestError");
     }
     const chat = path === "/v1/chat/completions";
-    if (typeof body.model === "string" && body.model !== this.model) {
+    if (
+      typeof body.model === "string" && body.model !== this.model &&
+      !this.#opts.loraModules.includes(body.model)
+    ) {
       this.#finish(record, "not_found");
       return this.#error(
         404,

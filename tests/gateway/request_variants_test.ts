@@ -1,0 +1,87 @@
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
+import { completion, MODEL, range, startTestCluster } from "./harness.ts";
+
+const scheme = createKeyScheme({
+  hash: "sha256_cbor",
+  seed: "0",
+  chunkSize: 16,
+  keyFormat: "llumnix",
+});
+
+Deno.test("a LoRA model name and cache_salt change the keys the router looks up, as vLLM's extra_keys do", async () => {
+  const t = await startTestCluster({
+    model: { loras: [{ name: "support-bot", adapter: "support-lora-v2" }] },
+    engine: { loraModules: ["support-bot"] },
+  });
+  try {
+    const prompt = range(500, 48);
+    t.hold(0, prompt, 3); // the base model's KV: useless to the adapter
+    const lora = await completion(t.url, { model: "support-bot", prompt });
+    assertEquals(lora.status, 200);
+    await lora.body?.cancel();
+    assertEquals(lora.headers.get("x-tidegate-hit-tokens"), "0");
+    assertEquals(
+      [...t.master.requests.at(-1)!.keys].sort(),
+      scheme.keys(prompt, { loraName: "support-lora-v2" }).sort(),
+    );
+
+    const salted = await completion(t.url, { prompt, cache_salt: "tenant-7" });
+    await salted.body?.cancel();
+    assertEquals(
+      [...t.master.requests.at(-1)!.keys].sort(),
+      scheme.keys(prompt, { cacheSalt: "tenant-7" }).sort(),
+    );
+    const engine = t.engines.find((e) => e.id === lora.headers.get("x-tidegate-instance"))!;
+    assertEquals(
+      engine.stats.requests[0].body?.model,
+      "support-bot",
+      "the model name reaches the engine unchanged",
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("when the tokenizer fails the request is still served by load, and the failure is counted", async () => {
+  // Engine mode: the fake engines have no /tokenize endpoint, so every tokenize call fails.
+  const t = await startTestCluster({ model: { tokenizer: { mode: "engine", timeoutMs: 200 } } });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const response = await completion(t.url, { prompt: `hello ${i}` });
+      assertEquals(response.status, 200);
+      await response.body?.cancel();
+    }
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    assertMatch(metrics, /tidegate_tokenizer_failures_total\{model="test-model"\} 3/);
+    const logged = t.logs.filter((l) => l.message.includes("dispatched by load only"));
+    assertEquals(logged.length, 1, "logged once per outage, not per request");
+    assertEquals(t.master.count, 0, "no tokens, no keys, no store lookup");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a chat the local template rejects is forwarded by load, and the engine's answer returned", async () => {
+  const t = await startTestCluster({ model: { tokenizer: { path: "builtin:qwen3" } } });
+  try {
+    const response = await fetch(`${t.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        max_tokens: 2,
+        messages: [{
+          role: "user",
+          content: [{ type: "image_url", image_url: { url: "data:," } }],
+        }],
+      }),
+    });
+    assertEquals(response.status, 200);
+    await response.body?.cancel();
+    assert(response.headers.get("x-tidegate-instance"));
+    assertEquals(response.headers.get("x-tidegate-hit-tokens"), "0");
+  } finally {
+    await t.close();
+  }
+});
