@@ -16,10 +16,14 @@ export function computePrefixHits(
   locations: ReadonlyMap<string, KeyLocation>,
   instances: readonly KvPlacement[],
 ): PrefixHits {
+  // The pool holds what the store confirms; a write still in flight cannot be read from it yet.
   let poolChunks = 0;
   while (
     poolChunks < chunkKeys.length &&
-    chunkKeys[poolChunks].every((key) => locations.get(key)?.present === true)
+    chunkKeys[poolChunks].every((key) => {
+      const location = locations.get(key);
+      return location?.present === true && location.pendingWrite !== true;
+    })
   ) poolChunks++;
 
   const localChunks = new Map<string, number>();
@@ -27,10 +31,13 @@ export function computePrefixHits(
     let chunks = 0;
     const host = instance.kvHost === undefined ? undefined : normalizeHost(instance.kvHost);
     if (host !== undefined) {
-      // A local prefix can never be longer than the pool prefix: every local key is present.
+      // The writer of a pending chunk counts it as local: requests queued behind it reuse it.
       while (
-        chunks < poolChunks &&
-        chunkKeys[chunks].every((key) => locations.get(key)!.memoryHosts.includes(host))
+        chunks < chunkKeys.length &&
+        chunkKeys[chunks].every((key) => {
+          const location = locations.get(key);
+          return location?.present === true && location.memoryHosts.includes(host);
+        })
       ) chunks++;
     }
     localChunks.set(instance.id, chunks);

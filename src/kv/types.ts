@@ -10,8 +10,13 @@ export interface KeyLocation {
   sharedDisk: boolean;
   /** The store's error code for this key, e.g. OBJECT_NOT_FOUND or REPLICA_IS_NOT_READY. */
   error?: string;
-  /** Vouched for only by the router's own recent dispatches, not (yet) by the store. */
+  /** The router's own recent dispatches added to (or made up) this answer. */
   predicted?: boolean;
+  /**
+   * Only predicted: an engine is still computing and writing it, so nobody can read it from the
+   * pool yet. It counts for its writer's local prefix, never for the pool prefix.
+   */
+  pendingWrite?: boolean;
 }
 
 export type LookupOutcome =

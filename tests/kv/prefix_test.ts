@@ -89,3 +89,27 @@ Deno.test("normalizeHost() strips brackets and case", () => {
   strictEqual(normalizeHost(" [FE80::1] "), "fe80::1");
   strictEqual(normalizeHost("Node-1"), "node-1");
 });
+
+Deno.test("computePrefixHits() counts a pending write for its writer's local prefix but not for the pool", () => {
+  const pending = {
+    present: true,
+    memoryHosts: ["10.0.0.1"],
+    localDiskHosts: [],
+    sharedDisk: false,
+    predicted: true,
+    pendingWrite: true,
+  };
+  const stored = {
+    present: true,
+    memoryHosts: ["10.0.0.2"],
+    localDiskHosts: [],
+    sharedDisk: false,
+  };
+  const locations = new Map([["a", stored], ["b", pending], ["c", pending]]);
+  const hits = computePrefixHits([["b"], ["c"]], locations, [{ id: "w", kvHost: "10.0.0.1" }]);
+  deepStrictEqual(hits.poolChunks, 0);
+  deepStrictEqual(hits.localChunks.get("w"), 2);
+  const mixed = computePrefixHits([["a"], ["b"]], locations, [{ id: "w", kvHost: "10.0.0.1" }]);
+  deepStrictEqual(mixed.poolChunks, 1);
+  deepStrictEqual(mixed.localChunks.get("w"), 0);
+});
