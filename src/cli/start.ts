@@ -1,10 +1,14 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile } from "../config/load.ts";
-import { createRouter, jsonLog } from "../gateway/router.ts";
+import type { Config } from "../config/schema.ts";
+import type { ReloadResult } from "../gateway/reload.ts";
+import { createRouter, jsonLog, type Router } from "../gateway/router.ts";
 
 const USAGE = `Usage: deno task start --config FILE [--host HOST] [--port PORT]
 
-Runs the router from a JSON or YAML config file (see deploy/examples/).`;
+Runs the router from a JSON or YAML config file (see deploy/examples/). Editing the file or
+sending SIGHUP reloads it: instances are added, drained and removed without dropping requests,
+and an invalid file is rejected with the reasons while the running config stays.`;
 
 /** `start`: serve from a config file until SIGINT/SIGTERM. Returns the exit code. */
 export async function runStart(args: string[]): Promise<number> {
@@ -44,8 +48,10 @@ export async function runStart(args: string[]): Promise<number> {
       url: `http://${address.hostname}:${address.port}`,
       models: config.models.map((m) => m.name),
     });
+    const reloader = watchConfigFile({ path: values.config, router });
     await waitForShutdown();
     jsonLog("tidegate shutting down");
+    await reloader.close();
     await router.close();
     return 0;
   } catch (error) {
@@ -68,4 +74,110 @@ export function waitForShutdown(): Promise<void> {
     };
     for (const signal of signals) Deno.addSignalListener(signal, handler);
   });
+}
+
+export interface ConfigWatchOptions {
+  path: string;
+  router: Pick<Router, "config" | "reload" | "metrics">;
+  /** Quiet time after the last file event before reloading (editors write in steps). */
+  debounceMs?: number;
+  /** Also reload on SIGHUP (default true). */
+  sighup?: boolean;
+  load?: (path: string) => Promise<Config>;
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface ConfigWatch {
+  /** Reads the file and applies it now; `undefined` when it could not be read or parsed. */
+  reload(reason: string): Promise<ReloadResult | undefined>;
+  close(): Promise<void>;
+}
+
+/**
+ * Reloads the router when its config file changes or on SIGHUP. The file's directory is
+ * watched, not the file, so replacing it (editors' atomic saves, Kubernetes ConfigMap symlink
+ * swaps of `..data`) is seen too; a change that leaves the resolved config as it is does nothing.
+ */
+export function watchConfigFile(options: ConfigWatchOptions): ConfigWatch {
+  const log = options.log ?? jsonLog;
+  const load = options.load ?? ((path: string) => loadConfigFile(path));
+  const debounceMs = options.debounceMs ?? 200;
+  const absolute = options.path.startsWith("/")
+    ? options.path
+    : `${Deno.cwd()}/${options.path.replace(/^\.\//, "")}`;
+  const dir = absolute.slice(0, absolute.lastIndexOf("/")) || "/";
+  const name = absolute.slice(absolute.lastIndexOf("/") + 1);
+
+  const reload = async (reason: string, onlyIfChanged = false) => {
+    let config: Config;
+    try {
+      config = await load(options.path);
+    } catch (error) {
+      const problems = error instanceof ConfigError
+        ? error.problems
+        : [(error as Error)?.message ?? String(error)];
+      log("config reload rejected, keeping the running config", { reason, problems });
+      options.router.metrics.reloads.inc({ outcome: "rejected" });
+      return undefined;
+    }
+    if (onlyIfChanged && JSON.stringify(config) === JSON.stringify(options.router.config)) {
+      return undefined;
+    }
+    log("config reload requested", { reason, path: options.path });
+    return await options.router.reload(config);
+  };
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let chain: Promise<unknown> = Promise.resolve();
+  const schedule = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      chain = chain.then(() => reload("file changed", true)).catch(() => {});
+    }, debounceMs);
+  };
+
+  const watcher = Deno.watchFs(dir, { recursive: false });
+  const watching = (async () => {
+    try {
+      for await (const event of watcher) {
+        const relevant = event.paths.some((p) => {
+          const base = p.slice(p.lastIndexOf("/") + 1);
+          return base === name || base.startsWith("..");
+        });
+        if (relevant && event.kind !== "access") schedule();
+      }
+    } catch (error) {
+      log("config file watch ended", { error: (error as Error)?.message ?? String(error) });
+    }
+  })();
+
+  const onHangup = () => {
+    chain = chain.then(() => reload("SIGHUP")).catch(() => {});
+  };
+  let listening = false;
+  if (options.sighup ?? true) {
+    try {
+      Deno.addSignalListener("SIGHUP", onHangup);
+      listening = true;
+    } catch {
+      // no SIGHUP on this platform: file changes still reload
+    }
+  }
+
+  return {
+    reload: (reason) => {
+      const result = chain.then(() => reload(reason));
+      chain = result.catch(() => {});
+      return result;
+    },
+    async close() {
+      if (listening) Deno.removeSignalListener("SIGHUP", onHangup);
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      watcher.close();
+      await watching;
+      await chain;
+    },
+  };
 }

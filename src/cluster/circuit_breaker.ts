@@ -32,6 +32,12 @@ export interface CircuitBreakerOptions {
   trialTimeoutMs?: number;
   /** "closed" (default) trusts the instance until it fails; "starting" waits for a healthy probe. */
   initialState?: "closed" | "starting";
+  /**
+   * A closed breaker that has never seen a success moves to starting when a probe answers 503:
+   * an engine still loading its weights at the router's start gets no traffic (default false:
+   * the 503 counts as a failure, as from an instance that has served).
+   */
+  startingWhileUnproven?: boolean;
   onStateChange?: (change: { from: BreakerState; to: BreakerState; reason: string }) => void;
 }
 
@@ -77,6 +83,7 @@ export class CircuitBreaker {
   readonly #coolDownMs: number;
   readonly #trialTimeoutMs: number;
   readonly #onStateChange: CircuitBreakerOptions["onStateChange"];
+  readonly #startingWhileUnproven: boolean;
   #state: BreakerState;
   #consecutiveFailures = 0;
   #consecutiveSuccesses = 0;
@@ -103,6 +110,7 @@ export class CircuitBreaker {
     this.#coolDownMs = options.coolDownMs ?? 10_000;
     this.#trialTimeoutMs = options.trialTimeoutMs ?? 30_000;
     this.#onStateChange = options.onStateChange;
+    this.#startingWhileUnproven = options.startingWhileUnproven ?? false;
     this.#state = options.initialState ?? "closed";
   }
 
@@ -200,6 +208,11 @@ export class CircuitBreaker {
     if (result.outcome === "healthy") this.recordSuccess("probe");
     else if (result.outcome === "starting" && this.state === "starting") {
       this.#consecutiveSuccesses = 0;
+    } else if (
+      result.outcome === "starting" && this.#startingWhileUnproven && this.state === "closed" &&
+      this.#counters.successes === 0
+    ) {
+      this.#to("starting", "/health says starting and it never served");
     } else {
       this.recordFailure(
         "probe",

@@ -16,6 +16,8 @@ export interface ProbeTarget {
   id: string;
   /** The engine's root URL (no `/v1`). */
   url: string;
+  /** Overrides the prober's path for this target (e.g. `/v1/models` for a plain OpenAI server). */
+  path?: string;
 }
 
 export interface ProbeResult {
@@ -87,6 +89,11 @@ export class HealthProber {
     return await Promise.all(targets.map((target) => this.#probe(target)));
   }
 
+  /** Probes some targets now, outside the loop (a new instance need not wait for a round). */
+  async probe(targets: readonly ProbeTarget[]): Promise<ProbeResult[]> {
+    return await Promise.all(targets.map((target) => this.#probe(target)));
+  }
+
   start(): void {
     this.#task.start();
   }
@@ -97,7 +104,7 @@ export class HealthProber {
 
   async #probe(target: ProbeTarget): Promise<ProbeResult> {
     const atMs = this.#options.now();
-    const url = target.url.replace(/\/+$/, "") + (this.#options.path ?? "/health");
+    const url = target.url.replace(/\/+$/, "") + (target.path ?? this.#options.path ?? "/health");
     let result: ProbeResult;
     try {
       const status = await fetchWithTimeout(

@@ -109,6 +109,14 @@ export class LoadAccount {
     return dropped;
   }
 
+  /** Drops an idle instance's totals (it left the cluster); one with leases out is kept. */
+  forget(instanceId: string): void {
+    const total = this.#totals.get(instanceId);
+    if (total && total.prefillRequests === 0 && total.decodeRequests === 0) {
+      this.#totals.delete(instanceId);
+    }
+  }
+
   #leavePrefill(entry: Entry): void {
     if (!this.#prefill.delete(entry)) return;
     const total = this.#total(entry.instanceId);

@@ -3,13 +3,23 @@ import type { Candidate } from "../scheduling/types.ts";
 import { type BreakerState, CircuitBreaker } from "./circuit_breaker.ts";
 import type { EngineLoadSource } from "./engine_load.ts";
 import { EngineLoadPoller, type InstanceLoadState } from "./engine_load_poller.ts";
-import { HealthProber } from "./health_prober.ts";
+import { HealthProber, type ProbeTarget } from "./health_prober.ts";
 import { LoadAccount } from "./load_account.ts";
 import { RecentPrefillSizes } from "./recent_prefill_sizes.ts";
 import { type ReconciledLoad, reconcileLoad } from "./reconcile.ts";
 import type { Timers } from "./timers.ts";
 
 export type InstanceOrigin = "config" | "discovery" | "admin";
+
+export interface UpsertOptions {
+  /**
+   * Breaker state of a new instance (or one whose URL changed). "closed" (default) trusts it
+   * until it fails, right for the instances a router boots with; "starting" sends it nothing
+   * until a health probe passes (an engine added at runtime may still be loading its weights),
+   * and probes it at once when background work runs.
+   */
+  initialState?: "closed" | "starting";
+}
 
 /** One backend as the dispatcher sees it: its config, breaker and what we know of its work. */
 export interface InstanceEntry {
@@ -60,6 +70,13 @@ export interface ModelClusterOptions {
 
 const TTFT_WINDOW = 256;
 
+/** vLLM and SGLang answer `/health` (503 while loading); any OpenAI server lists its models. */
+const HEALTH_PATH: Record<InstanceConfig["engine"], string> = {
+  vllm: "/health",
+  sglang: "/health",
+  openai: "/v1/models",
+};
+
 const LOAD_SOURCE: Record<InstanceConfig["engine"], EngineLoadSource | undefined> = {
   vllm: "vllm_metrics",
   sglang: "sglang_get_load",
@@ -79,14 +96,14 @@ export class ModelCluster {
   readonly #options: ModelClusterOptions;
   readonly #prober: HealthProber;
   readonly #poller: EngineLoadPoller;
+  #running = false;
 
   constructor(options: ModelClusterOptions) {
     this.model = options.model;
     this.#options = options;
     this.account = new LoadAccount({ now: options.now, expireAfterMs: options.leaseExpiryMs });
     this.#prober = new HealthProber({
-      targets: () =>
-        [...this.#entries.values()].map((e) => ({ id: e.config.id, url: e.config.url })),
+      targets: () => [...this.#entries.values()].map(probeTarget),
       fetch: options.fetch,
       now: options.now,
       timers: options.timers,
@@ -112,17 +129,25 @@ export class ModelCluster {
 
   /** Starts health probes and load polling; the first round runs at once. */
   start(): void {
+    this.#running = true;
     this.#prober.start();
     this.#poller.start();
   }
 
   async stop(): Promise<void> {
+    this.#running = false;
     await Promise.all([this.#prober.stop(), this.#poller.stop()]);
   }
 
   /** One probe and one load poll of every instance now (start-up and tests). */
   async refresh(): Promise<void> {
     await Promise.all([this.#prober.probeOnce(), this.#poller.pollOnce()]);
+  }
+
+  /** Probes one instance now and feeds its breaker (the admin API's add answers after it). */
+  async probeInstance(id: string): Promise<void> {
+    const entry = this.#entries.get(id);
+    if (entry) await this.#prober.probe([probeTarget(entry)]);
   }
 
   get(id: string): InstanceEntry | undefined {
@@ -134,7 +159,12 @@ export class ModelCluster {
   }
 
   /** Adds an instance, or updates an existing one in place (a new URL gets a fresh breaker). */
-  upsert(config: InstanceConfig, origin: InstanceOrigin): "added" | "updated" | "unchanged" {
+  upsert(
+    config: InstanceConfig,
+    origin: InstanceOrigin,
+    options: UpsertOptions = {},
+  ): "added" | "updated" | "unchanged" {
+    const initialState = options.initialState ?? "closed";
     const existing = this.#entries.get(config.id);
     if (existing) {
       const revived = existing.removeWhenIdle || existing.draining;
@@ -142,30 +172,41 @@ export class ModelCluster {
       existing.removeWhenIdle = false;
       existing.origin = origin;
       if (sameInstance(existing.config, config)) return revived ? "updated" : "unchanged";
-      if (existing.config.url !== config.url) existing.breaker = this.#newBreaker(config.id);
+      const moved = existing.config.url !== config.url;
+      if (moved) existing.breaker = this.#newBreaker(config.id, initialState);
       existing.config = Object.freeze({ ...config });
+      if (moved) this.#probeNew(existing);
       return "updated";
     }
-    this.#entries.set(config.id, {
+    const entry: InstanceEntry = {
       config: Object.freeze({ ...config }),
-      breaker: this.#newBreaker(config.id),
+      breaker: this.#newBreaker(config.id, initialState),
       draining: false,
       removeWhenIdle: false,
       active: 0,
       recentTtftS: [],
       origin,
-    });
+    };
+    this.#entries.set(config.id, entry);
+    this.#probeNew(entry);
     return "added";
   }
 
-  #newBreaker(id: string): CircuitBreaker {
+  /** A starting instance is probed at once rather than at the next round (seconds away). */
+  #probeNew(entry: InstanceEntry): void {
+    if (!this.#running || entry.breaker.state !== "starting") return;
+    this.#prober.probe([probeTarget(entry)]).catch(() => {});
+  }
+
+  #newBreaker(id: string, initialState: "closed" | "starting"): CircuitBreaker {
     return new CircuitBreaker({
       now: this.#options.now,
       failureThreshold: this.#options.health.failuresToOpen,
       successThreshold: this.#options.health.successesToClose,
       coolDownMs: this.#options.health.openCooldownMs,
-      // Trust an instance until it fails; a probe that sees 503 moves it to starting.
-      initialState: "closed",
+      initialState,
+      // A boot instance is trusted, unless its very first answers say it is still loading.
+      startingWhileUnproven: true,
       onStateChange: (change) =>
         this.#options.log?.("instance breaker changed", {
           model: this.model,
@@ -195,9 +236,14 @@ export class ModelCluster {
 
   /**
    * Makes membership of one origin equal `configs`: new ones are added, changed ones updated,
-   * missing ones drained and removed when idle. Instances of other origins are left alone.
+   * missing ones drained and removed when idle (a listed one being removed is taken back).
+   * Instances of other origins are left alone; one drained by hand stays drained.
    */
-  reconcileMembers(configs: readonly InstanceConfig[], origin: InstanceOrigin): {
+  reconcileMembers(
+    configs: readonly InstanceConfig[],
+    origin: InstanceOrigin,
+    options: UpsertOptions = {},
+  ): {
     added: string[];
     updated: string[];
     removed: string[];
@@ -205,7 +251,12 @@ export class ModelCluster {
     const wanted = new Set(configs.map((c) => c.id));
     const result = { added: [] as string[], updated: [] as string[], removed: [] as string[] };
     for (const config of configs) {
-      const change = this.upsert(config, origin);
+      // A drain ordered through the admin API outlives reloads and discovery rounds.
+      const existing = this.#entries.get(config.id);
+      const drainedByAdmin = existing !== undefined && existing.draining &&
+        !existing.removeWhenIdle;
+      const change = this.upsert(config, origin, options);
+      if (drainedByAdmin) existing.draining = true;
       if (change === "added") result.added.push(config.id);
       if (change === "updated") result.updated.push(config.id);
     }
@@ -317,9 +368,15 @@ export class ModelCluster {
       entry.removeWhenIdle && entry.active === 0 && this.#entries.get(entry.config.id) === entry
     ) {
       this.#entries.delete(entry.config.id);
+      this.account.forget(entry.config.id);
       this.#options.log?.("instance removed", { model: this.model, instance: entry.config.id });
     }
   }
+}
+
+function probeTarget(entry: InstanceEntry): ProbeTarget {
+  const { id, url, engine } = entry.config;
+  return { id, url, path: HEALTH_PATH[engine] };
 }
 
 function sameInstance(a: InstanceConfig, b: InstanceConfig): boolean {

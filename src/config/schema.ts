@@ -104,6 +104,16 @@ export const HealthSchema = z.strictObject({
   openCooldownMs: z.int().min(0).default(5_000),
 });
 
+/** How the engines' own load pages are read and how the dispatch-time account ages. */
+export const LoadSchema = z.strictObject({
+  /** Period of the vLLM `/metrics` / SGLang `/get_load` poll. */
+  pollIntervalMs: z.int().min(50).default(1_000),
+  /** A report older than this is ignored (and flagged stale on /metrics and /admin). */
+  staleAfterMs: z.int().min(1).default(5_000),
+  /** Dispatch-time leases with no first token after this long are expired and counted. */
+  leaseExpiryMs: z.int().min(1).default(10_000),
+});
+
 export const PolicySchema = z.union([
   z.string().min(1),
   z.strictObject({
@@ -111,6 +121,61 @@ export const PolicySchema = z.union([
     params: z.record(z.string(), z.unknown()).default({}),
   }),
 ]);
+
+/** A token of an HTTP header name (RFC 9110). */
+const headerName = z.string().regex(
+  /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/,
+  "expected an HTTP header name",
+);
+
+/** One arm of an A/B experiment: a named policy and its share of the traffic. */
+export const ArmSchema = z.strictObject({
+  name: z.string().max(64).regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/,
+    "expected letters, digits, '_', '.', ':' or '-' (starting with a letter or digit)",
+  ).refine((name) => name !== "none" && name !== "default", {
+    error: '"none" and "default" are reserved (they label requests outside any experiment)',
+  }),
+  policy: PolicySchema,
+  weight: z.number().positive().default(1),
+});
+
+/**
+ * An A/B experiment: requests split between policy arms, sticky by `key` so a conversation
+ * never alternates between arms (and never warms the other arm's cache). See
+ * src/experiment/experiment_key.ts for the key forms.
+ */
+export const ExperimentSchema = z.strictObject({
+  /** `header:NAME`, `user` (OpenAI field), `api_key` (bearer token), `prefix`, `random`. */
+  key: z.string().regex(
+    /^(header:[!#$%&'*+.^_`|~0-9A-Za-z-]+|user|api_key|prefix|random)$/,
+    'expected "header:NAME", "user", "api_key", "prefix" or "random"',
+  ).default("prefix"),
+  /** Mixed into the hash: change it to reshuffle which keys go to which arm. */
+  salt: z.string().max(200).default(""),
+  /** Requests without the key: a weighted random arm each, or the control (first) arm. */
+  fallback: z.enum(["random", "control"]).default("random"),
+  /** `prefix` keys on the prompt's opening: this many tokens (~4 characters each for text). */
+  prefixTokens: z.int().min(1).max(1 << 20).default(1024),
+  /** Operator-only: a header naming the arm, honoured with the admin token (off when unset). */
+  overrideHeader: headerName.optional(),
+  arms: z.array(ArmSchema).min(
+    2,
+    "an experiment needs at least two arms (for a single policy set the model's `policy`)",
+  ).max(16),
+}).superRefine((experiment, ctx) => {
+  const seen = new Set<string>();
+  experiment.arms.forEach((arm, a) => {
+    if (seen.has(arm.name)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["arms", a, "name"],
+        message: `duplicate arm name "${arm.name}"`,
+      });
+    }
+    seen.add(arm.name);
+  });
+});
 
 export const SloSchema = z.strictObject({
   ttftS: z.number().positive().optional(),
@@ -133,6 +198,8 @@ export const ModelSchema = z.strictObject({
   }),
   kv: KvSchema,
   policy: PolicySchema.default("cache_aware"),
+  /** An A/B experiment between policies (replaces `policy` while it runs). */
+  experiment: ExperimentSchema.optional(),
   slo: SloSchema.default({ admission: false }),
   /** Overrides of the prefill-time model T(n_new, n_cached) (seconds, n in thousands). */
   prefillModel: z.strictObject({
@@ -147,6 +214,7 @@ export const ModelSchema = z.strictObject({
     successesToClose: 2,
     openCooldownMs: 5_000,
   }),
+  load: LoadSchema.default({ pollIntervalMs: 1_000, staleAfterMs: 5_000, leaseExpiryMs: 10_000 }),
   instances: z.array(InstanceSchema).default([]),
   discovery: z.array(DiscoverySchema).default([]),
 });
@@ -192,6 +260,24 @@ export const ConfigSchema = z.strictObject({
       }
       ids.add(instance.id);
     });
+    const groups = new Set<string>();
+    model.discovery.forEach((entry, d) => {
+      if (groups.has(entry.name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["models", m, "discovery", d, "name"],
+          message: `duplicate discovery name "${entry.name}" (instance ids derive from it)`,
+        });
+      }
+      groups.add(entry.name);
+      if (entry.recordType !== "SRV" && entry.port === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["models", m, "discovery", d, "port"],
+          message: `required for ${entry.recordType} records (only SRV records carry ports)`,
+        });
+      }
+    });
     if (model.instances.length === 0 && model.discovery.length === 0) {
       ctx.addIssue({
         code: "custom",
@@ -220,6 +306,13 @@ export const ConfigSchema = z.strictObject({
         message: "admission needs slo.ttftS and/or slo.tbtS",
       });
     }
+    if (model.experiment?.overrideHeader && !config.admin.token) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["models", m, "experiment", "overrideHeader"],
+        message: "needs admin.token: the override is honoured only with the admin token",
+      });
+    }
   });
 });
 
@@ -229,3 +322,6 @@ export type InstanceConfig = z.infer<typeof InstanceSchema>;
 export type DiscoveryConfig = z.infer<typeof DiscoverySchema>;
 export type KvConfig = z.infer<typeof KvSchema>;
 export type HealthConfig = z.infer<typeof HealthSchema>;
+export type LoadConfig = z.infer<typeof LoadSchema>;
+export type ExperimentConfig = z.infer<typeof ExperimentSchema>;
+export type ArmConfig = z.infer<typeof ArmSchema>;

@@ -1,6 +1,7 @@
 import type { LoadLease } from "../cluster/load_account.ts";
 import type { InstanceEntry } from "../cluster/model_cluster.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
+import { withLatestPredictions } from "../kv/merged_index.ts";
 import { computePrefixHits } from "../kv/prefix.ts";
 import type { LookupResult, PrefixHits } from "../kv/types.ts";
 import type { ParsedRequest } from "../openai/request.ts";
@@ -90,6 +91,11 @@ export async function planDispatch(
   let lookup: LookupResult | undefined;
   if (chunkKeys.length > 0 && runtime.kvIndex) {
     lookup = await runtime.kvIndex.lookup(chunkKeys.flat(), { deadlineMs: config.kv.timeoutMs });
+    // Dispatches decided while the store was asked count too (issue 4's burst): read now, in the
+    // same synchronous step as this decision and its reservation.
+    if (runtime.predicted) {
+      lookup = withLatestPredictions(lookup, chunkKeys.flat(), runtime.predicted);
+    }
   }
   const lookupMs = now() - start;
 

@@ -18,12 +18,22 @@ export interface GatewayDeps {
   log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
+/** A request's arm: its name (the `x-tidegate-arm` header) and the policy that plans it. */
+export interface ArmSelection {
+  arm: string;
+  policy: NamedPolicy;
+  /** Set inside an experiment: the arms' version and how this request was assigned. */
+  experiment?: RequestRecord["experiment"];
+  /** Request headers meant for the router alone (operator override): not forwarded. */
+  privateHeaders?: readonly string[];
+}
+
 /** Picks the policy arm of a request (A/B experiments); the default is the model's policy. */
 export interface ArmSelector {
-  select(runtime: ModelRuntime, request: Request, body: Record<string, unknown>): {
-    arm: string;
-    policy: NamedPolicy;
-  };
+  /** May throw an HttpError (e.g. 400 for an override naming no arm). */
+  select(runtime: ModelRuntime, request: Request, body: Record<string, unknown>): ArmSelection;
+  /** Called by `Gateway.replace()` (hot reload) with the new runtimes and config. */
+  sync?(runtimes: Iterable<ModelRuntime>, config: Config): void;
 }
 
 const ENGINE_PATHS = { completions: "/v1/completions", chat: "/v1/chat/completions" } as const;
@@ -69,6 +79,7 @@ export class Gateway {
     this.#config = config;
     this.#runtimes = runtimes;
     this.#indexNames();
+    this.arms.sync?.(runtimes.values(), config);
   }
 
   resolveModel(name: string): { runtime: ModelRuntime; loraName?: string } | undefined {
@@ -101,7 +112,9 @@ export class Gateway {
   ): Promise<Response> {
     const { now } = this.#deps;
     const requestId = request.headers.get("x-request-id")?.slice(0, 200) || crypto.randomUUID();
-    const responseHeaders = new Headers({ "x-request-id": requestId });
+    // "none" until an arm is assigned: a body that does not parse or an unknown model has no
+    // experiment, yet every response says which arm served it.
+    const responseHeaders = new Headers({ "x-request-id": requestId, "x-tidegate-arm": "none" });
     const record: RequestRecord = {
       requestId,
       model: "",
@@ -153,9 +166,19 @@ export class Gateway {
       }
       const { runtime } = resolved;
       record.model = runtime.config.name;
-      const { arm, policy } = this.arms.select(runtime, request, parsed.body);
+      const { arm, policy, experiment, privateHeaders } = this.arms.select(
+        runtime,
+        request,
+        parsed.body,
+      );
       record.arm = arm;
+      record.experiment = experiment;
       responseHeaders.set("x-tidegate-arm", arm);
+      let clientHeaders = request.headers;
+      if (privateHeaders?.some((name) => clientHeaders.has(name))) {
+        clientHeaders = new Headers(clientHeaders);
+        for (const name of privateHeaders) clientHeaders.delete(name);
+      }
 
       const extraKeys: ExtraKeys = {};
       if (resolved.loraName) extraKeys.loraName = resolved.loraName;
@@ -183,7 +206,7 @@ export class Gateway {
         plan,
         record,
         path: ENGINE_PATHS[endpoint],
-        clientHeaders: request.headers,
+        clientHeaders,
         body: bytes,
         clientSignal,
         fetch: this.#deps.fetch,

@@ -98,6 +98,9 @@ export class ModelRuntime {
     const cluster = new ModelCluster({
       model: config.name,
       health: config.health,
+      loadPollIntervalMs: config.load.pollIntervalMs,
+      loadStaleAfterMs: config.load.staleAfterMs,
+      leaseExpiryMs: config.load.leaseExpiryMs,
       fetch: deps.fetch,
       now: deps.now,
       timers: deps.timers,

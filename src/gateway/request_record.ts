@@ -1,3 +1,4 @@
+import type { AssignmentKind } from "../experiment/stats.ts";
 import type { AttemptRecord } from "../proxy/forward.ts";
 import type { ObservedUsage } from "../proxy/usage_sniffer.ts";
 import type { DispatchPlan } from "./dispatch_plan.ts";
@@ -23,6 +24,8 @@ export interface RequestRecord {
   model: string;
   endpoint: "completions" | "chat";
   arm: string;
+  /** Inside an A/B experiment: the arms' version and how the request got its arm. */
+  experiment?: { version: number; assignment: AssignmentKind; cluster: number };
   stream: boolean;
   /** Monotonic ms at arrival. */
   startedAt: number;

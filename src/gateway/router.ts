@@ -1,11 +1,18 @@
 import type { TracerProvider } from "@opentelemetry/api";
 import { Hono } from "hono";
+import { adminRoutes } from "../../routes/admin.ts";
+import { experimentRoutes } from "../../routes/experiments.ts";
+import { dashboardRoutes } from "../../routes/dashboard.ts";
 import { healthRoutes } from "../../routes/health.ts";
 import { metricsRoutes } from "../../routes/metrics.ts";
 import { openaiRoutes } from "../../routes/openai.ts";
+import { adminAuth } from "../admin/auth.ts";
+import type { ResolveDns } from "../cluster/dns_discovery.ts";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import type { Timers } from "../cluster/timers.ts";
+import { ExperimentArms, experimentProblems } from "../experiment/experiment_arms.ts";
+import { ExperimentStats } from "../experiment/experiment_stats.ts";
 import { openAIError } from "../openai/errors.ts";
 import {
   GatewayMetrics,
@@ -16,7 +23,9 @@ import { DecisionLog } from "../telemetry/decision_log.ts";
 import { metricsObserver } from "../telemetry/metrics_observer.ts";
 import { RequestTracing } from "../telemetry/tracing.ts";
 import type { LoadedTokenizer } from "../tokenize/local_tokenizer.ts";
+import { BackgroundWork } from "./background_work.ts";
 import { Gateway } from "./gateway.ts";
+import { applyReload, type ReloadResult } from "./reload.ts";
 import { ModelRuntime, policyProblems } from "./model_runtime.ts";
 
 export interface RouterOptions {
@@ -28,8 +37,10 @@ export interface RouterOptions {
   timers?: Timers;
   /** Structured log sink (default: one JSON line per event on stderr). */
   log?: (message: string, fields?: Record<string, unknown>) => void;
-  /** Start health probes and load polling (default true). */
+  /** Start health probes, load polling and DNS discovery (default true). */
   background?: boolean;
+  /** DNS resolver of discovery entries (default `Deno.resolveDns`). */
+  resolveDns?: ResolveDns;
   /** Where spans go (default: the global provider, i.e. Deno's exporter under OTEL_DENO=true). */
   tracerProvider?: TracerProvider;
 }
@@ -40,6 +51,8 @@ export interface Router {
   readonly metrics: GatewayMetrics;
   /** The most recent dispatch decisions with every candidate's terms. */
   readonly decisions: DecisionLog;
+  /** A/B experiments: live arms per model (change them with `arms.apply`) and their stats. */
+  readonly experiments: { arms: ExperimentArms; stats: ExperimentStats };
   readonly app: Hono;
   /** The HTTP handler (for `Deno.serve` or `app.request`). */
   fetch(request: Request): Promise<Response>;
@@ -47,6 +60,11 @@ export interface Router {
   serve(
     overrides?: { hostname?: string; port?: number; signal?: AbortSignal },
   ): Promise<{ hostname: string; port: number; finished: Promise<void> }>;
+  /**
+   * Applies a new validated config without dropping requests (src/gateway/reload.ts); an
+   * invalid one is rejected with the reasons and the running config kept. Calls are serialized.
+   */
+  reload(config: Config): Promise<ReloadResult>;
   /** Stops background work and the server (in-flight requests finish first). */
   close(): Promise<void>;
 }
@@ -61,7 +79,7 @@ export async function buildRuntimes(
   deps: ConstructorParameters<typeof Gateway>[2] & { timers?: Timers },
   tokenizerCache: Map<string, Promise<LoadedTokenizer>>,
 ): Promise<Map<string, ModelRuntime>> {
-  const problems = policyProblems(config);
+  const problems = [...policyProblems(config), ...experimentProblems(config)];
   if (problems.length) throw new ConfigError(problems);
   const runtimes = new Map<string, ModelRuntime>();
   const built = await Promise.allSettled(
@@ -106,13 +124,31 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     () => modelSamples(gateway),
   );
   gateway.observers.push(metricsObserver(metrics));
+  const arms = new ExperimentArms({
+    random: deps.random,
+    wallNow: deps.wallNow,
+    log: deps.log,
+    adminToken: () => gateway.config.admin.token,
+    onChange: (model) => metrics.armChanges.inc({ model }),
+  });
+  gateway.arms = arms;
+  arms.sync(gateway.runtimes(), config);
+  const experimentStats = new ExperimentStats(arms);
+  gateway.observers.push(experimentStats);
   const decisions = new DecisionLog();
   gateway.observers.push(decisions);
 
   const app = new Hono();
+  // Every /admin route, whoever adds it, sits behind the admin token (or loopback) check.
+  const adminGuard = adminAuth({ token: () => gateway.config.admin.token });
+  app.use("/admin", adminGuard);
+  app.use("/admin/*", adminGuard);
+  app.route("/admin", adminRoutes(gateway, { log: deps.log }));
+  app.route("/admin", experimentRoutes(gateway, { arms, stats: experimentStats }));
   app.route("/", healthRoutes(gateway));
   app.route("/", metricsRoutes(metrics));
   app.route("/", openaiRoutes(gateway, { maxBodyBytes: config.limits.maxBodyBytes }));
+  app.route("/", dashboardRoutes(gateway, { decisions, wallNow: deps.wallNow, now: deps.now }));
   app.notFound((c) =>
     openAIError(404, `No route for ${c.req.method} ${new URL(c.req.url).pathname}`, {
       code: "not_found",
@@ -123,11 +159,15 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     return openAIError(500, `Internal router error: ${error.message}`, { code: "internal_error" });
   });
 
-  if (options.background ?? true) {
-    for (const runtime of runtimes.values()) {
-      runtime.cluster.start();
-    }
-  }
+  const background = new BackgroundWork({
+    enabled: options.background ?? true,
+    resolveDns: options.resolveDns,
+    now: deps.now,
+    timers: deps.timers,
+    log: deps.log,
+  });
+  for (const runtime of runtimes.values()) background.start(runtime);
+  let reloading: Promise<unknown> = Promise.resolve();
 
   let server: Deno.HttpServer | undefined;
   const router: Router = {
@@ -137,6 +177,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     gateway,
     metrics,
     decisions,
+    experiments: { arms, stats: experimentStats },
     app,
     fetch: (request) => Promise.resolve(app.fetch(request)),
     serve(overrides = {}) {
@@ -150,13 +191,33 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
           deps.log("http server error", { error: (error as Error)?.stack ?? String(error) });
           return openAIError(500, "Internal router error", { code: "internal_error" });
         },
-      }, (request) => app.fetch(request));
+      }, (request, info) => app.fetch(request, info));
       server = started;
       const { hostname, port } = started.addr as Deno.NetAddr;
       return Promise.resolve({ hostname, port, finished: started.finished });
     },
+    reload(next) {
+      const done = reloading.then(() =>
+        applyReload({
+          gateway,
+          background,
+          buildRuntime: (model) => ModelRuntime.create(model, { ...deps, tokenizerCache }),
+          validate: experimentProblems,
+          log: deps.log,
+        }, next)
+      ).then((result) => {
+        metrics.reloads.inc({ outcome: result.ok ? "applied" : "rejected" });
+        // Gateway.replace() already synced; the config is passed so that a kept runtime (built
+        // from the old config) never brings back an old experiment section.
+        if (result.ok) arms.sync(gateway.runtimes(), gateway.config);
+        return result;
+      });
+      reloading = done.catch(() => {});
+      return done;
+    },
     async close() {
-      await Promise.all(gateway.runtimes().map((r) => r.cluster.stop()));
+      await reloading;
+      await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
       if (server) await server.shutdown();
     },
   };

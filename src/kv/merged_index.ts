@@ -19,10 +19,10 @@ export class MergedIndex implements KvIndex {
     keys: string[],
     options?: { deadlineMs?: number; signal?: AbortSignal },
   ): Promise<LookupResult> {
-    const [store, predicted] = await Promise.all([
-      failOpen(this.#store, keys, options),
-      failOpen(this.#predicted, keys, options),
-    ]);
+    // The prediction is read after the store answered, i.e. right before the decision: a burst
+    // whose lookups overlap must still see the dispatches decided while the store was asked.
+    const store = await failOpen(this.#store, keys, options);
+    const predicted = await failOpen(this.#predicted, keys, options);
     const { locations, predictedKeys } = mergeLocations(store.locations, predicted.locations);
     const merged: LookupResult = {
       ...store,
@@ -33,6 +33,26 @@ export class MergedIndex implements KvIndex {
     };
     return merged;
   }
+}
+
+/**
+ * Adds the predictions recorded since `result` was produced (synchronous): a dispatcher calls
+ * it right before deciding, in the same synchronous step as the decision and its reservation,
+ * so that requests of a burst whose lookups overlapped still see each other's dispatches.
+ */
+export function withLatestPredictions(
+  result: LookupResult,
+  keys: readonly string[],
+  predicted: { peek(key: string): KeyLocation | undefined },
+): LookupResult {
+  const latest = new Map<string, KeyLocation>();
+  for (const key of new Set(keys)) {
+    const location = predicted.peek(key);
+    if (location !== undefined) latest.set(key, location);
+  }
+  if (latest.size === 0) return result;
+  const { locations, predictedKeys } = mergeLocations(result.locations, latest);
+  return { ...result, locations, predictedKeys: (result.predictedKeys ?? 0) + predictedKeys };
 }
 
 /** Per key, the union of what the store says and what was predicted. Pure. */
@@ -46,7 +66,12 @@ export function mergeLocations(
     if (!guess.present) continue;
     const known = store.get(key);
     if (known === undefined || !known.present) predictedKeys++;
-    locations.set(key, known === undefined ? { ...guess, predicted: true } : union(known, guess));
+    locations.set(
+      key,
+      known === undefined || !known.present
+        ? { ...guess, predicted: true, pendingWrite: true }
+        : union(known, guess),
+    );
   }
   return { locations, predictedKeys };
 }

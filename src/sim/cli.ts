@@ -3,6 +3,9 @@ import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../scheduling/prefill_mode
 import { isPolicyName, POLICY_NAMES, resolveTtftParams } from "../scheduling/registry.ts";
 import type { PrefillModelCoefficients } from "../scheduling/types.ts";
 import { instanceLoadSvg, ttftCdfSvg } from "./charts.ts";
+import { experimentReportText } from "../experiment/report.ts";
+import type { ExperimentConfig } from "../config/schema.ts";
+import { armPolicy, parseExperimentFile, simExperimentReport, splitTrace } from "./experiment.ts";
 import { resultsMarkdown } from "./report.ts";
 import {
   type AdmissionMode,
@@ -44,6 +47,10 @@ Usage: deno task sim --trace FILE [options]
   --decode-instances N       also simulate N decode instances (default 0: prefill only)
   --load-threshold-tokens N  load admission baseline (default: tokens the model prefills in the SLO)
   --load-filter-tokens N     Llumnix load filter for cache_aware / kv_hit_len (default off)
+  --experiment FILE          A/B experiment (JSON: the config's "experiment" object): split the
+                             trace between its arms on one cluster and print the per-arm report
+                             and verdict (experiment.json in --out); runs instead of --policies
+                             unless --policies is given too
   --help                     this text
 `;
 
@@ -51,6 +58,9 @@ interface CliOptions {
   trace: string;
   out: string;
   runs: PolicyRun[];
+  /** The default admission mode (the experiment's arms use it). */
+  admission: AdmissionMode;
+  experiment?: string;
   limit?: number;
   config: Omit<SimConfig, "loadThresholdTokens"> & { loadThresholdTokens?: number };
 }
@@ -75,6 +85,18 @@ export async function runSimCli(args: string[]): Promise<number> {
   } catch (error) {
     console.error(`Cannot read trace ${options.trace}: ${(error as Error).message}`);
     return 1;
+  }
+  let experiment: ExperimentConfig | undefined;
+  if (options.experiment !== undefined) {
+    try {
+      experiment = parseExperimentFile(
+        await Deno.readTextFile(options.experiment),
+        options.experiment,
+      );
+    } catch (error) {
+      console.error((error as Error).message);
+      return error instanceof Deno.errors.NotFound ? 1 : 2;
+    }
   }
   const trace = parseMooncakeTrace(text, { limit: options.limit });
   if (trace.length === 0) {
@@ -110,6 +132,33 @@ export async function runSimCli(args: string[]): Promise<number> {
   }
 
   const command = ["deno task sim", ...args].join(" ");
+  if (experiment) {
+    await Deno.mkdir(options.out, { recursive: true });
+    const split = splitTrace(trace, experiment, {
+      blockTokens: config.blockTokens,
+      seed: config.seed,
+    });
+    const result = simulate(trace, config, {
+      label: "experiment",
+      policy: armPolicy(experiment.arms[0].policy).name,
+      admission: options.admission,
+      arms: { policies: experiment.arms.map((arm) => armPolicy(arm.policy)), of: split.of },
+    });
+    const report = simExperimentReport(result, experiment, split);
+    if (split.note) console.log(`Note: ${split.note}.`);
+    console.log(experimentReportText(
+      report,
+      `Experiment on ${trace.length} requests, ${config.instances} instances (one cluster)`,
+    ));
+    await Deno.writeTextFile(
+      `${options.out}/experiment.json`,
+      JSON.stringify({ experiment, report, command, note: split.note ?? null }, rounded, 2) + "\n",
+    );
+    if (options.runs.length === 0) {
+      console.log(`Wrote ${options.out}/experiment.json`);
+      return 0;
+    }
+  }
   const settings: Record<string, string | number | boolean> = {
     trace: `${options.trace} (${trace.length} requests, mean prompt ${
       Math.round(meanPrompt)
@@ -228,11 +277,11 @@ function parseArgs(args: string[]): CliOptions | "help" {
   const loadFilterRaw = values.get("load-filter-tokens");
 
   const runs: PolicyRun[] = [];
-  for (
-    const spec of (values.get("policies") ?? "random,least_load,cache_aware,mooncake_ttft").split(
-      ",",
-    )
-  ) {
+  const experiment = values.get("experiment");
+  // With --experiment alone, only the experiment runs.
+  const policies = values.get("policies") ??
+    (experiment === undefined ? "random,least_load,cache_aware,mooncake_ttft" : "");
+  for (const spec of policies ? policies.split(",") : []) {
     const [policy, mode = admission, threshold] = spec.trim().split(":");
     if (!isPolicyName(policy)) {
       problems.push(`unknown policy "${policy}" (valid: ${POLICY_NAMES.join(", ")})`);
@@ -287,7 +336,15 @@ function parseArgs(args: string[]): CliOptions | "help" {
     timelinePoints: 200,
   };
   if (problems.length > 0) throw new Error(`Cannot run the simulator:\n- ${problems.join("\n- ")}`);
-  return { trace: trace!, out: values.get("out") ?? "sim_out", runs, limit, config };
+  return {
+    trace: trace!,
+    out: values.get("out") ?? "sim_out",
+    runs,
+    admission,
+    experiment,
+    limit,
+    config,
+  };
 }
 
 function describeModel(model: PrefillModelCoefficients): string {

@@ -62,6 +62,11 @@ export interface PolicyRun {
   admission: AdmissionMode;
   /** Overrides `SimConfig.loadThresholdTokens` for this run. */
   loadThresholdTokens?: number;
+  /**
+   * An A/B experiment on one cluster: request i is planned by `arms.policies[arms.of[i]]`
+   * (instead of `policy`), as a live split routes each request by its arm's policy.
+   */
+  arms?: { policies: { name: string; params?: Record<string, unknown> }[]; of: Int32Array };
 }
 
 export interface SimResult {
@@ -101,6 +106,13 @@ export function simulate(
     ...config.ttft,
     loadFilterTokens: config.loadFilterTokens,
   });
+  const armPolicies = (run.arms?.policies ?? []).map((arm) =>
+    createPolicy(arm.name, {
+      ...config.ttft,
+      loadFilterTokens: config.loadFilterTokens,
+      ...arm.params,
+    })
+  );
   const random = seededRandom(config.seed);
   const engineRandom = seededRandom(config.seed ^ 0x5eed);
   let nowS = 0;
@@ -214,7 +226,8 @@ export function simulate(
       if (config.refine) candidate.prefillModel = estimators[k].model();
       return candidate;
     });
-    const decision = policy.select(scheduleRequest, candidates, { random, sequence: sequence++ });
+    const planner = run.arms ? armPolicies[run.arms.of[i]] : policy;
+    const decision = planner.select(scheduleRequest, candidates, { random, sequence: sequence++ });
     // A representative explanation: past the warm-up, a prefix to reuse, instances busy.
     if (
       result.exampleDecision === undefined && i >= n / 2 && scheduleRequest.poolPrefixTokens > 0 &&

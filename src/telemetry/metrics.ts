@@ -72,6 +72,7 @@ export class GatewayMetrics {
   readonly stageSeconds;
   readonly tokenizerFailures;
   readonly armChanges;
+  readonly reloads;
 
   constructor(
     instanceSamples: () => InstanceGaugeSample[] = () => [],
@@ -182,6 +183,13 @@ export class GatewayMetrics {
       registers,
     });
 
+    this.reloads = new client.Counter({
+      name: "tidegate_config_reloads_total",
+      help: "Config reloads (file change, SIGHUP): applied, or rejected with the old config kept.",
+      labelNames: ["outcome"],
+      registers,
+    });
+
     const instanceGauge = (
       name: string,
       help: string,
@@ -257,11 +265,20 @@ export class GatewayMetrics {
       "1 when the engine's last load report is too old to use.",
       (s) => (s.reportStale === undefined ? undefined : s.reportStale ? 1 : 0),
     );
-    instanceGauge(
-      "tidegate_instance_probe_failures_total",
-      "Failed health probes since start.",
-      (s) => s.probeFailures,
-    );
+    // A counter read from the prober's tally at scrape time (it restarts if the instance leaves
+    // and comes back, which Prometheus treats as a counter reset).
+    new client.Counter({
+      name: "tidegate_instance_probe_failures_total",
+      help: "Failed health probes of the instance since it joined.",
+      labelNames: ["model", "instance"],
+      registers,
+      collect() {
+        this.reset();
+        for (const sample of instanceSamples()) {
+          this.inc({ model: sample.model, instance: sample.instance }, sample.probeFailures);
+        }
+      },
+    });
     new client.Gauge({
       name: "tidegate_instance_breaker_state",
       help: "Circuit breaker state per instance (1 for the current state).",

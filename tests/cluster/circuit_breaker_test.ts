@@ -161,3 +161,16 @@ Deno.test("thresholds are configurable", () => {
   const states: BreakerState[] = [b.state];
   assert.deepEqual(states, ["closed"]);
 });
+
+Deno.test("with startingWhileUnproven a 503 from an instance that never served means starting, not failing", () => {
+  const { b, changes } = breaker({ startingWhileUnproven: true });
+  b.recordProbe({ outcome: "starting" });
+  assert.equal(b.state, "starting");
+  assert.equal(b.tryAcquire(), undefined, "no traffic while it loads");
+  b.recordProbe({ outcome: "healthy" });
+  assert.equal(b.state, "closed");
+  // Once it has served, a 503 is a failure like any other.
+  for (let i = 0; i < 3; i++) b.recordProbe({ outcome: "starting" });
+  assert.equal(b.state, "open");
+  assert.deepEqual(changes, ["closed->starting", "starting->closed", "closed->open"]);
+});

@@ -140,3 +140,36 @@ Deno.test("start() probes every interval until stop()", async () => {
   assert.equal(prober.stats.byInstance.get("b")?.consecutiveFailures, 3);
   assert.equal(time.pendingTimers, 0, "no timer left behind");
 });
+
+Deno.test("a model cluster probes vLLM and SGLang at /health and a plain OpenAI server at /v1/models", async () => {
+  const { ModelCluster } = await import("../../src/cluster/model_cluster.ts");
+  const paths: string[] = [];
+  const cluster = new ModelCluster({
+    model: "m",
+    health: {
+      intervalMs: 60_000,
+      timeoutMs: 100,
+      failuresToOpen: 1,
+      successesToClose: 1,
+      openCooldownMs: 1_000,
+    },
+    fetch: (input) => {
+      const url = new URL(String(input));
+      paths.push(`${url.host}${url.pathname}`);
+      // A hosted OpenAI-compatible API knows no /health.
+      const known = !(url.hostname === "api.example" && url.pathname === "/health");
+      return Promise.resolve(new Response("{}", { status: known ? 200 : 404 }));
+    },
+    now: () => performance.now(),
+  });
+  cluster.upsert({ id: "v", url: "http://v:8000", engine: "vllm", role: "neutral" }, "config");
+  cluster.upsert({ id: "s", url: "http://s:30000", engine: "sglang", role: "neutral" }, "config");
+  cluster.upsert(
+    { id: "o", url: "https://api.example:443", engine: "openai", role: "neutral" },
+    "config",
+  );
+  await cluster.refresh();
+  const probed = paths.filter((p) => !p.endsWith("/metrics") && !p.endsWith("/get_load")).sort();
+  assert.deepEqual(probed, ["s:30000/health", "v:8000/health", "api.example/v1/models"].sort());
+  assert.ok(cluster.entries().every((e) => cluster.isHealthy(e)));
+});

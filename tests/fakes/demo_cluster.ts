@@ -144,7 +144,9 @@ export async function startDemoCluster(options: DemoClusterOptions = {}): Promis
             chunkSize,
             keyFormat: "llumnix",
             minPromptTokens: overrides.minPromptTokens ?? 1024,
-            timeoutMs: 50,
+            // Generous: the demo runs engines, store and router in one process on shared cores,
+            // so a burst's tokenization can hold a lookup's answer back for tens of ms.
+            timeoutMs: 250,
           },
           policy: overrides.policy ?? "cache_aware",
           health: { intervalMs: 1000, timeoutMs: 500 },

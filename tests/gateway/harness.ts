@@ -33,6 +33,8 @@ export interface TestClusterOptions {
   engine?: Partial<FakeEngineOptions>;
   /** Merged into the model's config. */
   model?: Record<string, unknown>;
+  /** Merged into the model's `kv` section (which points at the fake master). */
+  kv?: Record<string, unknown>;
   /** Merged into the top-level config. */
   top?: Record<string, unknown>;
   background?: boolean;
@@ -67,6 +69,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       chunkSize: CHUNK,
       minPromptTokens: 0,
       timeoutMs: 50,
+      ...options.kv,
     },
     policy: "cache_aware",
     health: { intervalMs: 60_000, timeoutMs: 500 },

@@ -1,5 +1,5 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
-import { MergedIndex, mergeLocations } from "../../src/kv/merged_index.ts";
+import { MergedIndex, mergeLocations, withLatestPredictions } from "../../src/kv/merged_index.ts";
 import { PredictedIndex } from "../../src/kv/predicted_index.ts";
 import { computePrefixHits } from "../../src/kv/prefix.ts";
 import type { KeyLocation, KvIndex, LookupResult } from "../../src/kv/types.ts";
@@ -96,6 +96,52 @@ Deno.test("MergedIndex sends a burst sharing a new prefix after its first reques
     { id: "i1", kvHost: "10.0.0.1" },
     { id: "i2", kvHost: "10.0.0.2" },
   ]);
-  strictEqual(hits.poolChunks, 3);
+  // Its writer holds it; the pool does not have it yet (nothing to transfer from).
+  strictEqual(hits.poolChunks, 0);
   deepStrictEqual([...hits.localChunks], [["i1", 0], ["i2", 3]]);
+  strictEqual(result.locations.get("c0")?.pendingWrite, true);
+});
+
+Deno.test("MergedIndex reads predictions after the store answered, so overlapping lookups see each other's dispatches", async () => {
+  const predicted = new PredictedIndex({ now: () => 0 });
+  let answer!: () => void;
+  const slowStore: KvIndex = {
+    lookup: (keys) =>
+      new Promise((resolve) => {
+        answer = () =>
+          resolve({
+            outcome: "ok",
+            locations: new Map(),
+            keysQueried: keys.length,
+            batches: 1,
+            attempts: 1,
+            elapsedMs: 5,
+          });
+      }),
+  };
+  const pending = new MergedIndex(slowStore, predicted).lookup(["c0", "c1"]);
+  // Another request is dispatched while this lookup waits for the store.
+  predicted.record(["c0", "c1"], { instanceId: "i1", kvHost: "10.0.0.1" });
+  answer();
+  const result = await pending;
+  deepStrictEqual(result.locations.get("c1")?.memoryHosts, ["10.0.0.1"]);
+  strictEqual(result.predictedKeys, 2);
+});
+
+Deno.test("withLatestPredictions() adds dispatches recorded after the lookup answered, and nothing else", async () => {
+  const predicted = new PredictedIndex({ now: () => 0 });
+  const keys = ["c0", "c1", "c2"];
+  const result = await new MergedIndex(
+    fixedStore({ locations: new Map([["c0", at("h0")]]) }),
+    predicted,
+  )
+    .lookup(keys);
+  strictEqual(withLatestPredictions(result, keys, predicted), result, "nothing new: same result");
+  predicted.record(["c0", "c1"], { instanceId: "i2", kvHost: "10.0.0.2" });
+  const latest = withLatestPredictions(result, keys, predicted);
+  deepStrictEqual(latest.locations.get("c0")?.memoryHosts, ["h0", "10.0.0.2"]);
+  deepStrictEqual(latest.locations.get("c1")?.memoryHosts, ["10.0.0.2"]);
+  strictEqual(latest.locations.get("c2"), undefined);
+  strictEqual(latest.predictedKeys, 1, "c1 only: c0 was already present in the store");
+  strictEqual(latest.outcome, result.outcome);
 });

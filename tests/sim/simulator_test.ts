@@ -124,3 +124,22 @@ Deno.test("simulate() keeps an explained decision for the docs", () => {
   assertEquals(decision.scores.length, 8);
   assert(decision.predictedTtftS! > 0);
 });
+
+Deno.test("simulate() with arms plans each request with its arm's policy", () => {
+  const cfg = config({ instances: 4 });
+  const of = new Int32Array(TRACE.length).map((_, i) => i % 2);
+  const same = simulate(TRACE, cfg, {
+    ...run("random"),
+    arms: { policies: [{ name: "cache_aware" }, { name: "cache_aware" }], of },
+  });
+  // Two arms running the same policy are that policy.
+  assertEquals(
+    Array.from(same.instance),
+    Array.from(simulate(TRACE, cfg, run("cache_aware")).instance),
+  );
+  const mixed = simulate(TRACE, cfg, {
+    ...run("cache_aware"),
+    arms: { policies: [{ name: "cache_aware" }, { name: "round_robin" }], of },
+  });
+  assertNotEquals(Array.from(mixed.instance), Array.from(same.instance));
+});

@@ -1,0 +1,158 @@
+import { Hono } from "hono";
+import type { InstanceStatus } from "../src/cluster/model_cluster.ts";
+import { formatPath } from "../src/config/load.ts";
+import { InstanceSchema } from "../src/config/schema.ts";
+import type { Gateway } from "../src/gateway/gateway.ts";
+import type { ModelRuntime } from "../src/gateway/model_runtime.ts";
+import { openAIError } from "../src/openai/errors.ts";
+
+export interface AdminRoutesOptions {
+  log: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+/**
+ * `/admin/instances` (mounted under `/admin`, behind src/admin/auth.ts):
+ *
+ *   GET    /instances[?model=M]          every instance: health, breaker, load terms, engine
+ *                                         report and its age, recent TTFT
+ *   POST   /instances                    add or update {model, instance: {id, url, kvHost?,
+ *                                         role?, engine?}}; it takes traffic once /health passes
+ *   POST   /instances/{model}/{id}/drain  no new requests; in-flight ones finish
+ *   DELETE /instances/{model}/{id}        drain, then forget once idle
+ *
+ * A model name holding "/" is sent URL-encoded (`Qwen%2FQwen3-8B`); aliases work too.
+ */
+export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono {
+  const app = new Hono();
+  const notFoundModel = (name: string) =>
+    openAIError(404, `The model '${name}' does not exist`, { code: "model_not_found" });
+  const runtimeOf = (name: string): ModelRuntime | undefined => gateway.resolveModel(name)?.runtime;
+
+  app.get("/instances", (c) => {
+    const wanted = c.req.query("model");
+    let runtimes = gateway.runtimes();
+    if (wanted !== undefined) {
+      const runtime = runtimeOf(wanted);
+      if (!runtime) return notFoundModel(wanted);
+      runtimes = [runtime];
+    }
+    return c.json({
+      models: runtimes.map((runtime) => ({
+        model: runtime.config.name,
+        instances: runtime.cluster.status().map(instanceView),
+      })),
+    });
+  });
+
+  app.post("/instances", async (c) => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      return openAIError(400, "The request body must be JSON: {model, instance: {id, url, ...}}", {
+        code: "invalid_json",
+      });
+    }
+    const { model, instance } = (body ?? {}) as { model?: unknown; instance?: unknown };
+    if (typeof model !== "string") {
+      return openAIError(400, "'model' must be the name of a configured model", {
+        param: "model",
+        code: "invalid_value",
+      });
+    }
+    const runtime = runtimeOf(model);
+    if (!runtime) return notFoundModel(model);
+    const parsed = InstanceSchema.safeParse(instance);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => {
+        const path = ["instance", ...issue.path];
+        return issue.code === "unrecognized_keys"
+          ? `${issue.keys.map((k) => formatPath([...path, k])).join(", ")}: unknown field`
+          : `${formatPath(path)}: ${issue.message}`;
+      });
+      return openAIError(400, `Invalid instance: ${problems.join("; ")}`, {
+        param: "instance",
+        code: "invalid_value",
+      });
+    }
+    const cluster = runtime.cluster;
+    const isNew = cluster.get(parsed.data.id) === undefined;
+    const change = cluster.upsert(parsed.data, "admin", { initialState: "starting" });
+    // Answer with a verdict: one probe now (bounded by health.timeoutMs) instead of "unknown".
+    await cluster.probeInstance(parsed.data.id).catch(() => {});
+    options.log("admin: instance added", {
+      model: runtime.config.name,
+      instance: parsed.data.id,
+      url: parsed.data.url,
+      change,
+    });
+    const status = cluster.status().find((s) => s.id === parsed.data.id);
+    return c.json(
+      { model: runtime.config.name, change, instance: status && instanceView(status) },
+      isNew ? 201 : 200,
+    );
+  });
+
+  app.post("/instances/:model/:id/drain", (c) => {
+    const { model, id } = c.req.param();
+    const runtime = runtimeOf(model);
+    if (!runtime) return notFoundModel(model);
+    if (!runtime.cluster.drain(id)) return notFoundInstance(model, id);
+    options.log("admin: instance drained", { model: runtime.config.name, instance: id });
+    const status = runtime.cluster.status().find((s) => s.id === id);
+    return c.json({ model: runtime.config.name, instance: status && instanceView(status) });
+  });
+
+  app.delete("/instances/:model/:id", (c) => {
+    const { model, id } = c.req.param();
+    const runtime = runtimeOf(model);
+    if (!runtime) return notFoundModel(model);
+    const active = runtime.cluster.get(id)?.active ?? 0;
+    if (!runtime.cluster.remove(id)) return notFoundInstance(model, id);
+    options.log("admin: instance removed", { model: runtime.config.name, instance: id, active });
+    return c.json({
+      model: runtime.config.name,
+      instance: id,
+      removed: true,
+      /** Requests still running on it; it is forgotten when the last one ends. */
+      inFlight: runtime.cluster.get(id)?.active ?? 0,
+    });
+  });
+
+  return app;
+}
+
+function notFoundInstance(model: string, id: string): Response {
+  return openAIError(404, `Model '${model}' has no instance '${id}'`, {
+    code: "instance_not_found",
+  });
+}
+
+/** One instance as the admin API shows it (JSON-ready; times in ms and seconds as named). */
+export function instanceView(status: InstanceStatus): Record<string, unknown> {
+  const report = status.engineReport;
+  return {
+    id: status.id,
+    url: status.url,
+    kvHost: status.kvHost ?? null,
+    role: status.role,
+    engine: status.engine,
+    origin: status.origin,
+    healthy: status.healthy,
+    breaker: status.breaker,
+    draining: status.draining,
+    activeRequests: status.active,
+    probeFailures: status.probeFailures,
+    load: status.load,
+    engineReport: report
+      ? {
+        report: report.report ?? null,
+        ageMs: report.ageMs ?? null,
+        stale: !report.usable,
+        lastError: report.lastError ?? null,
+        consecutiveFailures: report.consecutiveFailures,
+      }
+      : null,
+    recentTtftS: status.recentTtftS,
+  };
+}

@@ -1,0 +1,93 @@
+import { Hono } from "hono";
+import type { ExperimentArms, LiveExperiment } from "../src/experiment/experiment_arms.ts";
+import { ExperimentError } from "../src/experiment/experiment_arms.ts";
+import type { ExperimentStats } from "../src/experiment/experiment_stats.ts";
+import type { Gateway } from "../src/gateway/gateway.ts";
+import { openAIError } from "../src/openai/errors.ts";
+
+/**
+ * The experiments part of the admin API, meant to be mounted under `/admin` behind the admin
+ * authentication:
+ * - `GET /experiments`: every running experiment with per-arm statistics and the verdict.
+ * - `GET /experiments/:model`: one model's.
+ * - `PUT /experiments/:model`: replaces the model's experiment (body: the `experiment` object of
+ *   the config file); validated, logged, counted in `tidegate_experiment_changes_total`.
+ * - `DELETE /experiments/:model`: ends it (the model's own `policy` serves everything again).
+ */
+export function experimentRoutes(
+  gateway: Gateway,
+  experiments: { arms: ExperimentArms; stats: ExperimentStats },
+): Hono {
+  const app = new Hono();
+  const runtimeOf = (name: string) => gateway.resolveModel(name)?.runtime;
+  const unknownModel = (name: string) =>
+    openAIError(
+      404,
+      `The model '${name}' does not exist: use one of ${
+        gateway.runtimes().map((r) => r.config.name).join(", ")
+      }.`,
+      { param: "model", code: "model_not_found" },
+    );
+
+  app.get("/experiments", (c) => c.json({ experiments: experiments.stats.report() }));
+
+  app.get("/experiments/:model", (c) => {
+    const runtime = runtimeOf(c.req.param("model"));
+    if (!runtime) return unknownModel(c.req.param("model"));
+    const [report] = experiments.stats.report(runtime.config.name);
+    if (!report) {
+      return openAIError(404, `Model '${runtime.config.name}' runs no experiment.`, {
+        code: "no_experiment",
+      });
+    }
+    return c.json(report);
+  });
+
+  app.put("/experiments/:model", async (c) => {
+    const runtime = runtimeOf(c.req.param("model"));
+    if (!runtime) return unknownModel(c.req.param("model"));
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      return openAIError(400, "The body must be a JSON experiment: {key, arms: [...]}.", {
+        code: "invalid_json",
+      });
+    }
+    try {
+      const live = experiments.arms.apply(runtime, body ?? undefined, "admin");
+      return c.json(live ? describe(live) : { model: runtime.config.name, experiment: null });
+    } catch (error) {
+      if (!(error instanceof ExperimentError)) throw error;
+      return c.json({
+        error: {
+          message: error.message,
+          type: "invalid_request_error",
+          param: null,
+          code: "invalid_experiment",
+          problems: error.problems,
+        },
+      }, 400);
+    }
+  });
+
+  app.delete("/experiments/:model", (c) => {
+    const runtime = runtimeOf(c.req.param("model"));
+    if (!runtime) return unknownModel(c.req.param("model"));
+    experiments.arms.apply(runtime, undefined, "admin");
+    return c.json({ model: runtime.config.name, experiment: null });
+  });
+
+  return app;
+}
+
+/** What a change answers: the new arms and version (statistics restart from here). */
+function describe(live: LiveExperiment) {
+  return {
+    model: live.model,
+    version: live.version,
+    source: live.source,
+    since: new Date(live.changedAtWallMs).toISOString(),
+    experiment: live.config,
+  };
+}

@@ -1,0 +1,79 @@
+import type { DiscoveryConfig } from "../config/schema.ts";
+import { DnsDiscovery, type ResolveDns } from "../cluster/dns_discovery.ts";
+import type { Timers } from "../cluster/timers.ts";
+import type { ModelRuntime } from "./model_runtime.ts";
+
+export interface BackgroundWorkOptions {
+  /** false: nothing runs by itself (tests drive probes, polls and discovery by hand). */
+  enabled: boolean;
+  resolveDns?: ResolveDns;
+  now: () => number;
+  timers?: Timers;
+  log: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+/**
+ * What runs beside the request path for each model runtime: health probes and load polls (the
+ * runtime's cluster) and DNS discovery of its instance groups. Started with a runtime, stopped
+ * when a reload retires it, restarted when only its discovery entries change.
+ */
+export class BackgroundWork {
+  readonly #options: BackgroundWorkOptions;
+  readonly #discoveries = new Map<ModelRuntime, DnsDiscovery>();
+
+  constructor(options: BackgroundWorkOptions) {
+    this.#options = options;
+  }
+
+  /** Starts a runtime's work; `previous` (the runtime it replaces) hands over DNS answers. */
+  start(runtime: ModelRuntime, previous?: ModelRuntime): void {
+    if (this.#options.enabled) runtime.cluster.start();
+    this.setDiscovery(runtime, runtime.config.discovery, previous);
+  }
+
+  async stop(runtime: ModelRuntime): Promise<void> {
+    const discovery = this.#discoveries.get(runtime);
+    this.#discoveries.delete(runtime);
+    await Promise.all([runtime.cluster.stop(), discovery?.stop()]);
+  }
+
+  discovery(runtime: ModelRuntime): DnsDiscovery | undefined {
+    return this.#discoveries.get(runtime);
+  }
+
+  /**
+   * Makes the runtime's DNS discovery follow `entries`: unchanged entries keep their answers,
+   * instances of entries that are gone are drained and removed.
+   */
+  setDiscovery(
+    runtime: ModelRuntime,
+    entries: readonly DiscoveryConfig[],
+    previous: ModelRuntime = runtime,
+  ): void {
+    const old = this.#discoveries.get(previous);
+    if (old && previous === runtime && JSON.stringify(old.entries) === JSON.stringify(entries)) {
+      return;
+    }
+    if (old && previous === runtime) {
+      this.#discoveries.delete(runtime);
+      void old.stop();
+    }
+    if (entries.length === 0) {
+      if (old && previous === runtime) runtime.cluster.reconcileMembers([], "discovery");
+      return;
+    }
+    const discovery = new DnsDiscovery({
+      model: runtime.config.name,
+      entries,
+      apply: (instances) =>
+        runtime.cluster.reconcileMembers(instances, "discovery", { initialState: "starting" }),
+      resolveDns: this.#options.resolveDns,
+      now: this.#options.now,
+      timers: this.#options.timers,
+      log: this.#options.log,
+    });
+    if (old) discovery.adopt(old, previous === runtime);
+    this.#discoveries.set(runtime, discovery);
+    if (this.#options.enabled) discovery.start();
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * Hot reload: applies a new configuration to a running router without dropping requests.
+ *
+ *   model unchanged except `instances`/`discovery` → same runtime; membership reconciled in
+ *       place (leases, breakers, caches and in-flight requests untouched; removed instances
+ *       drain and disappear when idle; new ones get traffic once /health passes)
+ *   model with other changed settings, or new    → a new runtime (tokenizers reused), swapped in
+ *   model no longer configured                    → retired: its background work stops; requests
+ *       already running on it finish
+ *
+ * A config whose runtimes cannot be built is rejected as a whole with the reasons; nothing
+ * changes. The listen address and the body-size limit are bound at start: a change is reported
+ * as needing a restart.
+ */
+import type { Config, ModelConfig } from "../config/schema.ts";
+import type { BackgroundWork } from "./background_work.ts";
+import type { Gateway } from "./gateway.ts";
+import { type ModelRuntime, policyProblems } from "./model_runtime.ts";
+
+export interface ReloadPlan {
+  /** Models whose runtime stays (only membership may change). */
+  keep: string[];
+  /** Models whose settings changed: a new runtime replaces the old one. */
+  rebuild: string[];
+  add: string[];
+  remove: string[];
+  /** Changed settings that apply only after a restart. */
+  needsRestart: string[];
+}
+
+export interface MembershipChange {
+  model: string;
+  added: string[];
+  updated: string[];
+  removed: string[];
+}
+
+export type ReloadResult =
+  | { ok: true; plan: ReloadPlan; membership: MembershipChange[] }
+  | { ok: false; problems: string[] };
+
+/** Which models keep, rebuild, gain or lose a runtime. Pure. */
+export function planReload(current: Config, next: Config): ReloadPlan {
+  const before = new Map(current.models.map((m) => [m.name, m]));
+  const after = new Set(next.models.map((m) => m.name));
+  const plan: ReloadPlan = { keep: [], rebuild: [], add: [], remove: [], needsRestart: [] };
+  for (const model of next.models) {
+    const old = before.get(model.name);
+    if (!old) plan.add.push(model.name);
+    else if (runtimeSettings(old) === runtimeSettings(model)) plan.keep.push(model.name);
+    else plan.rebuild.push(model.name);
+  }
+  for (const name of before.keys()) if (!after.has(name)) plan.remove.push(name);
+  if (current.listen.host !== next.listen.host || current.listen.port !== next.listen.port) {
+    plan.needsRestart.push(
+      `listen: ${current.listen.host}:${current.listen.port} → ${next.listen.host}:${next.listen.port}`,
+    );
+  }
+  if (current.limits.maxBodyBytes !== next.limits.maxBodyBytes) {
+    plan.needsRestart.push(
+      `limits.maxBodyBytes: ${current.limits.maxBodyBytes} → ${next.limits.maxBodyBytes}`,
+    );
+  }
+  return plan;
+}
+
+/**
+ * Everything a runtime is built from except its members (and the A/B `experiment` section, which
+ * the gateway's arm selector takes over on its own). An engine-mode tokenizer picks its flavour
+ * from the instances' engines, so that choice counts too.
+ */
+export function runtimeSettings(model: ModelConfig): string {
+  const { instances, discovery: _discovery, ...settings } = model;
+  delete (settings as { experiment?: unknown }).experiment;
+  const extra = model.tokenizer.mode === "engine"
+    ? { engineFlavour: instances.some((i) => i.engine === "sglang") ? "sglang" : "vllm" }
+    : {};
+  return stableJson({ ...settings, ...extra });
+}
+
+export interface ReloadHost {
+  gateway: Gateway;
+  background: BackgroundWork;
+  buildRuntime(model: ModelConfig): Promise<ModelRuntime>;
+  /** Problems beyond the schema's and the policies' (e.g. experiment arms). */
+  validate?: (config: Config) => string[];
+  log: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+/** Validates and applies `next` (see the file comment). Never throws. */
+export async function applyReload(host: ReloadHost, next: Config): Promise<ReloadResult> {
+  const { gateway, log } = host;
+  const reject = (problems: string[]): ReloadResult => {
+    log("config reload rejected, keeping the running config", { problems });
+    return { ok: false, problems };
+  };
+  const problems = [...policyProblems(next), ...(host.validate?.(next) ?? [])];
+  if (problems.length) return reject(problems);
+
+  const current = gateway.config;
+  const plan = planReload(current, next);
+  const models = new Map(next.models.map((m) => [m.name, m]));
+  const fresh = new Map<string, ModelRuntime>();
+  const errors: string[] = [];
+  await Promise.all([...plan.rebuild, ...plan.add].map(async (name) => {
+    try {
+      fresh.set(name, await host.buildRuntime(models.get(name)!));
+    } catch (error) {
+      const index = next.models.findIndex((m) => m.name === name);
+      errors.push(`models[${index}] (${name}): ${(error as Error).message}`);
+    }
+  }));
+  if (errors.length) {
+    for (const runtime of fresh.values()) await runtime.cluster.stop();
+    return reject(errors);
+  }
+
+  const runtimes = new Map<string, ModelRuntime>();
+  const membership: MembershipChange[] = [];
+  for (const model of next.models) {
+    const built = fresh.get(model.name);
+    if (built) {
+      runtimes.set(model.name, built);
+      continue;
+    }
+    const runtime = gateway.runtime(model.name)!;
+    const change = runtime.cluster.reconcileMembers(model.instances, "config", {
+      initialState: "starting",
+    });
+    host.background.setDiscovery(runtime, model.discovery);
+    runtimes.set(model.name, runtime);
+    if (change.added.length || change.updated.length || change.removed.length) {
+      membership.push({ model: model.name, ...change });
+    }
+  }
+  const retired = gateway.runtimes().filter((r) => runtimes.get(r.config.name) !== r);
+  gateway.replace(next, runtimes);
+  for (const [name, runtime] of fresh) {
+    host.background.start(runtime, retired.find((r) => r.config.name === name));
+  }
+  await Promise.all(retired.map((runtime) => host.background.stop(runtime)));
+
+  log("config reloaded", {
+    kept: plan.keep,
+    rebuilt: plan.rebuild,
+    added: plan.add,
+    removed: plan.remove,
+    membership,
+  });
+  if (plan.needsRestart.length) {
+    log("config reload: some changes need a restart to take effect", {
+      settings: plan.needsRestart,
+    });
+  }
+  return { ok: true, plan, membership };
+}
+
+/** JSON with object keys sorted, so equal settings compare equal whatever their order. */
+function stableJson(value: unknown): string {
+  return JSON.stringify(
+    value,
+    (_key, v) =>
+      v && typeof v === "object" && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : v,
+  );
+}

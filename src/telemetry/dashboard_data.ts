@@ -1,0 +1,256 @@
+/**
+ * The JSON the dashboard page renders (`GET /dashboard/data`): per model, every instance's
+ * health, load and hit ratios, the KV store's state; TTFT percentiles per arm over time; the
+ * last decisions with their score terms. `assembleDashboardData` is pure (plain inputs in, JSON
+ * out); `readDashboardInput` reads those inputs from the live gateway.
+ */
+import type { InstanceStatus } from "../cluster/model_cluster.ts";
+import type { Gateway } from "../gateway/gateway.ts";
+import type { StoreHealthSnapshot } from "../kv/store_health.ts";
+import type { DecisionEntry } from "./decision_log.ts";
+import type { DashboardTraffic, InstanceTrafficTotals } from "./dashboard_traffic.ts";
+import type { TtftTimeline, TtftTimelineSnapshot } from "./ttft_timeline.ts";
+
+export interface DashboardModelInput {
+  name: string;
+  policy: string;
+  tokenizer: string;
+  instances: InstanceStatus[];
+  /** The KV store, when the model has one. */
+  store?: { url: string; health?: StoreHealthSnapshot };
+  predictedIndexKeys: number;
+}
+
+export interface DashboardInput {
+  /** Wall-clock ms. */
+  wallNowMs: number;
+  /** Monotonic ms (the clock of engine reports and the store's down-window). */
+  nowMs: number;
+  models: DashboardModelInput[];
+  traffic: InstanceTrafficTotals[];
+  ttft: TtftTimelineSnapshot;
+  decisions: DecisionEntry[];
+}
+
+export interface DashboardInstance {
+  id: string;
+  url: string;
+  kvHost: string | null;
+  role: string;
+  engine: string;
+  origin: string;
+  healthy: boolean;
+  breaker: string;
+  draining: boolean;
+  /** Requests proxied to it right now. */
+  active: number;
+  /** The reconciled load the policies see. */
+  waitingPrefillTokens: number;
+  runningRequests: number;
+  loadBasis: string;
+  loadTerms: Record<string, number>;
+  engineReport: {
+    waitingRequests: number;
+    runningRequests: number;
+    pendingPrefillTokens: number | null;
+    kvUsage: number | null;
+    ageS: number;
+    usable: boolean;
+  } | null;
+  engineReportError: string | null;
+  probeFailures: number;
+  recentTtft: { count: number; p50: number | null; p90: number | null; mean: number | null };
+  requests: number;
+  promptTokens: number;
+  predictedLocalHitTokens: number;
+  engineCachedTokens: number;
+  /** predicted local hit tokens / prompt tokens dispatched to it; null before any prompt token. */
+  predictedHitRatio: number | null;
+  /** engine cached tokens / prompt tokens; null until an engine reported cached tokens. */
+  engineHitRatio: number | null;
+}
+
+export interface DashboardStore {
+  url: string;
+  state: string;
+  /** Seconds left in the down-window, when down or probing. */
+  downForS: number | null;
+  consecutiveFailures: number;
+  lastError: string | null;
+  counters: {
+    successes: number;
+    failures: number;
+    deadlines: number;
+    skipped: number;
+    probes: number;
+    markedDown: number;
+    recovered: number;
+  };
+}
+
+export interface DashboardModel {
+  name: string;
+  policy: string;
+  tokenizer: string;
+  store: DashboardStore | null;
+  predictedIndexKeys: number;
+  instances: DashboardInstance[];
+  totals: {
+    requests: number;
+    promptTokens: number;
+    predictedLocalHitTokens: number;
+    predictedHitRatio: number | null;
+    healthyInstances: number;
+  };
+}
+
+export interface DashboardData {
+  generatedAt: number;
+  models: DashboardModel[];
+  ttft: TtftTimelineSnapshot;
+  decisions: DecisionEntry[];
+}
+
+export function assembleDashboardData(input: DashboardInput): DashboardData {
+  const traffic = new Map(input.traffic.map((t) => [`${t.model}\0${t.instance}`, t]));
+  const models = input.models.map((model): DashboardModel => {
+    const instances = model.instances.map((status) =>
+      dashboardInstance(status, traffic.get(`${model.name}\0${status.id}`), input.nowMs)
+    );
+    const promptTokens = sum(instances, (i) => i.promptTokens);
+    const hits = sum(instances, (i) => i.predictedLocalHitTokens);
+    return {
+      name: model.name,
+      policy: model.policy,
+      tokenizer: model.tokenizer,
+      store: model.store ? dashboardStore(model.store, input.nowMs) : null,
+      predictedIndexKeys: model.predictedIndexKeys,
+      instances,
+      totals: {
+        requests: sum(instances, (i) => i.requests),
+        promptTokens,
+        predictedLocalHitTokens: hits,
+        predictedHitRatio: ratio(hits, promptTokens),
+        healthyInstances: instances.filter((i) => i.healthy).length,
+      },
+    };
+  });
+  return { generatedAt: input.wallNowMs, models, ttft: input.ttft, decisions: input.decisions };
+}
+
+function dashboardInstance(
+  status: InstanceStatus,
+  traffic: InstanceTrafficTotals | undefined,
+  nowMs: number,
+): DashboardInstance {
+  const report = status.engineReport?.report;
+  const promptTokens = traffic?.promptTokens ?? 0;
+  const predicted = traffic?.predictedLocalHitTokens ?? 0;
+  const cached = traffic?.engineCachedTokens ?? 0;
+  return {
+    id: status.id,
+    url: status.url,
+    kvHost: status.kvHost ?? null,
+    role: status.role,
+    engine: status.engine,
+    origin: status.origin,
+    healthy: status.healthy,
+    breaker: status.breaker,
+    draining: status.draining,
+    active: status.active,
+    waitingPrefillTokens: status.load.waitingPrefillTokens,
+    runningRequests: status.load.runningRequests,
+    loadBasis: status.load.basis,
+    loadTerms: { ...status.load.terms },
+    engineReport: report
+      ? {
+        waitingRequests: report.waitingRequests,
+        runningRequests: report.runningRequests,
+        pendingPrefillTokens: report.pendingPrefillTokens ?? null,
+        kvUsage: report.kvUsage ?? null,
+        ageS: Math.max(0, (nowMs - report.observedAtMs) / 1000),
+        usable: status.engineReport!.usable,
+      }
+      : null,
+    engineReportError: status.engineReport?.lastError ?? null,
+    probeFailures: status.probeFailures,
+    recentTtft: {
+      count: status.recentTtftS.count,
+      p50: status.recentTtftS.p50 ?? null,
+      p90: status.recentTtftS.p90 ?? null,
+      mean: status.recentTtftS.mean ?? null,
+    },
+    requests: traffic?.requests ?? 0,
+    promptTokens,
+    predictedLocalHitTokens: predicted,
+    engineCachedTokens: cached,
+    predictedHitRatio: ratio(predicted, promptTokens),
+    engineHitRatio: traffic?.engineReports ? ratio(cached, promptTokens) : null,
+  };
+}
+
+function dashboardStore(
+  store: { url: string; health?: StoreHealthSnapshot },
+  nowMs: number,
+): DashboardStore {
+  const health = store.health;
+  return {
+    url: store.url,
+    state: health?.state ?? "up",
+    downForS: health?.downUntil !== undefined
+      ? Math.max(0, (health.downUntil - nowMs) / 1000)
+      : null,
+    consecutiveFailures: health?.consecutiveFailures ?? 0,
+    lastError: health?.lastError ?? null,
+    counters: {
+      successes: health?.successes ?? 0,
+      failures: health?.failures ?? 0,
+      deadlines: health?.deadlines ?? 0,
+      skipped: health?.skipped ?? 0,
+      probes: health?.probes ?? 0,
+      markedDown: health?.markedDown ?? 0,
+      recovered: health?.recovered ?? 0,
+    },
+  };
+}
+
+function ratio(part: number, whole: number): number | null {
+  return whole > 0 ? part / whole : null;
+}
+
+function sum<T>(items: T[], read: (item: T) => number): number {
+  return items.reduce((total, item) => total + read(item), 0);
+}
+
+/** Where the dashboard's inputs live: the gateway plus the observers the dashboard registered. */
+export interface DashboardSources {
+  gateway: Gateway;
+  traffic: DashboardTraffic;
+  timeline: TtftTimeline;
+  decisions: { recent(limit: number): DecisionEntry[] };
+  /** Wall-clock and monotonic milliseconds. */
+  wallNow: () => number;
+  now: () => number;
+}
+
+/** Reads the live state (no I/O: everything is in memory) into a `DashboardInput`. */
+export function readDashboardInput(sources: DashboardSources, decisions: number): DashboardInput {
+  const wallNowMs = sources.wallNow();
+  return {
+    wallNowMs,
+    nowMs: sources.now(),
+    models: sources.gateway.runtimes().map((runtime) => ({
+      name: runtime.config.name,
+      policy: runtime.defaultPolicy.name,
+      tokenizer: runtime.config.tokenizer.mode,
+      instances: runtime.cluster.status(),
+      store: runtime.store
+        ? { url: runtime.store.url, health: runtime.storeHealth?.snapshot() }
+        : undefined,
+      predictedIndexKeys: runtime.predicted?.size ?? 0,
+    })),
+    traffic: sources.traffic.all(),
+    ttft: sources.timeline.snapshot(wallNowMs),
+    decisions: decisions > 0 ? sources.decisions.recent(decisions) : [],
+  };
+}

@@ -1,0 +1,78 @@
+import { assert, assertEquals } from "../assert.ts";
+import type { ResolveDns } from "../../src/cluster/dns_discovery.ts";
+import { resolveConfig } from "../../src/config/load.ts";
+import { createRouter } from "../../src/gateway/router.ts";
+import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { eventually, range } from "./harness.ts";
+
+const MODEL = "dns-model";
+
+Deno.test("a model given as a DNS name gets its instances from the resolver, and a reload drops the group", async () => {
+  // Every fake engine listens on 127.0.0.1, so the "addresses" are loopback aliases and each
+  // group uses the port of its own engine.
+  const engines = [0, 1].map((i) =>
+    startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.001 })
+  );
+  const answers: Record<string, string[]> = {
+    "A pool-a.svc": ["127.0.0.1"],
+    "A pool-b.svc": ["127.0.0.1"],
+  };
+  const resolveDns: ResolveDns = (query, type) => {
+    const answer = answers[`${type} ${query}`];
+    return answer ? Promise.resolve(answer) : Promise.reject(new Error(`NXDOMAIN ${query}`));
+  };
+  const model = (discovery: unknown[]) => ({
+    name: MODEL,
+    tokenizer: { mode: "none" },
+    kv: { store: "none" },
+    health: { intervalMs: 5_000, timeoutMs: 300 },
+    discovery,
+  });
+  const groupA = { name: "a", hostname: "pool-a.svc", port: engines[0].port, intervalMs: 100 };
+  const groupB = { name: "b", hostname: "pool-b.svc", port: engines[1].port, intervalMs: 100 };
+  const router = await createRouter(
+    resolveConfig({ listen: { port: 0 }, models: [model([groupA, groupB])] }),
+    { resolveDns, log: () => {} },
+  );
+  const { port } = await router.serve({ port: 0 });
+  const cluster = router.gateway.runtime(MODEL)!.cluster;
+  const ids = () => cluster.entries().map((e) => e.config.id).sort();
+  const idA = `a-127.0.0.1:${engines[0].port}`;
+  const idB = `b-127.0.0.1:${engines[1].port}`;
+  try {
+    await eventually(
+      () => cluster.entries().filter((e) => cluster.isHealthy(e)).length === 2,
+      2_000,
+      "both discovered instances to pass /health",
+    );
+    assertEquals(ids(), [idA, idB]);
+    assertEquals(cluster.get(idA)!.origin, "discovery");
+    assertEquals(cluster.get(idA)!.config.kvHost, "127.0.0.1");
+    const response = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, prompt: range(1, 16), max_tokens: 2 }),
+    });
+    assertEquals(response.status, 200);
+    assert([idA, idB].includes(response.headers.get("x-tidegate-instance")!));
+    await response.body?.cancel();
+
+    // The resolver failing keeps the last answer.
+    delete answers["A pool-b.svc"];
+    await new Promise((r) => setTimeout(r, 250));
+    assertEquals(ids(), [idA, idB]);
+
+    const breakerA = cluster.get(idA)!.breaker;
+    const result = await router.reload(
+      resolveConfig({ listen: { port: 0 }, models: [model([groupA])] }),
+    );
+    assert(result.ok);
+    assertEquals(result.plan.keep, [MODEL], "a discovery change keeps the runtime");
+    await eventually(() => cluster.get(idB) === undefined, 1_000, "group b to leave");
+    assertEquals(ids(), [idA]);
+    assert(cluster.get(idA)!.breaker === breakerA, "group a kept its entry and breaker");
+  } finally {
+    await router.close();
+    await Promise.all(engines.map((e) => e.close()));
+  }
+});

@@ -1,0 +1,161 @@
+/**
+ * Two router processes (`deno run -A mod.ts start`) in front of one fake cluster: each sees its
+ * own dispatches at once and the other's through the engines' load reports.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { eventually, range } from "./harness.ts";
+import { sleep } from "./steady_load.ts";
+
+const MODEL = "shared-model";
+const PROMPT = 3000; // tokens per request; ~1.4 s of prefill each at the time scale below
+const POLL_MS = 200;
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+interface RouterProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `mod.ts start` and reads its bound URL from the "tidegate listening" log line. */
+async function startRouterProcess(configPath: string): Promise<RouterProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "mod.ts", "start", "--config", configPath],
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const lines = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  const log: string[] = [];
+  let buffered = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no listening line:\n${log.join("\n")}`)),
+      20_000,
+    );
+    (async () => {
+      for (;;) {
+        const { value, done } = await lines.read();
+        if (done) break;
+        buffered += value;
+        let newline;
+        while ((newline = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, newline);
+          buffered = buffered.slice(newline + 1);
+          log.push(line);
+          try {
+            const entry = JSON.parse(line);
+            if (entry.msg === "tidegate listening") {
+              clearTimeout(timer);
+              resolve(entry.url);
+            }
+          } catch {
+            // not a JSON log line
+          }
+        }
+      }
+      clearTimeout(timer);
+      reject(new Error(`router exited:\n${log.join("\n")}`));
+    })().catch(reject);
+  });
+  // Keep draining stderr so the child never blocks on a full pipe.
+  const drained = (async () => {
+    while (!(await lines.read()).done) { /* discard */ }
+  })().catch(() => {});
+  return {
+    url,
+    async stop() {
+      child.kill("SIGTERM");
+      const killer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await child.status;
+      clearTimeout(killer);
+      await drained;
+    },
+  };
+}
+
+interface View {
+  id: string;
+  load: { waitingPrefillTokens: number; basis: string; terms: { ourPrefillTokens: number } };
+}
+
+async function views(router: RouterProcess): Promise<Map<string, View>> {
+  const body = await (await fetch(`${router.url}/admin/instances`)).json();
+  return new Map(body.models[0].instances.map((v: View) => [v.id, v]));
+}
+
+Deno.test("two router processes on one cluster agree on every instance's waiting prefill after one poll", async () => {
+  const slow = { model: MODEL, timeScale: 4, decodeSecondsPerToken: 0.001 };
+  const engines = [
+    startFakeEngine({ id: "s0", flavour: "sglang", ...slow }),
+    startFakeEngine({ id: "s1", flavour: "sglang", ...slow }),
+    startFakeEngine({ id: "v0", flavour: "vllm", ...slow }),
+  ];
+  const dir = await Deno.makeTempDir();
+  const configPath = `${dir}/tidegate.json`;
+  await Deno.writeTextFile(
+    configPath,
+    JSON.stringify({
+      listen: { host: "127.0.0.1", port: 0 },
+      models: [{
+        name: MODEL,
+        tokenizer: { mode: "none" },
+        kv: { store: "none" },
+        policy: "least_load",
+        health: { intervalMs: 5_000, timeoutMs: 500 },
+        load: { pollIntervalMs: POLL_MS, staleAfterMs: 5_000 },
+        instances: engines.map((e) => ({
+          id: e.id,
+          url: e.url,
+          engine: e.flavour,
+        })),
+      }],
+    }),
+  );
+  const routers: RouterProcess[] = [];
+  const requests: Promise<unknown>[] = [];
+  try {
+    routers.push(...await Promise.all([configPath, configPath].map(startRouterProcess)));
+    const [a, b] = routers;
+    const send = (router: RouterProcess, i: number) =>
+      requests.push(
+        fetch(`${router.url}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: MODEL, prompt: range(i * 10_000, PROMPT), max_tokens: 2 }),
+        }).then((r) => r.body?.cancel()).catch(() => {}),
+      );
+    // Router A sends 5 requests, router B 2: neither's own account shows the whole picture.
+    for (let i = 0; i < 5; i++) send(a, i);
+    for (let i = 5; i < 7; i++) send(b, i);
+    await eventually(
+      () => engines.reduce((n, e) => n + e.load().waiting + e.load().prefilling, 0) === 7,
+      5_000,
+      "every request to reach its engine",
+    );
+    await sleep(2 * POLL_MS); // one poll by each router after the queues formed
+
+    const [viewA, viewB] = await Promise.all([views(a), views(b)]);
+    let localDisagreement = 0;
+    for (const engine of engines) {
+      const fromA = viewA.get(engine.id)!.load;
+      const fromB = viewB.get(engine.id)!.load;
+      const expectedBasis = engine.flavour === "sglang" ? "engine_tokens" : "engine_counts";
+      assertEquals([fromA.basis, fromB.basis], [expectedBasis, expectedBasis], engine.id);
+      const gap = Math.abs(fromA.waitingPrefillTokens - fromB.waitingPrefillTokens);
+      assert(
+        gap <= PROMPT,
+        `${engine.id}: A sees ${fromA.waitingPrefillTokens}, B sees ${fromB.waitingPrefillTokens}`,
+      );
+      localDisagreement += Math.abs(fromA.terms.ourPrefillTokens - fromB.terms.ourPrefillTokens);
+    }
+    // Their own accounts alone would disagree by at least the 3 requests A sent more.
+    assert(localDisagreement >= 3 * PROMPT, `own accounts differ by ${localDisagreement}`);
+  } finally {
+    await Promise.all(engines.map((e) => e.close())); // ends the queued requests at once
+    await Promise.all(requests);
+    await Promise.all(routers.map((r) => r.stop()));
+    await Deno.remove(dir, { recursive: true });
+  }
+});
