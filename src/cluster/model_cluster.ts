@@ -66,6 +66,8 @@ export interface ModelClusterOptions {
   /** Leases with no first token after this long are expired (default 10 s, as Llumnix). */
   leaseExpiryMs?: number;
   log?: (message: string, fields?: Record<string, unknown>) => void;
+  /** Called once an instance is gone for good, so per-instance state elsewhere can go too. */
+  onRemoved?: (instanceId: string) => void;
 }
 
 const TTFT_WINDOW = 256;
@@ -369,6 +371,7 @@ export class ModelCluster {
     ) {
       this.#entries.delete(entry.config.id);
       this.account.forget(entry.config.id);
+      this.#options.onRemoved?.(entry.config.id);
       this.#options.log?.("instance removed", { model: this.model, instance: entry.config.id });
     }
   }

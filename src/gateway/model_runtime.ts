@@ -58,7 +58,7 @@ export class ModelRuntime {
   readonly cluster: ModelCluster;
   readonly defaultPolicy: NamedPolicy;
   /** Online prefill-time models per instance, refined from measured TTFTs. */
-  readonly prefillEstimators = new Map<string, PrefillModelEstimator>();
+  readonly prefillEstimators: Map<string, PrefillModelEstimator>;
   /** Grows by one per decision (round robin). */
   sequence = 0;
 
@@ -73,7 +73,9 @@ export class ModelRuntime {
     predicted?: PredictedIndex;
     cluster: ModelCluster;
     defaultPolicy: NamedPolicy;
+    prefillEstimators: Map<string, PrefillModelEstimator>;
   }) {
+    this.prefillEstimators = init.prefillEstimators;
     this.config = init.config;
     this.tokenizer = init.tokenizer;
     this.tokenizerFailures = init.tokenizerFailures;
@@ -95,8 +97,10 @@ export class ModelRuntime {
       onFailure: () => deps.onTokenizerFailure?.(config.name),
       log: (message) => deps.log(message, { model: config.name }),
     });
+    const prefillEstimators = new Map<string, PrefillModelEstimator>();
     const cluster = new ModelCluster({
       model: config.name,
+      onRemoved: (id) => prefillEstimators.delete(id),
       health: config.health,
       loadPollIntervalMs: config.load.pollIntervalMs,
       loadStaleAfterMs: config.load.staleAfterMs,
@@ -188,6 +192,7 @@ export class ModelRuntime {
       predicted,
       cluster,
       defaultPolicy: buildPolicy(config.policy, config),
+      prefillEstimators,
     });
   }
 

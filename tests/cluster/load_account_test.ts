@@ -1,0 +1,42 @@
+import { assertEquals } from "../assert.ts";
+import { LoadAccount } from "../../src/cluster/load_account.ts";
+
+Deno.test("a lease adds uncached prefill tokens at dispatch and moves to decode at the first token", () => {
+  const account = new LoadAccount({ now: () => 0 });
+  const lease = account.lease("a", 1500);
+  assertEquals(account.load("a"), { prefillTokens: 1500, prefillRequests: 1, decodeRequests: 0 });
+  lease.firstToken();
+  assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 1 });
+  lease.release();
+  assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 });
+});
+
+Deno.test("a lease is released exactly once, whatever calls it again", () => {
+  const account = new LoadAccount({ now: () => 0 });
+  const a = account.lease("a", 100);
+  const b = account.lease("a", 200);
+  a.release();
+  a.release();
+  a.firstToken();
+  assertEquals(account.load("a"), { prefillTokens: 200, prefillRequests: 1, decodeRequests: 0 });
+  b.firstToken();
+  b.firstToken();
+  b.release();
+  b.release();
+  assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 });
+  assertEquals(a.released && b.released, true);
+});
+
+Deno.test("prefill entries with no first token in time are expired and counted, then released once", () => {
+  let now = 0;
+  const account = new LoadAccount({ now: () => now, expireAfterMs: 10_000 });
+  const stuck = account.lease("a", 4096);
+  now = 9_999;
+  assertEquals(account.load("a").prefillTokens, 4096);
+  now = 10_000;
+  assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 1 });
+  assertEquals(account.expiredTotal, 1);
+  stuck.firstToken(); // late: nothing to move
+  stuck.release();
+  assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 });
+});
