@@ -81,41 +81,23 @@ async function send(url: string, body: Record<string, unknown>, doc: number): Pr
 }
 
 /**
- * The burst: one cold request per document, then `perDoc` concurrent follow-ups each. Cache-aware
- * dispatch should send every follow-up to the instance that prefilled its document.
+ * The burst: one cold request per document, all at once, then `perDoc` rounds of follow-ups (one
+ * per document per round, concurrently). Cache-aware dispatch should send every follow-up to the
+ * instance that prefilled its document.
  */
-export async function runDemoBurst(
-  url: string,
-  model: string,
-  docs = 4,
-  perDoc = 5,
-): Promise<DemoResult[]> {
+export async function runDemoBurst(url: string, model: string, docs = 4, perDoc = 5): Promise<DemoResult[]> {
   const results: DemoResult[] = [];
   results.push(
     ...await Promise.all(
-      Array.from(
-        { length: docs },
-        (_, d) => send(url, demoChat(model, d, "Give me a one-line summary."), d),
-      ),
+      Array.from({ length: docs }, (_, d) => send(url, demoChat(model, d, "Give me a one-line summary."), d)),
     ),
   );
-  const followUps: Promise<DemoResult>[] = [];
   for (let q = 0; q < perDoc; q++) {
-    for (let d = 0; d < docs; d++) {
-      followUps.push(
-        send(
-          url,
-          demoChat(
-            model,
-            d,
-            `Question ${q + 1}: which section covers ${WORDS[q * 7 % WORDS.length]}?`,
-          ),
-          d,
-        ),
-      );
-    }
+    const question = `Question ${q + 1}: which section covers ${WORDS[q * 7 % WORDS.length]}?`;
+    results.push(
+      ...await Promise.all(Array.from({ length: docs }, (_, d) => send(url, demoChat(model, d, question), d))),
+    );
   }
-  results.push(...await Promise.all(followUps));
   return results;
 }
 

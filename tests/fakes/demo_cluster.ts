@@ -15,7 +15,7 @@ import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "./fake_mooncak
 export interface DemoClusterOptions {
   engines?: number;
   model?: string;
-  /** Wall seconds per engine second (default 0.02: an 8k-token cold prefill takes ~25 ms). */
+  /** Wall seconds per engine second (default 0.1: a 2.6k-token cold prefill takes ~30 ms). */
   timeScale?: number;
   chunkSize?: number;
   /** Chunks each engine keeps in its KV cache (default 4096 = 1M tokens at 256). */
@@ -95,7 +95,7 @@ export async function startDemoCluster(options: DemoClusterOptions = {}): Promis
       id,
       model,
       flavour: "vllm",
-      timeScale: options.timeScale ?? 0.02,
+      timeScale: options.timeScale ?? 0.1,
       countTokens: (body) => tokensOf(body).length,
       cachedTokens: (body) => {
         const keys = keyScheme.keys(tokensOf(body));
