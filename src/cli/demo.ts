@@ -85,17 +85,27 @@ async function send(url: string, body: Record<string, unknown>, doc: number): Pr
  * per document per round, concurrently). Cache-aware dispatch should send every follow-up to the
  * instance that prefilled its document.
  */
-export async function runDemoBurst(url: string, model: string, docs = 4, perDoc = 5): Promise<DemoResult[]> {
+export async function runDemoBurst(
+  url: string,
+  model: string,
+  docs = 4,
+  perDoc = 5,
+): Promise<DemoResult[]> {
   const results: DemoResult[] = [];
   results.push(
     ...await Promise.all(
-      Array.from({ length: docs }, (_, d) => send(url, demoChat(model, d, "Give me a one-line summary."), d)),
+      Array.from(
+        { length: docs },
+        (_, d) => send(url, demoChat(model, d, "Give me a one-line summary."), d),
+      ),
     ),
   );
   for (let q = 0; q < perDoc; q++) {
     const question = `Question ${q + 1}: which section covers ${WORDS[q * 7 % WORDS.length]}?`;
     results.push(
-      ...await Promise.all(Array.from({ length: docs }, (_, d) => send(url, demoChat(model, d, question), d))),
+      ...await Promise.all(
+        Array.from({ length: docs }, (_, d) => send(url, demoChat(model, d, question), d)),
+      ),
     );
   }
   return results;
