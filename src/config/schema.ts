@@ -1,18 +1,11 @@
 import { z } from "zod";
+import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 
 /**
  * The router's configuration, validated in one pass so every problem is reported at start with
  * its field path. Defaults follow compat.md (Llumnix's settings, Mooncake's ports) and design.md.
  */
 
-const HASHES = [
-  "sha256_cbor",
-  "sha256",
-  "xxhash",
-  "xxhash_cbor",
-  "sha256_hex",
-  "xxh64_cumulative",
-] as const;
 
 const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
 const id = z.string().regex(
@@ -62,7 +55,7 @@ export const KvSchema = z.strictObject({
   store: z.enum(["mooncake", "none"]).default("mooncake"),
   /** The Mooncake master's admin/metrics port (default 9003), not the metadata server. */
   url: httpUrl.optional(),
-  hash: z.enum(HASHES).default("sha256_cbor"),
+  hash: z.enum(HASH_ALGORITHMS).default("sha256_cbor"),
   /** Must equal the engines' PYTHONHASHSEED (vLLM) / GO_HASH_SEED (Llumnix). */
   seed: z.string().default("0"),
   chunkSize: z.int().min(1).max(1 << 20).default(256),

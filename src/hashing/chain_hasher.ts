@@ -1,14 +1,14 @@
 import type { ExtraKeys, HashAlgorithm } from "./types.ts";
 
 /** Every chain algorithm of compat.md §2. */
-export const HASH_ALGORITHMS: readonly HashAlgorithm[] = [
+export const HASH_ALGORITHMS = [
   "sha256_cbor",
   "sha256",
   "xxhash",
   "xxhash_cbor",
   "sha256_hex",
   "xxh64_cumulative",
-];
+] as const satisfies readonly HashAlgorithm[];
 
 /** What a chain needs: the algorithm, its root seed and how tokens are cut into chunks. */
 export interface ChainOptions {
