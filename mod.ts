@@ -28,6 +28,8 @@ export type {
 } from "./src/scheduling/types.ts";
 export { computePrefixHits } from "./src/kv/prefix.ts";
 export { MooncakeClient } from "./src/kv/mooncake_client.ts";
+export { MergedIndex, withLatestPredictions } from "./src/kv/merged_index.ts";
+export { PredictedIndex } from "./src/kv/predicted_index.ts";
 
 const COMMANDS = `Usage: deno run -A mod.ts <command> [options]
 

@@ -6,7 +6,6 @@ import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
  * its field path. Defaults follow compat.md (Llumnix's settings, Mooncake's ports) and design.md.
  */
 
-
 const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
 const id = z.string().regex(
   /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/,

@@ -81,7 +81,8 @@ export async function planDispatch(
   start = now();
   const hashStart = start;
   const tokens = tokenized.tokens;
-  const chunkKeys = tokens && tokens.length >= config.kv.minPromptTokens && runtime.kvIndex
+  const lookupEnabled = runtime.store !== undefined || runtime.predicted !== undefined;
+  const chunkKeys = tokens && tokens.length >= config.kv.minPromptTokens && lookupEnabled
     ? runtime.keyScheme.chunkKeys(tokens, context.extraKeys)
     : [];
   const hashMs = now() - start;
@@ -89,13 +90,14 @@ export async function planDispatch(
   start = now();
   const lookupStart = start;
   let lookup: LookupResult | undefined;
-  if (chunkKeys.length > 0 && runtime.kvIndex) {
-    lookup = await runtime.kvIndex.lookup(chunkKeys.flat(), { deadlineMs: config.kv.timeoutMs });
-    // Dispatches decided while the store was asked count too (issue 4's burst): read now, in the
-    // same synchronous step as this decision and its reservation.
-    if (runtime.predicted) {
-      lookup = withLatestPredictions(lookup, chunkKeys.flat(), runtime.predicted);
-    }
+  if (chunkKeys.length > 0) {
+    const keys = chunkKeys.flat();
+    lookup = runtime.store
+      ? await runtime.store.lookup(keys, { deadlineMs: config.kv.timeoutMs })
+      : noStoreLookup(keys);
+    // The router's own recent dispatches, read now, in the same synchronous step as this
+    // decision and its reservation, so that a burst's requests see each other (issue 4).
+    if (runtime.predicted) lookup = withLatestPredictions(lookup, keys, runtime.predicted);
   }
   const lookupMs = now() - start;
 
@@ -193,6 +195,18 @@ export function reserve(
     });
   }
   return runtime.cluster.account.lease(instanceId, uncached);
+}
+
+/** The answer when no store is configured: nothing known but the router's predictions. */
+function noStoreLookup(keys: string[]): LookupResult {
+  return {
+    outcome: "skipped",
+    locations: new Map(),
+    keysQueried: new Set(keys).size,
+    batches: 0,
+    attempts: 0,
+    elapsedMs: 0,
+  };
 }
 
 /** Prompt tokens the chosen instance has to compute, given what the policy planned to reuse. */

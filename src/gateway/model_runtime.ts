@@ -3,11 +3,9 @@ import { ModelCluster } from "../cluster/model_cluster.ts";
 import type { Timers } from "../cluster/timers.ts";
 import { createKeyScheme } from "../hashing/key_scheme.ts";
 import type { KeyScheme } from "../hashing/types.ts";
-import { MergedIndex } from "../kv/merged_index.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
 import { StoreHealth } from "../kv/store_health.ts";
-import type { KvIndex } from "../kv/types.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, type PolicyParams, resolveTtftParams } from "../scheduling/registry.ts";
 import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
@@ -53,8 +51,6 @@ export class ModelRuntime {
   readonly store?: MooncakeClient;
   readonly storeHealth?: StoreHealth;
   readonly predicted?: PredictedIndex;
-  /** What the dispatcher queries: the store merged with recent predictions, or either alone. */
-  readonly kvIndex?: KvIndex;
   readonly cluster: ModelCluster;
   readonly defaultPolicy: NamedPolicy;
   /** Online prefill-time models per instance, refined from measured TTFTs. */
@@ -86,8 +82,6 @@ export class ModelRuntime {
     this.predicted = init.predicted;
     this.cluster = init.cluster;
     this.defaultPolicy = init.defaultPolicy;
-    if (this.store && this.predicted) this.kvIndex = new MergedIndex(this.store, this.predicted);
-    else this.kvIndex = this.store ?? this.predicted;
   }
 
   /** Builds the runtime; throws with a clear message when the tokenizer or key scheme is wrong. */
