@@ -85,3 +85,25 @@ Deno.test("a chat the local template rejects is forwarded by load, and the engin
     await t.close();
   }
 });
+
+Deno.test("mooncake_ttft runs in the live router: it predicts TTFT and plans a pool transfer when it pays", async () => {
+  const t = await startTestCluster({ model: { policy: "mooncake_ttft" } });
+  try {
+    const prompt = range(7_000, 160); // 10 chunks
+    t.hold(1, prompt, 10);
+    const busy = t.router.gateway.runtime(MODEL)!.cluster.account.lease("e1", 400_000); // e1 queues minutes of work
+    const response = await completion(t.url, { prompt });
+    assertEquals(response.status, 200);
+    await response.body?.cancel();
+    const [decision] = t.router.decisions.recent(1);
+    assertEquals(decision.policy, "mooncake_ttft");
+    assert(decision.predictedTtftS !== null && decision.predictedTtftS > 0);
+    // e1 holds the prefix but is swamped: another instance loads it from the pool instead.
+    assert(decision.chosen !== "e1", `chose ${decision.chosen}`);
+    const chosen = decision.candidates.find((c) => c.id === decision.chosen)!;
+    assert(chosen.terms.transferS > 0, JSON.stringify(chosen.terms));
+    busy.release();
+  } finally {
+    await t.close();
+  }
+});
