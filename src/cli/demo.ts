@@ -209,7 +209,7 @@ export async function runDemo(args: string[]): Promise<number> {
     JSON.stringify({ ...demoChat(cluster.model, 0, "What does chapter 2 say?"), stream: false }),
   );
   console.log(`
-Try it: this chat shares document 0's ${"~"}3k-token prefix, which ${holder} holds:
+Try it: this chat shares document 0's ~2.6k-token prefix, which ${holder} holds:
 
   curl -s -D - ${url}/v1/chat/completions -H 'content-type: application/json' -d @${requestFile}
 
