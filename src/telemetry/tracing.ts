@@ -143,6 +143,9 @@ export class RequestTracing {
             "tidegate.store.batches": lookup.batches,
             "tidegate.store.attempts": lookup.attempts,
             "tidegate.store.deadline_hit": lookup.outcome === "deadline",
+            "tidegate.store.hit_keys": [...lookup.locations.values()].filter((l) =>
+              l.present
+            ).length,
             "tidegate.store.pool_prefix_chunks": plan.hits.poolChunks,
             "tidegate.store.predicted_keys": lookup.predictedKeys ?? 0,
           });

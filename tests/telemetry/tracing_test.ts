@@ -46,6 +46,7 @@ Deno.test("one request makes one span tree: server span, pre-dispatch stages and
     );
     const lookup = children.find((s) => s.name === "store lookup")!;
     assertEquals(lookup.attributes["tidegate.store.keys"], 4);
+    assertEquals(lookup.attributes["tidegate.store.hit_keys"], 4);
     assertEquals(lookup.attributes["tidegate.store.deadline_hit"], false);
     assertEquals(lookup.attributes["tidegate.store.pool_prefix_chunks"], 4);
     const schedule = children.find((s) => s.name === "schedule")!;
