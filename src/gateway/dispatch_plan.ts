@@ -24,6 +24,8 @@ export interface DispatchPlan {
   tokenizeError?: string;
   /** Store keys per chunk (all ranks when required); empty when the lookup was skipped. */
   chunkKeys: string[][];
+  /** `chunkKeys` flattened: what is looked up, predicted and forgotten. */
+  keys: string[];
   lookup?: LookupResult;
   hits: PrefixHits;
   poolPrefixTokens: number;
@@ -85,13 +87,13 @@ export async function planDispatch(
   const chunkKeys = tokens && tokens.length >= config.kv.minPromptTokens && lookupEnabled
     ? runtime.keyScheme.chunkKeys(tokens, context.extraKeys)
     : [];
+  const keys = chunkKeys.flat();
   const hashMs = now() - start;
 
   start = now();
   const lookupStart = start;
   let lookup: LookupResult | undefined;
-  if (chunkKeys.length > 0) {
-    const keys = chunkKeys.flat();
+  if (keys.length > 0) {
     lookup = runtime.store
       ? await runtime.store.lookup(keys, { deadlineMs: config.kv.timeoutMs })
       : noStoreLookup(keys);
@@ -104,22 +106,22 @@ export async function planDispatch(
   start = now();
   const scheduleStart = start;
   const chunkSize = config.kv.chunkSize;
-  const { candidates: all, entries } = runtime.cluster.candidates(() => 0);
   const hits = lookup
     ? computePrefixHits(
       chunkKeys,
       lookup.locations,
-      entries.map((e) => ({ id: e.config.id, kvHost: e.config.kvHost })),
+      runtime.cluster.entries().map((e) => ({ id: e.config.id, kvHost: e.config.kvHost })),
     )
     : { poolChunks: 0, localChunks: new Map<string, number>() };
   const cap = (chunks: number) => Math.min(promptTokens, chunks * chunkSize);
+  const { candidates: all, entries } = runtime.cluster.candidates((id) =>
+    cap(hits.localChunks.get(id) ?? 0)
+  );
   const candidates = all.map((candidate) => {
     const estimator = runtime.prefillEstimators.get(candidate.id);
-    return {
-      ...candidate,
-      localPrefixTokens: cap(hits.localChunks.get(candidate.id) ?? 0),
-      prefillModel: estimator && estimator.sampleCount > 0 ? estimator.model() : undefined,
-    };
+    return estimator && estimator.sampleCount > 0
+      ? { ...candidate, prefillModel: estimator.model() }
+      : candidate;
   });
   const poolPrefixTokens = cap(hits.poolChunks);
   const scheduleRequest = { promptTokens, poolPrefixTokens };
@@ -157,6 +159,7 @@ export async function planDispatch(
     tokenSource: tokenized.source,
     tokenizeError: tokenized.error,
     chunkKeys,
+    keys,
     lookup,
     hits,
     poolPrefixTokens,
@@ -188,8 +191,8 @@ export function reserve(
 ): LoadLease {
   const uncached = uncachedTokens(plan, instanceId);
   runtime.cluster.recentPrefill.record(uncached, at);
-  if (plan.chunkKeys.length > 0 && runtime.predicted) {
-    runtime.predicted.record(plan.chunkKeys.flat(), {
+  if (plan.keys.length > 0 && runtime.predicted) {
+    runtime.predicted.record(plan.keys, {
       instanceId,
       kvHost: plan.entries.get(instanceId)?.config.kvHost,
     });

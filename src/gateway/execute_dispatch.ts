@@ -50,10 +50,14 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
     const entry = plan.entries.get(id);
     return entry ? [{ id, url: entry.config.url }] : [];
   });
-  // A reservation the retries never used (its instance refused a permit) is given back.
+  // A reservation no attempt used is given back.
   const dropReservation = () => {
     plan.reservation?.lease.release();
     plan.reservation = undefined;
+  };
+  // An instance that will not write this prompt's KV: followers must not be sent after it.
+  const forgetPredictions = (id: string) => {
+    if (plan.keys.length > 0) runtime.predicted?.forget(plan.keys, id);
   };
   if (targets.length === 0) {
     dropReservation();
@@ -104,7 +108,14 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
       beforeAttempt(target) {
         const entry = cluster.get(target.id);
         const permit = entry?.breaker.tryAcquire();
-        if (!entry || !permit) return false;
+        if (!entry || !permit) {
+          // Its breaker opened since the decision: the reserved work and KV go elsewhere.
+          if (plan.reservation?.instanceId === target.id) {
+            dropReservation();
+            forgetPredictions(target.id);
+          }
+          return false;
+        }
         attemptTrace = options.trace?.attempt(target, ++attemptNumber, upstreamHeaders);
         const reserved = plan.reservation?.instanceId === target.id
           ? plan.reservation.lease
@@ -125,10 +136,7 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
         if (attempt.failure) {
           h.permit.failure(BREAKER_KIND[attempt.failure]);
           releaseHeld(target.id);
-          // It will not write this prompt's KV: followers must not be sent after it.
-          if (plan.chunkKeys.length > 0) {
-            runtime.predicted?.forget(plan.chunkKeys.flat(), target.id);
-          }
+          forgetPredictions(target.id);
         } else if (attempt.status === undefined) {
           h.permit.release(); // the client left: no verdict on the instance
           releaseHeld(target.id);

@@ -152,10 +152,11 @@ export class Gateway {
 
     try {
       const parsed = parseOpenAIRequest(endpoint, bytes);
-      record.model = parsed.model;
       record.stream = parsed.stream;
       const resolved = this.resolveModel(parsed.model);
       if (!resolved) {
+        // Not the client's string: metric labels must stay a bounded set.
+        record.model = "unknown";
         return answer(
           new HttpError(404, `The model '${parsed.model}' does not exist`, {
             param: "model",
@@ -227,7 +228,7 @@ export class Gateway {
         new HttpError(500, `Internal router error: ${(error as Error)?.message ?? error}`, {
           code: "internal_error",
         }),
-        "upstream_failed",
+        "internal_error",
       );
     }
   }

@@ -13,7 +13,8 @@ export type RequestOutcome =
   | "upstream_failed"
   | "upstream_timeout"
   | "client_aborted"
-  | "midstream_failure";
+  | "midstream_failure"
+  | "internal_error";
 
 /**
  * One request's story from arrival to the last byte, filled in as it goes and handed once to

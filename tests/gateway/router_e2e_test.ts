@@ -238,6 +238,10 @@ Deno.test("bad input gets OpenAI-shaped 400s, 404 and 413", async () => {
       assertEquals(json.error.param, param);
       assert(json.error.message.length > 0);
     }
+    // A client's model name never becomes a metric label (unbounded series).
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    assert(!metrics.includes('model="nope"'));
+    assertMatch(metrics, /tidegate_requests_total\{model="unknown",[^}]*status="404"\} 1/);
     const notFound = await fetch(`${t.url}/v2/nothing`);
     assertEquals(notFound.status, 404);
     assertEquals((await notFound.json()).error.code, "not_found");
