@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { parseCommandArgs, parsePortFlag } from "./args.ts";
 import { resolveConfig } from "../config/load.ts";
 import { createRouter, type Router } from "../gateway/router.ts";
 import { type DemoCluster, startDemoCluster } from "../../tests/fakes/demo_cluster.ts";
@@ -164,25 +164,18 @@ async function serveOnPort(router: Router, port: number) {
 
 /** `demo`: the embedded cluster, a burst, a summary, then serve until Ctrl-C. */
 export async function runDemo(args: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        port: { type: "string", default: "8080" },
-        engines: { type: "string", default: "4" },
-        policy: { type: "string", default: "cache_aware" },
-        exit: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`);
+  const parsed = parseCommandArgs(args, {
+    port: { type: "string", default: "8080" },
+    engines: { type: "string", default: "4" },
+    policy: { type: "string", default: "cache_aware" },
+    exit: { type: "boolean", default: false },
+  }, USAGE);
+  if (parsed.exit !== undefined) return parsed.exit;
+  const { values } = parsed;
+  const port = parsePortFlag(values.port);
+  if (typeof port === "string") {
+    console.error(port);
     return 2;
-  }
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
   }
   const engines = Number(values.engines);
   if (!(Number.isInteger(engines) && engines >= 1 && engines <= 16)) {
@@ -193,7 +186,7 @@ export async function runDemo(args: string[]): Promise<number> {
   const cluster = await startDemoCluster({ engines });
   const config = resolveConfig(cluster.routerConfig({ policy: values.policy }));
   const router = await createRouter(config, { log: () => {} });
-  const address = await serveOnPort(router, Number(values.port));
+  const address = await serveOnPort(router, port ?? 8080);
   const url = `http://${address.hostname}:${address.port}`;
   for (const e of cluster.engines) console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost})`);
   console.log(`  mooncake master: ${cluster.master.url}`);

@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { parseCommandArgs } from "./args.ts";
 import { ConfigError, loadConfigFile } from "../config/load.ts";
 import { ModelRuntime } from "../gateway/model_runtime.ts";
 import { jsonLog } from "../gateway/router.ts";
@@ -43,30 +43,23 @@ export async function runKeys(
   args: string[],
   out: (line: string) => void = console.log,
 ): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        config: { type: "string", short: "c" },
-        model: { type: "string", short: "m" },
-        prompt: { type: "string" },
-        messages: { type: "string" },
-        tokens: { type: "string" },
-        "chat-kwargs": { type: "string" },
-        probe: { type: "boolean", default: false },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    out(USAGE);
-    return 0;
-  }
+  const parsed = parseCommandArgs(
+    args,
+    {
+      config: { type: "string", short: "c" },
+      model: { type: "string", short: "m" },
+      prompt: { type: "string" },
+      messages: { type: "string" },
+      tokens: { type: "string" },
+      "chat-kwargs": { type: "string" },
+      probe: { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+    },
+    USAGE,
+    out,
+  );
+  if (parsed.exit !== undefined) return parsed.exit;
+  const { values } = parsed;
   const inputs = [values.prompt, values.messages, values.tokens].filter((v) => v !== undefined);
   if (!values.config || inputs.length !== 1) {
     console.error(`Give --config and exactly one of --prompt, --messages, --tokens.\n\n${USAGE}`);

@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { parseCommandArgs, parsePortFlag } from "./args.ts";
 import { ConfigError, loadConfigFile } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import type { ReloadResult } from "../gateway/reload.ts";
@@ -12,32 +12,20 @@ and an invalid file is rejected with the reasons while the running config stays.
 
 /** `start`: serve from a config file until SIGINT/SIGTERM. Returns the exit code. */
 export async function runStart(args: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        config: { type: "string", short: "c" },
-        host: { type: "string" },
-        port: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (error) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const parsed = parseCommandArgs(args, {
+    config: { type: "string", short: "c" },
+    host: { type: "string" },
+    port: { type: "string" },
+  }, USAGE);
+  if (parsed.exit !== undefined) return parsed.exit;
+  const { values } = parsed;
   if (!values.config) {
     console.error(`--config is required.\n\n${USAGE}`);
     return 2;
   }
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    console.error(`--port must be an integer in 0..65535, got "${values.port}"`);
+  const port = parsePortFlag(values.port);
+  if (typeof port === "string") {
+    console.error(port);
     return 2;
   }
   try {
@@ -129,7 +117,10 @@ export function watchConfigFile(options: ConfigWatchOptions): ConfigWatch {
 
   let timer: ReturnType<typeof setTimeout> | undefined;
   let chain: Promise<unknown> = Promise.resolve();
+  let closed = false;
   const schedule = () => {
+    // An event the watcher had buffered may still arrive after close(): no reload then.
+    if (closed) return;
     if (timer !== undefined) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
@@ -172,6 +163,7 @@ export function watchConfigFile(options: ConfigWatchOptions): ConfigWatch {
       return result;
     },
     async close() {
+      closed = true;
       if (listening) Deno.removeSignalListener("SIGHUP", onHangup);
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
