@@ -4,12 +4,8 @@ import { parseCommandArgs, parsePortFlag } from "../../src/cli/args.ts";
 Deno.test("parseCommandArgs() returns the values, 0 after --help, 2 after an unknown flag", () => {
   const printed: string[] = [];
   const options = { port: { type: "string" } } as const;
-  assertEquals(
-    parseCommandArgs(["--port", "80"], options, "usage", (l) => printed.push(l)).values,
-    {
-      port: "80",
-    },
-  );
+  const parsed = parseCommandArgs(["--port", "80"], options, "usage", (l) => printed.push(l));
+  assertEquals({ ...parsed.values }, { port: "80" });
   assertEquals(parseCommandArgs(["-h"], options, "usage", (l) => printed.push(l)).exit, 0);
   assertEquals(printed, ["usage"]);
   const quiet = console.error;
