@@ -1,3 +1,4 @@
+import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 import { type Config, ConfigSchema } from "./schema.ts";
@@ -54,7 +55,7 @@ export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): 
   for (const model of config.models) {
     const path = model.tokenizer.path;
     if (path && options.baseDir && !path.startsWith("builtin:") && !isAbsolute(path)) {
-      model.tokenizer.path = joinPath(options.baseDir, path);
+      model.tokenizer.path = resolve(options.baseDir, path);
     }
   }
   if (problems.length) throw new ConfigError(problems, options.source);
@@ -91,20 +92,7 @@ export async function loadConfigFile(
   } catch (error) {
     throw new ConfigError([`cannot read ${path}: ${(error as Error).message}`], path);
   }
-  const slash = path.lastIndexOf("/");
-  const baseDir = slash >= 0 ? path.slice(0, slash) || "/" : Deno.cwd();
-  return parseConfigText(text, path, {
-    baseDir: isAbsolute(baseDir) ? baseDir : joinPath(Deno.cwd(), baseDir),
-    env,
-  });
-}
-
-function isAbsolute(path: string): boolean {
-  return path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path);
-}
-
-function joinPath(dir: string, path: string): string {
-  return `${dir.replace(/\/+$/, "")}/${path.replace(/^\.\//, "")}`;
+  return parseConfigText(text, path, { baseDir: dirname(resolve(path)), env });
 }
 
 function deepFreeze<T>(value: T): T {
