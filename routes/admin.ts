@@ -76,7 +76,6 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
       });
     }
     const cluster = runtime.cluster;
-    const isNew = cluster.get(parsed.data.id) === undefined;
     const change = cluster.upsert(parsed.data, "admin", { initialState: "starting" });
     // Answer with a verdict: one probe now (bounded by health.timeoutMs) instead of "unknown".
     await cluster.probeInstance(parsed.data.id).catch(() => {});
@@ -89,7 +88,7 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
     const status = cluster.status().find((s) => s.id === parsed.data.id);
     return c.json(
       { model: runtime.config.name, change, instance: status && instanceView(status) },
-      isNew ? 201 : 200,
+      change === "added" ? 201 : 200,
     );
   });
 
@@ -115,7 +114,7 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
       instance: id,
       removed: true,
       /** Requests still running on it; it is forgotten when the last one ends. */
-      inFlight: runtime.cluster.get(id)?.active ?? 0,
+      inFlight: active,
     });
   });
 

@@ -77,6 +77,8 @@ export class DnsDiscovery {
   readonly #entries: EntryState[];
   #lastApplied: string | undefined;
   #running = false;
+  /** Set by stop(): a round still resolving then applies nothing (a successor owns the cluster). */
+  #stopped = false;
 
   constructor(options: DnsDiscoveryOptions) {
     this.model = options.model;
@@ -122,6 +124,7 @@ export class DnsDiscovery {
   start(): void {
     if (this.#running) return;
     this.#running = true;
+    this.#stopped = false;
     for (const entry of this.#entries) {
       entry.task = new PeriodicTask(
         () => this.#round(entry),
@@ -135,6 +138,7 @@ export class DnsDiscovery {
 
   async stop(): Promise<void> {
     this.#running = false;
+    this.#stopped = true;
     await Promise.all(this.#entries.map((entry) => entry.task?.stop()));
   }
 
@@ -187,6 +191,7 @@ export class DnsDiscovery {
       entry.lastError = message;
       return;
     }
+    if (this.#stopped) return;
     if (entry.consecutiveFailures > 0) {
       this.#options.log?.("discovery: resolution recovered", {
         model: this.model,

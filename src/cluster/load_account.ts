@@ -25,6 +25,7 @@ export interface InstanceLoad {
 export interface LoadAccountOptions {
   /** Prefill entries older than this that never saw a first token are dropped (default 10 s). */
   expireAfterMs?: number;
+  /** Monotonic milliseconds. */
   now: () => number;
 }
 
@@ -93,12 +94,16 @@ export class LoadAccount {
     return total ? { ...total } : { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 };
   }
 
-  /** Drops prefill entries past the bound; returns how many were dropped now. */
+  /**
+   * Drops prefill entries past the bound; returns how many were dropped now. Entries are added in
+   * time order (the clock is monotonic), so the sweep ends at the first young one: it runs on every
+   * `load()`, i.e. per candidate per request, and costs O(expired + 1), not O(in flight).
+   */
   expire(): number {
     const cutoff = this.#now() - this.#expireAfterMs;
     let dropped = 0;
     for (const entry of this.#prefill) {
-      if (entry.startedAt > cutoff) continue;
+      if (entry.startedAt > cutoff) break;
       this.#leavePrefill(entry);
       // It still holds a decode slot if the engine is slow: count it as decoding until release.
       entry.phase = "decode";

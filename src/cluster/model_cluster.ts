@@ -4,7 +4,7 @@ import { type BreakerState, CircuitBreaker } from "./circuit_breaker.ts";
 import type { EngineLoadSource } from "./engine_load.ts";
 import { EngineLoadPoller, type InstanceLoadState } from "./engine_load_poller.ts";
 import { HealthProber, type ProbeTarget } from "./health_prober.ts";
-import { LoadAccount } from "./load_account.ts";
+import { type InstanceLoad, LoadAccount } from "./load_account.ts";
 import { RecentPrefillSizes } from "./recent_prefill_sizes.ts";
 import { type ReconciledLoad, reconcileLoad } from "./reconcile.ts";
 import type { Timers } from "./timers.ts";
@@ -42,7 +42,7 @@ export interface InstanceStatus {
   kvHost?: string;
   role: string;
   engine: string;
-  origin: string;
+  origin: InstanceOrigin;
   healthy: boolean;
   breaker: BreakerState;
   draining: boolean;
@@ -98,6 +98,8 @@ export class ModelCluster {
   readonly #options: ModelClusterOptions;
   readonly #prober: HealthProber;
   readonly #poller: EngineLoadPoller;
+  /** Probes of new instances sent outside the prober's rounds; stop() waits for them too. */
+  readonly #newProbes = new Set<Promise<unknown>>();
   #running = false;
 
   constructor(options: ModelClusterOptions) {
@@ -138,7 +140,7 @@ export class ModelCluster {
 
   async stop(): Promise<void> {
     this.#running = false;
-    await Promise.all([this.#prober.stop(), this.#poller.stop()]);
+    await Promise.all([this.#prober.stop(), this.#poller.stop(), ...this.#newProbes]);
   }
 
   /** One probe and one load poll of every instance now (start-up and tests). */
@@ -197,7 +199,9 @@ export class ModelCluster {
   /** A starting instance is probed at once rather than at the next round (seconds away). */
   #probeNew(entry: InstanceEntry): void {
     if (!this.#running || entry.breaker.state !== "starting") return;
-    this.#prober.probe([probeTarget(entry)]).catch(() => {});
+    const probe = this.#prober.probe([probeTarget(entry)]).catch(() => {});
+    this.#newProbes.add(probe);
+    probe.finally(() => this.#newProbes.delete(probe));
   }
 
   #newBreaker(id: string, initialState: "closed" | "starting"): CircuitBreaker {
@@ -278,14 +282,23 @@ export class ModelCluster {
 
   /** The reconciled load of one instance: our leases plus what the engine reports of others. */
   load(id: string): ReconciledLoad {
+    return this.#reconciled(id, this.account.load(id), this.#meanUncachedTokens());
+  }
+
+  #reconciled(id: string, local: InstanceLoad, meanUncachedTokens: number): ReconciledLoad {
     const state = this.#poller.state(id);
     return reconcileLoad({
-      local: this.account.load(id),
+      local,
       engine: state.usable && state.report
         ? { report: state.report, localAtObservation: state.localAtObservation }
         : undefined,
-      meanUncachedTokens: this.recentPrefill.mean(this.#options.now()),
+      meanUncachedTokens,
     });
+  }
+
+  /** The same for every instance at one moment: read once per candidates()/status() call. */
+  #meanUncachedTokens(): number {
+    return this.recentPrefill.mean(this.#options.now());
   }
 
   /**
@@ -296,9 +309,10 @@ export class ModelCluster {
     localPrefixTokens: (id: string) => number,
   ): { candidates: Candidate[]; entries: InstanceEntry[] } {
     const entries = [...this.#entries.values()].filter((e) => !e.removeWhenIdle);
+    const meanUncachedTokens = this.#meanUncachedTokens();
     const candidates = entries.map((entry): Candidate => {
-      const load = this.load(entry.config.id);
       const local = this.account.load(entry.config.id);
+      const load = this.#reconciled(entry.config.id, local, meanUncachedTokens);
       return {
         id: entry.config.id,
         healthy: this.isHealthy(entry),
@@ -334,6 +348,7 @@ export class ModelCluster {
 
   status(): InstanceStatus[] {
     const probes = this.#prober.stats.byInstance;
+    const meanUncachedTokens = this.#meanUncachedTokens();
     return [...this.#entries.values()].map((entry) => {
       const sorted = [...entry.recentTtftS].sort((a, b) => a - b);
       const quantile = (q: number) =>
@@ -350,7 +365,11 @@ export class ModelCluster {
         breaker: entry.breaker.state,
         draining: entry.draining,
         active: entry.active,
-        load: this.load(entry.config.id),
+        load: this.#reconciled(
+          entry.config.id,
+          this.account.load(entry.config.id),
+          meanUncachedTokens,
+        ),
         engineReport: report.report || report.lastError ? report : undefined,
         probeFailures: probes.get(entry.config.id)?.failures ?? 0,
         recentTtftS: sorted.length

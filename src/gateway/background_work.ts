@@ -4,7 +4,7 @@ import type { Timers } from "../cluster/timers.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 
 export interface BackgroundWorkOptions {
-  /** false: nothing runs by itself (tests drive probes, polls and discovery by hand). */
+  /** false: nothing runs by itself (tests drive probes and polls by hand). */
   enabled: boolean;
   resolveDns?: ResolveDns;
   now: () => number;
@@ -20,6 +20,8 @@ export interface BackgroundWorkOptions {
 export class BackgroundWork {
   readonly #options: BackgroundWorkOptions;
   readonly #discoveries = new Map<ModelRuntime, DnsDiscovery>();
+  /** Discoveries replaced by setDiscovery() that may still be ending a round. */
+  readonly #retiring = new Set<Promise<void>>();
 
   constructor(options: BackgroundWorkOptions) {
     this.#options = options;
@@ -34,11 +36,7 @@ export class BackgroundWork {
   async stop(runtime: ModelRuntime): Promise<void> {
     const discovery = this.#discoveries.get(runtime);
     this.#discoveries.delete(runtime);
-    await Promise.all([runtime.cluster.stop(), discovery?.stop()]);
-  }
-
-  discovery(runtime: ModelRuntime): DnsDiscovery | undefined {
-    return this.#discoveries.get(runtime);
+    await Promise.all([runtime.cluster.stop(), discovery?.stop(), ...this.#retiring]);
   }
 
   /**
@@ -56,7 +54,9 @@ export class BackgroundWork {
     }
     if (old && previous === runtime) {
       this.#discoveries.delete(runtime);
-      void old.stop();
+      const stopping = old.stop();
+      this.#retiring.add(stopping);
+      stopping.finally(() => this.#retiring.delete(stopping));
     }
     if (entries.length === 0) {
       if (old && previous === runtime) runtime.cluster.reconcileMembers([], "discovery");

@@ -70,8 +70,7 @@ export function planReload(current: Config, next: Config): ReloadPlan {
  * from the instances' engines, so that choice counts too.
  */
 export function runtimeSettings(model: ModelConfig): string {
-  const { instances, discovery: _discovery, ...settings } = model;
-  delete (settings as { experiment?: unknown }).experiment;
+  const { instances, discovery: _discovery, experiment: _experiment, ...settings } = model;
   const extra = model.tokenizer.mode === "engine"
     ? { engineFlavour: instances.some((i) => i.engine === "sglang") ? "sglang" : "vllm" }
     : {};

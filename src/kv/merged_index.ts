@@ -5,6 +5,9 @@ import type { KeyLocation, KvIndex, LookupResult } from "./types.ts";
  * (present if either says so, memory hosts of both). The prediction answers even when the store
  * is down, skipped or too slow, so a burst sharing a new prefix follows its first request.
  * `outcome`, `batches` and `attempts` are the store's; `locations` are always usable.
+ *
+ * A library building block (exported from mod.ts); the router does not use it: its dispatcher asks
+ * the store, then calls `withLatestPredictions` in the synchronous step that decides.
  */
 export class MergedIndex implements KvIndex {
   readonly #store: KvIndex;
@@ -19,8 +22,9 @@ export class MergedIndex implements KvIndex {
     keys: string[],
     options?: { deadlineMs?: number; signal?: AbortSignal },
   ): Promise<LookupResult> {
-    // The prediction is read after the store answered, i.e. right before the decision: a burst
-    // whose lookups overlap must still see the dispatches decided while the store was asked.
+    // The prediction is read after the store answered, so overlapping lookups see the dispatches
+    // decided while the store was asked. Those decided after this returns are not: a caller that
+    // awaits anything before deciding adds them with `withLatestPredictions`.
     const store = await failOpen(this.#store, keys, options);
     const predicted = await failOpen(this.#predicted, keys, options);
     const { locations, predictedKeys } = mergeLocations(store.locations, predicted.locations);

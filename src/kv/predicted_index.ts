@@ -15,7 +15,7 @@ export interface PredictedIndexOptions {
   now: () => number;
   /** How long a dispatch vouches for its keys (default 5 000 ms). */
   ttlMs?: number;
-  /** Keys remembered at most (default 200 000, ~30-40 MB at 66-character keys). */
+  /** Keys remembered at most (default 200 000: ~70 MB of heap with 66-character keys). */
   maxEntries?: number;
 }
 

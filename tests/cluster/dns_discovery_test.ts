@@ -1,8 +1,8 @@
 import { assert, assertEquals } from "../assert.ts";
 import { DnsDiscovery, type ResolveDns, type SrvAnswer } from "../../src/cluster/dns_discovery.ts";
-import { ModelCluster } from "../../src/cluster/model_cluster.ts";
 import { DiscoverySchema, type InstanceConfig } from "../../src/config/schema.ts";
 import { ManualTime, settle } from "./manual_time.ts";
+import { testCluster, testInstance } from "./test_cluster.ts";
 
 type Answers = Record<string, string[] | SrvAnswer[] | Error | "hang">;
 
@@ -130,15 +130,7 @@ Deno.test("DnsDiscovery applies the union of a model's entries and keeps a faili
 Deno.test("DnsDiscovery re-resolves every interval and a vanished address drains out of the cluster", async () => {
   const time = new ManualTime();
   const answers: Answers = { "A pool.svc": ["10.0.0.1", "10.0.0.2"] };
-  const cluster = new ModelCluster({
-    model: "m",
-    health: {
-      intervalMs: 60_000,
-      timeoutMs: 100,
-      failuresToOpen: 3,
-      successesToClose: 2,
-      openCooldownMs: 1_000,
-    },
+  const cluster = testCluster({
     fetch: () => Promise.reject(new Error("no network in this test")),
     now: time.now,
     timers: time,
@@ -151,10 +143,7 @@ Deno.test("DnsDiscovery re-resolves every interval and a vanished address drains
     now: time.now,
     timers: time,
   });
-  cluster.upsert(
-    { id: "static", url: "http://10.9.9.9:1", role: "neutral", engine: "vllm" },
-    "config",
-  );
+  cluster.upsert(testInstance("static", { url: "http://10.9.9.9:1" }), "config");
   d.start();
   await settle();
   assertEquals(cluster.entries().map((e) => e.config.id).sort(), [
@@ -214,4 +203,15 @@ Deno.test("DnsDiscovery.adopt() keeps unchanged entries' answers and drops those
   assertEquals(applied, [["a-10.0.0.1:80"]], "b's instance leaves at once, a's stays");
   await next.refresh();
   assertEquals(applied.length, 1, "the first round of the new discovery changes nothing");
+});
+
+Deno.test("DnsDiscovery applies nothing from a round that answers after stop() (a reload replaced it)", async () => {
+  let answer!: (addresses: string[]) => void;
+  const resolveDns: ResolveDns = () => new Promise((resolve) => (answer = resolve));
+  const { d, applied } = discovery([{ name: "p", hostname: "pool.svc", port: 80 }], resolveDns);
+  const round = d.refresh();
+  await d.stop();
+  answer(["10.0.0.1"]);
+  await round;
+  assertEquals(applied, [], "the successor's answers must not be overwritten");
 });

@@ -3,6 +3,7 @@ import { CircuitBreaker } from "../../src/cluster/circuit_breaker.ts";
 import { HealthProber, type ProbeResult } from "../../src/cluster/health_prober.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { ManualTime, settle } from "./manual_time.ts";
+import { TEST_HEALTH, testCluster, testInstance } from "./test_cluster.ts";
 
 Deno.test("the prober takes an engine that goes down out of service and brings it back", async () => {
   const engine = startFakeEngine({ id: "e" });
@@ -142,17 +143,9 @@ Deno.test("start() probes every interval until stop()", async () => {
 });
 
 Deno.test("a model cluster probes vLLM and SGLang at /health and a plain OpenAI server at /v1/models", async () => {
-  const { ModelCluster } = await import("../../src/cluster/model_cluster.ts");
   const paths: string[] = [];
-  const cluster = new ModelCluster({
-    model: "m",
-    health: {
-      intervalMs: 60_000,
-      timeoutMs: 100,
-      failuresToOpen: 1,
-      successesToClose: 1,
-      openCooldownMs: 1_000,
-    },
+  const cluster = testCluster({
+    health: { ...TEST_HEALTH, failuresToOpen: 1, successesToClose: 1 },
     fetch: (input) => {
       const url = new URL(String(input));
       paths.push(`${url.host}${url.pathname}`);
@@ -160,14 +153,10 @@ Deno.test("a model cluster probes vLLM and SGLang at /health and a plain OpenAI 
       const known = !(url.hostname === "api.example" && url.pathname === "/health");
       return Promise.resolve(new Response("{}", { status: known ? 200 : 404 }));
     },
-    now: () => performance.now(),
   });
-  cluster.upsert({ id: "v", url: "http://v:8000", engine: "vllm", role: "neutral" }, "config");
-  cluster.upsert({ id: "s", url: "http://s:30000", engine: "sglang", role: "neutral" }, "config");
-  cluster.upsert(
-    { id: "o", url: "https://api.example:443", engine: "openai", role: "neutral" },
-    "config",
-  );
+  cluster.upsert(testInstance("v"), "config");
+  cluster.upsert(testInstance("s", { url: "http://s:30000", engine: "sglang" }), "config");
+  cluster.upsert(testInstance("o", { url: "https://api.example:443", engine: "openai" }), "config");
   await cluster.refresh();
   const probed = paths.filter((p) => !p.endsWith("/metrics") && !p.endsWith("/get_load")).sort();
   assert.deepEqual(probed, ["s:30000/health", "v:8000/health", "api.example/v1/models"].sort());

@@ -40,3 +40,22 @@ Deno.test("prefill entries with no first token in time are expired and counted, 
   stuck.release();
   assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 });
 });
+
+Deno.test("expire() drops every lease past the bound and keeps the younger ones, whatever ended in between", () => {
+  let now = 0;
+  const account = new LoadAccount({ now: () => now, expireAfterMs: 10_000 });
+  const first = account.lease("a", 100);
+  now = 3_000;
+  account.lease("a", 200);
+  account.lease("b", 400);
+  now = 6_000;
+  account.lease("a", 800);
+  first.firstToken(); // the oldest left the prefill phase on its own
+  now = 13_000;
+  assertEquals(account.expire(), 2, "the two leases of t = 3 s");
+  assertEquals(account.load("a"), { prefillTokens: 800, prefillRequests: 1, decodeRequests: 2 });
+  assertEquals(account.load("b"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 1 });
+  now = 16_000;
+  assertEquals(account.expire(), 1);
+  assertEquals(account.expiredTotal, 3);
+});

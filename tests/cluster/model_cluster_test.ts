@@ -1,28 +1,8 @@
 import { assert, assertEquals } from "../assert.ts";
-import { ModelCluster } from "../../src/cluster/model_cluster.ts";
+import { ManualTime, settle } from "./manual_time.ts";
+import { testCluster, testInstance as instance } from "./test_cluster.ts";
 
-function cluster(onRemoved?: (id: string) => void) {
-  return new ModelCluster({
-    model: "m",
-    health: {
-      intervalMs: 60_000,
-      timeoutMs: 100,
-      failuresToOpen: 3,
-      successesToClose: 2,
-      openCooldownMs: 1_000,
-    },
-    fetch: () => Promise.resolve(new Response("{}")),
-    now: () => performance.now(),
-    onRemoved,
-  });
-}
-
-const instance = (id: string) => ({
-  id,
-  url: `http://${id}:8000`,
-  engine: "vllm" as const,
-  role: "neutral" as const,
-});
+const cluster = (onRemoved?: (id: string) => void) => testCluster({ onRemoved });
 
 Deno.test("a drained instance takes no new requests; a removed one goes once its last request ends", () => {
   const removed: string[] = [];
@@ -54,4 +34,24 @@ Deno.test("reconcileMembers() adds, updates and removes only instances of its ow
   );
   assertEquals(result, { added: ["d3"], updated: [], removed: ["d1"] });
   assertEquals(c.entries().map((e) => e.config.id).sort(), ["d2", "d3", "static"]);
+});
+
+Deno.test("stop() waits for the probe of an instance added while running, and no timer is left", async () => {
+  const time = new ManualTime();
+  let answer!: () => void;
+  const c = testCluster({
+    now: time.now,
+    timers: time,
+    fetch: () => new Promise((resolve) => (answer = () => resolve(new Response("")))),
+  });
+  c.start();
+  c.upsert(instance("late"), "admin", { initialState: "starting" });
+  let stopped = false;
+  const stopping = c.stop().then(() => (stopped = true));
+  await settle();
+  assertEquals(stopped, false, "its probe is still out");
+  answer();
+  await stopping;
+  assertEquals(c.get("late")!.breaker.state, "closed", "the probe's verdict was recorded");
+  assertEquals(time.pendingTimers, 0);
 });

@@ -1,10 +1,8 @@
 import { assert, assertEquals } from "../assert.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
-import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter } from "../../src/gateway/router.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { startKillableProxy } from "../fakes/killable_proxy.ts";
-import { eventually, range } from "./harness.ts";
+import { completion, eventually, loadOnlyModel, range, startRouter } from "./harness.ts";
 import { sleep } from "./steady_load.ts";
 
 const MODEL = "metrics-model";
@@ -17,42 +15,24 @@ Deno.test("/metrics shows each instance's health, breaker, in-flight prefill, en
   const sglang = startFakeEngine({ id: "sglang", flavour: "sglang", ...slow });
   const dead = startKillableProxy(vllm.port);
   dead.kill(); // its port now refuses connections
-  const router = await createRouter(
-    resolveConfig({
-      listen: { port: 0 },
-      models: [{
-        name: MODEL,
-        tokenizer: { mode: "none" },
-        kv: { store: "none" },
-        policy: "least_load",
-        health: { intervalMs: 100, timeoutMs: 100, failuresToOpen: 2, openCooldownMs: 5_000 },
-        load: { pollIntervalMs: 100, staleAfterMs: 1_000 },
-        instances: [
-          { id: "vllm", url: vllm.url, engine: "vllm" },
-          { id: "sglang", url: sglang.url, engine: "sglang" },
-          { id: "dead", url: dead.url, engine: "vllm" },
-        ],
-      }],
-    }),
-    { log: () => {} },
-  );
-  const { port } = await router.serve({ port: 0 });
-  const url = `http://127.0.0.1:${port}`;
+  const { router, url } = await startRouter([loadOnlyModel(MODEL, {
+    policy: "least_load",
+    health: { intervalMs: 100, timeoutMs: 100, failuresToOpen: 2, openCooldownMs: 5_000 },
+    load: { pollIntervalMs: 100, staleAfterMs: 1_000 },
+    instances: [
+      { id: "vllm", url: vllm.url, engine: "vllm" },
+      { id: "sglang", url: sglang.url, engine: "sglang" },
+      { id: "dead", url: dead.url, engine: "vllm" },
+    ],
+  })]);
   const cluster = router.gateway.runtime(MODEL)!.cluster;
   const pending: Promise<unknown>[] = [];
   try {
     await eventually(() => cluster.get("dead")!.breaker.state === "open", 2_000, "dead to open");
     for (let i = 0; i < 4; i++) {
       pending.push(
-        fetch(`${url}/v1/completions`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            model: MODEL,
-            prompt: range(i * 10_000, PROMPT_TOKENS),
-            max_tokens: 2,
-          }),
-        }).then((r) => r.body?.cancel()).catch(() => {}),
+        completion(url, { model: MODEL, prompt: range(i * 10_000, PROMPT_TOKENS), max_tokens: 2 })
+          .then((r) => r.body?.cancel()).catch(() => {}),
       );
     }
     await eventually(

@@ -1,9 +1,8 @@
 import { assert, assertEquals } from "../assert.ts";
 import type { ResolveDns } from "../../src/cluster/dns_discovery.ts";
 import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter } from "../../src/gateway/router.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
-import { eventually, range } from "./harness.ts";
+import { completion, eventually, loadOnlyModel, range, startRouter } from "./harness.ts";
 
 const MODEL = "dns-model";
 
@@ -21,20 +20,11 @@ Deno.test("a model given as a DNS name gets its instances from the resolver, and
     const answer = answers[`${type} ${query}`];
     return answer ? Promise.resolve(answer) : Promise.reject(new Error(`NXDOMAIN ${query}`));
   };
-  const model = (discovery: unknown[]) => ({
-    name: MODEL,
-    tokenizer: { mode: "none" },
-    kv: { store: "none" },
-    health: { intervalMs: 5_000, timeoutMs: 300 },
-    discovery,
-  });
+  const model = (discovery: unknown[]) =>
+    loadOnlyModel(MODEL, { health: { intervalMs: 5_000, timeoutMs: 300 }, discovery });
   const groupA = { name: "a", hostname: "pool-a.svc", port: engines[0].port, intervalMs: 100 };
   const groupB = { name: "b", hostname: "pool-b.svc", port: engines[1].port, intervalMs: 100 };
-  const router = await createRouter(
-    resolveConfig({ listen: { port: 0 }, models: [model([groupA, groupB])] }),
-    { resolveDns, log: () => {} },
-  );
-  const { port } = await router.serve({ port: 0 });
+  const { router, url } = await startRouter([model([groupA, groupB])], { resolveDns });
   const cluster = router.gateway.runtime(MODEL)!.cluster;
   const ids = () => cluster.entries().map((e) => e.config.id).sort();
   const idA = `a-127.0.0.1:${engines[0].port}`;
@@ -48,11 +38,7 @@ Deno.test("a model given as a DNS name gets its instances from the resolver, and
     assertEquals(ids(), [idA, idB]);
     assertEquals(cluster.get(idA)!.origin, "discovery");
     assertEquals(cluster.get(idA)!.config.kvHost, "127.0.0.1");
-    const response = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL, prompt: range(1, 16), max_tokens: 2 }),
-    });
+    const response = await completion(url, { model: MODEL, prompt: range(1, 16), max_tokens: 2 });
     assertEquals(response.status, 200);
     assert([idA, idB].includes(response.headers.get("x-tidegate-instance")!));
     await response.body?.cancel();

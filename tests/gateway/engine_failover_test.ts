@@ -1,10 +1,8 @@
 import { assert, assertEquals } from "../assert.ts";
-import { resolveConfig } from "../../src/config/load.ts";
 import type { AttemptRecord } from "../../src/proxy/forward.ts";
-import { createRouter } from "../../src/gateway/router.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { startKillableProxy } from "../fakes/killable_proxy.ts";
-import { eventually } from "./harness.ts";
+import { eventually, loadOnlyModel, startRouter } from "./harness.ts";
 import { sleep, steadyLoad } from "./steady_load.ts";
 
 const MODEL = "failover-model";
@@ -15,28 +13,20 @@ Deno.test("a killed engine loses its traffic within one probe interval, no reque
     startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.002, decodeSecondsPerToken: 0.5 })
   );
   const proxies = engines.map((e) => startKillableProxy(e.port));
-  const config = resolveConfig({
-    listen: { port: 0 },
-    models: [{
-      name: MODEL,
-      tokenizer: { mode: "none" },
-      kv: { store: "none" },
-      policy: "least_load",
-      health: {
-        intervalMs: PROBE_INTERVAL_MS,
-        timeoutMs: 150,
-        failuresToOpen: 3,
-        successesToClose: 2,
-        openCooldownMs: 2_000,
-      },
-      instances: proxies.map((p, i) => ({ id: `e${i}`, url: p.url })),
-    }],
-  });
-  const router = await createRouter(config, { log: () => {} });
+  const { router, url } = await startRouter([loadOnlyModel(MODEL, {
+    policy: "least_load",
+    health: {
+      intervalMs: PROBE_INTERVAL_MS,
+      timeoutMs: 150,
+      failuresToOpen: 3,
+      successesToClose: 2,
+      openCooldownMs: 2_000,
+    },
+    instances: proxies.map((p, i) => ({ id: `e${i}`, url: p.url })),
+  })]);
   const attempts: AttemptRecord[] = [];
   router.gateway.observers.push({ onFinished: (r) => attempts.push(...r.attempts) });
-  const { port } = await router.serve({ port: 0 });
-  const load = steadyLoad(`http://127.0.0.1:${port}`, { model: MODEL, workers: 6 });
+  const load = steadyLoad(url, { model: MODEL, workers: 6 });
   const onE0 = (from: number, to = Infinity) =>
     attempts.filter((a) => a.instanceId === "e0" && a.startedAt >= from && a.startedAt < to);
   try {
@@ -79,23 +69,13 @@ Deno.test("an engine still loading at start (503 from /health) gets no traffic u
   const engines = [0, 1].map((i) =>
     startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.001, ready: i === 0 })
   );
-  const router = await createRouter(
-    resolveConfig({
-      listen: { port: 0 },
-      models: [{
-        name: MODEL,
-        tokenizer: { mode: "none" },
-        kv: { store: "none" },
-        policy: "round_robin",
-        health: { intervalMs: 100, timeoutMs: 100 },
-        instances: engines.map((e) => ({ id: e.id, url: e.url })),
-      }],
-    }),
-    { log: () => {} },
-  );
+  const { router, url } = await startRouter([loadOnlyModel(MODEL, {
+    policy: "round_robin",
+    health: { intervalMs: 100, timeoutMs: 100 },
+    instances: engines.map((e) => ({ id: e.id, url: e.url })),
+  })]);
   const cluster = router.gateway.runtime(MODEL)!.cluster;
-  const { port } = await router.serve({ port: 0 });
-  const load = steadyLoad(`http://127.0.0.1:${port}`, { model: MODEL, workers: 2 });
+  const load = steadyLoad(url, { model: MODEL, workers: 2 });
   try {
     await eventually(() => cluster.get("e1")!.breaker.state === "starting", 1_000, "starting");
     const before = engines[1].stats.requests.length;

@@ -5,7 +5,7 @@
  */
 import type { TracerProvider } from "@opentelemetry/api";
 import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter, type Router } from "../../src/gateway/router.ts";
+import { createRouter, type Router, type RouterOptions } from "../../src/gateway/router.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { type FakeEngine, type FakeEngineOptions, startFakeEngine } from "../fakes/fake_engine.ts";
 import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
@@ -106,6 +106,28 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       await Promise.all([...engines.map((e) => e.close()), master.close()]);
     },
   };
+}
+
+/** A model with neither tokenizer nor KV store (dispatched on load alone), merged with `extra`. */
+export function loadOnlyModel(
+  name: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return { name, tokenizer: { mode: "none" }, kv: { store: "none" }, ...extra };
+}
+
+/**
+ * A router serving `models` on 127.0.0.1:0, background work on and logs dropped unless `options`
+ * say otherwise. The caller closes it.
+ */
+export async function startRouter(
+  models: Record<string, unknown>[],
+  options: RouterOptions = {},
+): Promise<{ router: Router; url: string }> {
+  const config = resolveConfig({ listen: { port: 0 }, models });
+  const router = await createRouter(config, { log: () => {}, ...options });
+  const { port } = await router.serve({ port: 0 });
+  return { router, url: `http://127.0.0.1:${port}` };
 }
 
 export function completion(

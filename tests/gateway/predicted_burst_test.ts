@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../assert.ts";
-import { MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, range, startTestCluster } from "./harness.ts";
 
 const PREFIX = range(100_000, 8192); // a new shared 8k-token prefix (32 chunks of 256)
 
@@ -22,16 +22,14 @@ async function burst(policy: string, predicted: boolean): Promise<Landed[]> {
   });
   try {
     const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        fetch(`${t.url}/v1/completions`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            model: MODEL,
+      Array.from(
+        { length: 20 },
+        (_, i) =>
+          completion(t.url, {
             prompt: [...PREFIX, ...range(1_000_000 + 64 * i, 64)],
             max_tokens: 2,
           }),
-        })),
+      ),
     );
     const landed: Landed[] = [];
     for (const response of responses) {

@@ -1,20 +1,20 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { resolveConfig } from "../../src/config/load.ts";
+import { loadConfigFile, resolveConfig } from "../../src/config/load.ts";
 import { planReload } from "../../src/gateway/reload.ts";
 import { createRouter } from "../../src/gateway/router.ts";
 import { watchConfigFile } from "../../src/cli/start.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
-import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
+import {
+  completion,
+  eventually,
+  loadOnlyModel,
+  MODEL,
+  range,
+  startTestCluster,
+} from "./harness.ts";
 
-function model(name: string, extra: Record<string, unknown> = {}) {
-  return {
-    name,
-    tokenizer: { mode: "none" },
-    kv: { store: "none" },
-    instances: [{ id: "a", url: "http://127.0.0.1:9" }],
-    ...extra,
-  };
-}
+const model = (name: string, extra: Record<string, unknown> = {}) =>
+  loadOnlyModel(name, { instances: [{ id: "a", url: "http://127.0.0.1:9" }], ...extra });
 
 Deno.test("planReload() keeps a model whose only change is its members, and rebuilds on other changes", () => {
   const current = resolveConfig({ models: [model("m1"), model("m2"), model("m3")] });
@@ -185,7 +185,6 @@ Deno.test("watchConfigFile() reloads on a file change and on SIGHUP, and rejects
   await write([{ id: "a", url: engine.url }]);
   const logs: string[] = [];
   const log = (message: string) => logs.push(message);
-  const { loadConfigFile } = await import("../../src/config/load.ts");
   const router = await createRouter(await loadConfigFile(path), { background: false, log });
   const watch = watchConfigFile({ path, router, debounceMs: 30, log });
   const ids = () => router.gateway.runtime("m1")!.cluster.entries().map((e) => e.config.id);

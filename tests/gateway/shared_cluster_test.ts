@@ -4,7 +4,7 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
-import { eventually, range } from "./harness.ts";
+import { completion, eventually, loadOnlyModel, range } from "./harness.ts";
 import { sleep } from "./steady_load.ts";
 
 const MODEL = "shared-model";
@@ -98,19 +98,12 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
     configPath,
     JSON.stringify({
       listen: { host: "127.0.0.1", port: 0 },
-      models: [{
-        name: MODEL,
-        tokenizer: { mode: "none" },
-        kv: { store: "none" },
+      models: [loadOnlyModel(MODEL, {
         policy: "least_load",
         health: { intervalMs: 5_000, timeoutMs: 500 },
         load: { pollIntervalMs: POLL_MS, staleAfterMs: 5_000 },
-        instances: engines.map((e) => ({
-          id: e.id,
-          url: e.url,
-          engine: e.flavour,
-        })),
-      }],
+        instances: engines.map((e) => ({ id: e.id, url: e.url, engine: e.flavour })),
+      })],
     }),
   );
   const routers: RouterProcess[] = [];
@@ -120,11 +113,8 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
     const [a, b] = routers;
     const send = (router: RouterProcess, i: number) =>
       requests.push(
-        fetch(`${router.url}/v1/completions`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ model: MODEL, prompt: range(i * 10_000, PROMPT), max_tokens: 2 }),
-        }).then((r) => r.body?.cancel()).catch(() => {}),
+        completion(router.url, { model: MODEL, prompt: range(i * 10_000, PROMPT), max_tokens: 2 })
+          .then((r) => r.body?.cancel()).catch(() => {}),
       );
     // Router A sends 5 requests, router B 2: neither's own account shows the whole picture.
     for (let i = 0; i < 5; i++) send(a, i);

@@ -2,6 +2,8 @@
  * Steady client load for the cluster tests: `workers` loops each sending one completion after
  * another (distinct token prompts) until stopped, recording every answer.
  */
+import { completion } from "./harness.ts";
+
 export interface LoadResult {
   status: number;
   instance: string | null;
@@ -30,14 +32,10 @@ export function steadyLoad(
       const prompt = Array.from({ length: options.promptTokens ?? 64 }, (_, i) => n * 1000 + i);
       const startedAt = performance.now();
       try {
-        const response = await fetch(`${url}/v1/completions`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            model: options.model,
-            prompt,
-            max_tokens: options.maxTokens ?? 2,
-          }),
+        const response = await completion(url, {
+          model: options.model,
+          prompt,
+          max_tokens: options.maxTokens ?? 2,
         });
         const text = await response.text();
         results.push({
