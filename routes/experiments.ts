@@ -3,7 +3,7 @@ import type { ExperimentArms, LiveExperiment } from "../src/experiment/experimen
 import { ExperimentError } from "../src/experiment/experiment_arms.ts";
 import type { ExperimentStats } from "../src/experiment/experiment_stats.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
-import { openAIError } from "../src/openai/errors.ts";
+import { openAIError, openAIErrorBody } from "../src/openai/errors.ts";
 
 /**
  * The experiments part of the admin API, meant to be mounted under `/admin` behind the admin
@@ -59,15 +59,9 @@ export function experimentRoutes(
       return c.json(live ? describe(live) : { model: runtime.config.name, experiment: null });
     } catch (error) {
       if (!(error instanceof ExperimentError)) throw error;
-      return c.json({
-        error: {
-          message: error.message,
-          type: "invalid_request_error",
-          param: null,
-          code: "invalid_experiment",
-          problems: error.problems,
-        },
-      }, 400);
+      // The OpenAI error shape, plus the list of problems for tools.
+      const { error: body } = openAIErrorBody(400, error.message, { code: "invalid_experiment" });
+      return c.json({ error: { ...body, problems: error.problems } }, 400);
     }
   });
 

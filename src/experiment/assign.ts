@@ -24,18 +24,25 @@ export interface AssignOptions {
 }
 
 /** Uniform in (0, 1) from SHA-256 of the salt, the arm name and the key (48 bits). */
-export function keyUniform(salt: string, arm: string, key: string): number {
+function keyUniform(salt: string, arm: string, key: string): number {
   const hex = sha256Hex(new TextEncoder().encode(`${salt}\u0000${arm}\u0000${key}`));
   return (parseInt(hex.slice(0, 12), 16) + 0.5) / 2 ** 48;
 }
 
+/**
+ * A long key (a chat opening) stands in as its digest, so it is hashed once rather than once per
+ * arm. Idempotent: a digest is 64 characters and stays as it is.
+ */
+function compactKey(key: string): string {
+  return key.length > 64 ? sha256Hex(new TextEncoder().encode(key)) : key;
+}
+
 /** The arm index a key value sticks to. */
 export function stickyArm(arms: readonly WeightedArm[], key: string, salt: string): number {
-  // A long key (a chat opening) is digested once rather than once per arm.
-  if (key.length > 64) key = sha256Hex(new TextEncoder().encode(key));
+  const compact = compactKey(key);
   let best = 0, bestScore = Number.POSITIVE_INFINITY;
   arms.forEach((arm, i) => {
-    const score = -Math.log(keyUniform(salt, arm.name, key)) / arm.weight;
+    const score = -Math.log(keyUniform(salt, arm.name, compact)) / arm.weight;
     if (score < bestScore) {
       bestScore = score;
       best = i;
@@ -55,10 +62,9 @@ export function weightedArm(arms: readonly WeightedArm[], u: number): number {
   return arms.length - 1;
 }
 
-/** The statistics bucket of a key (src/experiment/clustered.ts): one session, one bucket. */
-export function clusterOf(key: string, salt: string): number {
-  if (key.length > 64) key = sha256Hex(new TextEncoder().encode(key));
-  return Math.floor(keyUniform(salt, "\u0001cluster", key) * CLUSTERS);
+/** A compact key's statistics bucket (src/experiment/clustered.ts): one session, one bucket. */
+function clusterOf(compact: string, salt: string): number {
+  return Math.floor(keyUniform(salt, "\u0001cluster", compact) * CLUSTERS);
 }
 
 /**
@@ -72,10 +78,12 @@ export function assignArm(
   options: AssignOptions,
 ): { index: number; kind: AssignmentKind; cluster: number } {
   if (typeof key === "string") {
+    // Digested once here (stickyArm() leaves a compact key as it is).
+    const compact = compactKey(key);
     return {
-      index: stickyArm(arms, key, options.salt),
+      index: stickyArm(arms, compact, options.salt),
       kind: "sticky",
-      cluster: clusterOf(key, options.salt),
+      cluster: clusterOf(compact, options.salt),
     };
   }
   const index = key === null || options.fallback === "random"

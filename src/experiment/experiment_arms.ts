@@ -15,6 +15,8 @@ import { type ExperimentKey, experimentKeyValue, parseExperimentKey } from "./ex
 /** Carries the admin token with an arm override; never forwarded to the engines. */
 export const OPERATOR_TOKEN_HEADER = "x-tidegate-admin-token";
 
+const DEFAULT_PRIVATE_HEADERS: readonly string[] = Object.freeze([OPERATOR_TOKEN_HEADER]);
+
 export type ExperimentChangeSource = "config" | "reload" | "admin";
 
 export interface LiveArm {
@@ -32,6 +34,8 @@ export interface LiveExperiment {
   arms: LiveArm[];
   source: ExperimentChangeSource;
   changedAtWallMs: number;
+  /** Request headers for the router alone (the admin token and the override), set once. */
+  privateHeaders: readonly string[];
 }
 
 export interface ExperimentArmsDeps {
@@ -80,11 +84,11 @@ export class ExperimentArms implements ArmSelector {
       return {
         arm: "default",
         policy: runtime.defaultPolicy,
-        privateHeaders: [OPERATOR_TOKEN_HEADER],
+        privateHeaders: DEFAULT_PRIVATE_HEADERS,
       };
     }
+    const { privateHeaders } = live;
     const header = live.config.overrideHeader;
-    const privateHeaders = header ? [OPERATOR_TOKEN_HEADER, header] : [OPERATOR_TOKEN_HEADER];
     const wanted = header ? request.headers.get(header)?.trim() : undefined;
     // Without the admin token the override header is ignored (and not forwarded).
     if (
@@ -257,6 +261,11 @@ export class ExperimentArms implements ArmSelector {
       arms,
       source,
       changedAtWallMs: this.#deps.wallNow(),
+      privateHeaders: Object.freeze(
+        config.overrideHeader
+          ? [OPERATOR_TOKEN_HEADER, config.overrideHeader]
+          : [OPERATOR_TOKEN_HEADER],
+      ),
     };
     this.#live.set(model, live);
     this.#deps.log(previous ? "experiment arms changed" : "experiment started", {

@@ -73,15 +73,16 @@ export class ExperimentStats implements RequestObserver {
   }
 }
 
-const ERROR_OUTCOMES = new Set([
+const ERROR_OUTCOMES = new Set<string>([
   "no_instance",
   "upstream_failed",
   "upstream_timeout",
   "midstream_failure",
+  "internal_error",
 ]);
 
 /** A finished request as the experiment statistics see it. */
-export function observationOf(record: RequestRecord): ArmObservation {
+function observationOf(record: RequestRecord): ArmObservation {
   let outcome: ArmObservation["outcome"] = "other";
   if (record.outcome === "ok") outcome = "served";
   else if (record.outcome === "rejected") outcome = "rejected";

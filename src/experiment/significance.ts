@@ -93,16 +93,32 @@ export function welchT(
   b: { count: number; mean: number; variance: number },
 ): WelchResult {
   if (a.count < 2 || b.count < 2) return { t: NaN, df: NaN, p: NaN };
-  const va = a.variance / a.count, vb = b.variance / b.count;
-  const se2 = va + vb;
+  return welchTFromErrors(
+    a.mean - b.mean,
+    { se2: a.variance / a.count, df: a.count - 1 },
+    { se2: b.variance / b.count, df: b.count - 1 },
+  );
+}
+
+/**
+ * Welch's t-test of a difference between two independent estimates, from each one's squared
+ * standard error and degrees of freedom (Welch-Satterthwaite); a normal p when those are not
+ * finite. Shared by the per-request test above and the session-clustered ones.
+ */
+export function welchTFromErrors(
+  difference: number,
+  a: { se2: number; df: number },
+  b: { se2: number; df: number },
+): WelchResult {
+  const se2 = a.se2 + b.se2;
   if (!(se2 > 0)) {
-    return a.mean === b.mean
-      ? { t: 0, df: a.count + b.count - 2, p: 1 }
-      : { t: Math.sign(a.mean - b.mean) * Infinity, df: a.count + b.count - 2, p: 0 };
+    return difference === 0
+      ? { t: 0, df: a.df + b.df, p: 1 }
+      : { t: Math.sign(difference) * Infinity, df: a.df + b.df, p: 0 };
   }
-  const t = (a.mean - b.mean) / Math.sqrt(se2);
-  const df = se2 ** 2 / (va ** 2 / (a.count - 1) + vb ** 2 / (b.count - 1));
-  return { t, df, p: studentTTwoSidedP(t, df) };
+  const t = difference / Math.sqrt(se2);
+  const df = se2 ** 2 / (a.se2 ** 2 / a.df + b.se2 ** 2 / b.df);
+  return { t, df, p: Number.isFinite(df) ? studentTTwoSidedP(t, df) : normalTwoSidedP(t) };
 }
 
 /** Welch's t-test of two raw samples. */

@@ -60,7 +60,6 @@ export class TtftStore {
 }
 
 export class ArmTally {
-  requests = 0;
   served = 0;
   rejected = 0;
   errors = 0;
@@ -76,8 +75,13 @@ export class ArmTally {
   readonly ttft = new TtftStore();
   #nextCluster = 0;
 
+  /** Every recorded request: each counts under exactly one outcome, or as overridden. */
+  get requests(): number {
+    return this.served + this.rejected + this.errors + this.aborted + this.other +
+      this.overridden;
+  }
+
   record(observation: ArmObservation): void {
-    this.requests++;
     if (observation.assignment === "override") {
       this.overridden++;
       return;
@@ -138,7 +142,10 @@ export interface ArmReport {
   weight: number;
   requests: number;
   served: number;
-  /** Seconds; intervals at 95 %, quantiles from order statistics (distribution-free). */
+  /**
+   * Seconds; 95 % intervals: the wider of the distribution-free one (order statistics for
+   * quantiles, t for the mean) and the session-clustered one.
+   */
   ttft: TtftSummary;
   /** Reused prefix tokens over prompt tokens (router's prediction live; actual in the sim). */
   hitRatio: number | null;

@@ -1,9 +1,7 @@
-import type { ArmComparison, ArmReport } from "./stats.ts";
+import { type ArmComparison, type ArmReport, SIGNIFICANCE } from "./stats.ts";
 
 /** Below this many TTFTs in either arm the verdict says "not enough data" instead of a p-value. */
 export const MIN_SAMPLES = 30;
-
-const SIGNIFICANCE = 0.05;
 
 /**
  * One plain-language line per non-control arm, headed by p90 (the tail users feel), e.g. "arm B
@@ -27,7 +25,7 @@ export function verdictLine(comparison: ArmComparison, arm: ArmReport, control: 
     : `; geometric mean ${relative(geometric.ratio - 1)} (${pValue(geometric.p)}${
       geometric.p < SIGNIFICANCE ? ", significant" : ""
     })`;
-  if (p90.p >= SIGNIFICANCE) {
+  if (!comparison.significant) {
     return `${name} vs ${versus}: not significant at p90 (${relative(p90.ratio - 1)}, ` +
       `${pValue(p90.p)}, ${counts})${mean}${outcomes(arm, control)}`;
   }

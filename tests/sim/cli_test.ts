@@ -1,20 +1,8 @@
 import { assert, assertEquals } from "../assert.ts";
 import { runSimCli } from "../../src/sim/cli.ts";
+import { quietly } from "./quietly.ts";
 
 const TRACE = new URL("../data/conversation_trace.jsonl", import.meta.url).pathname;
-
-async function quietly<T>(fn: () => Promise<T>): Promise<{ value: T; errors: string }> {
-  const log = console.log, error = console.error;
-  let errors = "";
-  console.log = () => {};
-  console.error = (...parts: unknown[]) => errors += parts.join(" ") + "\n";
-  try {
-    return { value: await fn(), errors };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
 
 Deno.test("runSimCli() writes results.json, the Markdown table and both SVG charts", async () => {
   const out = await Deno.makeTempDir();

@@ -3,6 +3,7 @@ import { stickyArm } from "../../src/experiment/assign.ts";
 import { runSimCli } from "../../src/sim/cli.ts";
 import { parseExperimentFile, splitTrace } from "../../src/sim/experiment.ts";
 import { parseMooncakeTrace } from "../../src/sim/trace.ts";
+import { quietly } from "./quietly.ts";
 
 const TRACE = new URL("../data/conversation_trace.jsonl", import.meta.url).pathname;
 const EXPERIMENT = {
@@ -14,21 +15,6 @@ const EXPERIMENT = {
     ],
   },
 };
-
-async function quietly<T>(
-  fn: () => Promise<T>,
-): Promise<{ value: T; out: string; errors: string }> {
-  const log = console.log, error = console.error;
-  let out = "", errors = "";
-  console.log = (...parts: unknown[]) => out += parts.join(" ") + "\n";
-  console.error = (...parts: unknown[]) => errors += parts.join(" ") + "\n";
-  try {
-    return { value: await fn(), out, errors };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
 
 Deno.test("splitTrace() keys requests by their opening, like the gateway's prefix key", async () => {
   const trace = parseMooncakeTrace(await Deno.readTextFile(TRACE), { limit: 2000 });

@@ -1,6 +1,6 @@
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
-import { overLoadThreshold } from "./load_filter.ts";
-import { buildDecision, demotionPenalty, healthyOf } from "./rank.ts";
+import { loadFilterTerm } from "./load_filter.ts";
+import { buildDecision } from "./rank.ts";
 
 export interface KvHitLenOptions {
   /** Llumnix load filter: waiting prefill tokens at or above this are demoted (off when unset). */
@@ -17,13 +17,11 @@ export function kvHitLen(options: KvHitLenOptions = {}): Policy {
     select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
       const prompt = Math.max(0, request.promptTokens);
       const hit = (c: Candidate) => Math.min(prompt, Math.max(0, c.localPrefixTokens));
-      const healthy = healthyOf(candidates);
-      const filtered = overLoadThreshold(healthy, options.loadFilterTokens);
-      const penalty = demotionPenalty(healthy.map((c) => -hit(c)));
+      const demote = loadFilterTerm(candidates, options.loadFilterTokens, (c) => -hit(c));
       return buildDecision("kv_hit_len", candidates, (candidate) => {
         const draw = context.random();
         const terms: Record<string, number> = { negativeLocalPrefixTokens: -hit(candidate) };
-        if (filtered.size > 0) terms.overLoadThreshold = filtered.has(candidate.id) ? penalty : 0;
+        if (demote) terms.overLoadThreshold = demote(candidate);
         return {
           terms,
           tieBreaks: [candidate.waitingPrefillTokens, draw],

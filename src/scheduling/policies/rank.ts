@@ -16,7 +16,7 @@ export function healthyOf(candidates: readonly Candidate[]): Candidate[] {
 }
 
 /** Sum of the terms in insertion order (the order tests add them in). */
-export function sumTerms(terms: Record<string, number>): number {
+function sumTerms(terms: Record<string, number>): number {
   let total = 0;
   for (const value of Object.values(terms)) total += value;
   return total;
