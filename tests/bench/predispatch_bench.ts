@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { Encoder } from "cbor-x";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
+import { percentile } from "../../src/sim/summary.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import type { ChatMessage } from "../../src/tokenize/types.ts";
 
@@ -40,10 +41,6 @@ function conversation(seed: number, turns: number): ChatMessage[] {
     messages.push({ role: t % 2 === 0 ? "user" : "assistant", content: text(seed * 31 + t, 350) });
   }
   return messages;
-}
-
-function percentile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 function measure(run: (i: number) => void): { p50: number; p99: number } {
