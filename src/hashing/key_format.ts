@@ -27,7 +27,7 @@ export interface KeyFormatter {
   chunkKeys(hashes: readonly string[]): string[][];
 }
 
-export const KEY_FORMAT_PRESETS: readonly KeyFormatPreset[] = [
+const KEY_FORMAT_PRESETS: readonly KeyFormatPreset[] = [
   "llumnix",
   "vllm-mooncake-store",
   "lmcache",
@@ -46,7 +46,7 @@ export const KEY_FORMAT_PRESETS: readonly KeyFormatPreset[] = [
  * - `{dtype}` `{tag}` `{cache_prefix}` `{group}`  the options of the same name
  * e.g. `"{model}@{world_size}@{worker_id}@{hex}@{dtype}"` is the `lmcache` preset.
  */
-export const TEMPLATE_PLACEHOLDERS: readonly string[] = [
+const TEMPLATE_PLACEHOLDERS: readonly string[] = [
   "hex",
   "i",
   "model",

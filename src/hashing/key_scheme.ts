@@ -8,11 +8,9 @@ export type { ChainHasher, ChainOptions } from "./chain_hasher.ts";
 export { HASH_ALGORITHMS } from "./chain_hasher.ts";
 export {
   createKeyFormatter,
-  KEY_FORMAT_PRESETS,
   type KeyFormatOptions,
   type KeyFormatter,
   keysFromHashes,
-  TEMPLATE_PLACEHOLDERS,
 } from "./key_format.ts";
 
 /**

@@ -346,13 +346,15 @@ function writeInt(b: Uint8Array, p: number, t: number, index: number): number {
   return writeWideInt(b, p, t, index);
 }
 
-/** Negative and >= 2^31 tokens: BININT (signed int32) or LONG1 (two's complement, LE). */
+/**
+ * Everything `writeInt`'s one- and two-byte cases do not take (callers route 0..65535 there):
+ * BININT (signed int32) or LONG1 (two's complement, LE); rejects non-integers.
+ */
 function writeWideInt(b: Uint8Array, p: number, t: number, index: number): number {
   if (!Number.isSafeInteger(t)) {
     throw new TypeError(`Token at index ${index} is ${t}: token ids must be integers`);
   }
   if (t >= -0x80000000 && t < 0x80000000) {
-    if (t >= 0 && t < 0x10000) return writeInt(b, p, t, index);
     b[p++] = BININT;
     return writeU32(b, p, t >>> 0);
   }

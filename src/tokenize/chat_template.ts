@@ -98,7 +98,7 @@ function accesses(node: unknown, name: string, key?: string): boolean {
   return key === undefined ? isVar(node, name) : isAttr(node, name, key);
 }
 
-export function detectContentFormat(template: Template): ContentFormat {
+function detectContentFormat(template: Template): ContentFormat {
   const nodes = [...walk(template.parsed)];
   // Variables holding the messages: `messages` and anything assigned from it (`loop_messages`).
   const messageLists = ["messages"];

@@ -7,7 +7,6 @@
  * Both answer `{"tokens": [...], "count": n, "max_model_len": m}`. Any failure (unreachable,
  * timeout, non-2xx, bad body) becomes `TokenizeUnavailableError("failed")`: load-only dispatch.
  */
-import { TokenizeUnavailableError } from "./errors.ts";
 import { TokenizeFailureLog } from "./failure_log.ts";
 import type {
   AsyncPromptTokenizer,
@@ -76,11 +75,7 @@ export class EngineTokenizer implements AsyncPromptTokenizer {
       this.failures.recordSuccess();
       return tokens;
     } catch (error) {
-      const cause = error instanceof Error ? error : new Error(String(error));
-      this.failures.record(this.mode, kind, cause);
-      throw new TokenizeUnavailableError("failed", `Engine tokenizer failed: ${cause.message}`, {
-        cause,
-      });
+      throw this.failures.unavailable(this.mode, kind, error);
     }
   }
 

@@ -1,8 +1,9 @@
 /**
- * Errors of the tokenize layer. Two families matter to the router:
- * - `TokenizeInputError` (and subclasses): the request itself is bad; answer 400, as vLLM does.
- * - `TokenizeUnavailableError`: no tokens this time (mode `none`, engine down, internal failure);
- *   serve the request anyway with load-only dispatch.
+ * Errors of the tokenize layer. Both leave a request without tokens (the router then dispatches
+ * it by load and lets the engine answer); they differ in whose fault that is:
+ * - `TokenizeInputError` (and subclasses): the request's (a template's `raise_exception`,
+ *   non-text parts); not counted as a tokenizer failure.
+ * - `TokenizeUnavailableError`: the tokenizer's (mode `none`, engine down, internal failure).
  */
 
 /** The tokenizer directory is incomplete or unreadable; raised at load, never per request. */
@@ -13,7 +14,7 @@ export class TokenizerLoadError extends Error {
   }
 }
 
-/** A request the engine would reject too (maps to HTTP 400). */
+/** A request this tokenizer cannot render: the request's fault, not a tokenizer outage. */
 export class TokenizeInputError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);

@@ -3,6 +3,7 @@
  * a success is logged, the following ones only counted, until a success re-arms the log.
  * `onFailure` sees every failure (metrics).
  */
+import { TokenizeUnavailableError } from "./errors.ts";
 
 export interface TokenizeFailureEvent {
   /** The tokenizer mode that failed (`local`, `engine`). */
@@ -27,7 +28,6 @@ export class TokenizeFailureLog {
   readonly #options: TokenizeFailureLogOptions;
   #count = 0;
   #logged = false;
-  #lastError: Error | undefined;
 
   constructor(options: TokenizeFailureLogOptions = {}) {
     this.#options = options;
@@ -37,13 +37,8 @@ export class TokenizeFailureLog {
     return this.#count;
   }
 
-  get lastError(): Error | undefined {
-    return this.#lastError;
-  }
-
   record(mode: string, kind: "text" | "chat", error: Error): void {
     this.#count++;
-    this.#lastError = error;
     this.#options.onFailure?.({ mode, kind, error, count: this.#count });
     if (this.#logged) return;
     this.#logged = true;
@@ -52,6 +47,20 @@ export class TokenizeFailureLog {
       `Tokenizer (${mode})${who} failed: ${error.message}. Requests are dispatched by load only ` +
         "until it recovers; further failures are counted, not logged.",
     );
+  }
+
+  /** Records a tokenizer's own failure; returns the error to reject with (load-only dispatch). */
+  unavailable(
+    mode: "local" | "engine",
+    kind: "text" | "chat",
+    error: unknown,
+  ): TokenizeUnavailableError {
+    const cause = error instanceof Error ? error : new Error(String(error));
+    this.record(mode, kind, cause);
+    const who = mode === "local" ? "Local" : "Engine";
+    return new TokenizeUnavailableError("failed", `${who} tokenizer failed: ${cause.message}`, {
+      cause,
+    });
   }
 
   /** A success after failures re-arms the log, so the next outage is reported too. */

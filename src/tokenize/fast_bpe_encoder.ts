@@ -12,9 +12,9 @@ interface TiktokenLike {
 
 /**
  * tiktoken's merge loop is quadratic in the length of one pre-tokenized piece (20k repeated
- * characters take ~0.2 s), Hugging Face's is not. A segment holding such a run goes to the exact
- * path instead. Every piece of the byte-level patterns lies within a run of one of these classes:
- * letters and marks, digits, whitespace, anything else.
+ * characters take tenths of a second), Hugging Face's is not. A segment holding such a run goes
+ * to the exact path instead. Every piece of the byte-level patterns lies within a run of one of
+ * these classes: letters and marks, digits, whitespace, anything else.
  */
 export const LONG_RUN_CHARS = 512;
 

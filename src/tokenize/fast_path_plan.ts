@@ -10,7 +10,7 @@
 import { BYTE_TO_CHAR, byteLevelTokenBase64, isByteLevelToken } from "./byte_level.ts";
 
 /** GPT-2's pattern, used by a ByteLevel pre-tokenizer with `use_regex: true`. */
-export const GPT2_PATTERN =
+const GPT2_PATTERN =
   "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 export interface FastPathPlan {
@@ -87,8 +87,8 @@ function preTokenizerPattern(pre: unknown): string | FastPathDecision {
 
 export interface FastPathPlanOptions {
   /**
-   * Also run tiktoken's merge procedure on every vocabulary token and compare (about a second for
-   * a 150k vocabulary). The test suite does it for the shipped tokenizers; the load-time probe
+   * Also run tiktoken's merge procedure on every vocabulary token and compare (1-2 s more for a
+   * 150k vocabulary). The test suite does it for the shipped tokenizers; the load-time probe
    * covers the rest.
    */
   verifyEveryToken?: boolean;

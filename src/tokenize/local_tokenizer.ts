@@ -20,7 +20,11 @@ import {
   type TokenSegmentCacheScope,
   type TokenSegmentCacheStats,
 } from "./segment_cache.ts";
-import { resolveSpecialTokenFrame, type SpecialTokenFrame } from "./special_token_frame.ts";
+import {
+  resolveSpecialTokenFrame,
+  type SpecialTokenFrame,
+  tokenText,
+} from "./special_token_frame.ts";
 import type { ChatEncodeOptions, ChatMessage, EncodeOptions, PromptTokenizer } from "./types.ts";
 
 type Json = Record<string, unknown>;
@@ -41,7 +45,7 @@ export interface LocalTokenizerOptions {
   fastPath?: boolean;
   /**
    * What to check before enabling the fast path: `probe` (default) encodes a built-in probe both
-   * ways; `every-token` also replays both BPE procedures on every vocabulary token (~1 s more).
+   * ways; `every-token` also replays both BPE procedures on every vocabulary token (~1-2 s more).
    */
   verifyFastPath?: "probe" | "every-token";
   /** A segment cache to use (possibly shared with other tokenizers); default: a private one. */
@@ -89,14 +93,6 @@ export interface TokenizerStats {
 }
 
 const DEFAULT_CACHE_TOKENS = 4_000_000;
-
-function tokenText(value: unknown): string | undefined {
-  if (typeof value === "string") return value;
-  if (value && typeof value === "object" && typeof (value as Json).content === "string") {
-    return (value as Json).content as string;
-  }
-  return undefined;
-}
 
 /** transformers' `special_tokens_map`: the special tokens a template sees as variables. */
 function specialTokenVariables(config: Json): Record<string, unknown> {
@@ -151,8 +147,9 @@ export class LoadedTokenizer implements PromptTokenizer {
   readonly #normalizedSplitter: AddedTokenSplitter;
   readonly #fast: FastBpeEncoder | undefined;
   readonly #frame: SpecialTokenFrame | undefined;
+  /** This tokenizer's scope of `#sharedCache` (both unset when segments are not cached). */
   readonly #cache: TokenSegmentCacheScope | undefined;
-  readonly #cacheStats: (() => TokenSegmentCacheStats) | undefined;
+  readonly #sharedCache: TokenSegmentCache | undefined;
   readonly #renderer: ChatTemplateRenderer;
   readonly #stats = {
     encodeCalls: 0,
@@ -184,9 +181,8 @@ export class LoadedTokenizer implements PromptTokenizer {
     this.#renderer = parts.renderer;
     this.info = parts.info;
     if (parts.cache && parts.splitter) {
+      this.#sharedCache = parts.cache;
       this.#cache = parts.cache.scope(parts.cacheScope);
-      const cache = parts.cache;
-      this.#cacheStats = () => cache.stats();
     }
   }
 
@@ -238,7 +234,7 @@ export class LoadedTokenizer implements PromptTokenizer {
   }
 
   stats(): TokenizerStats {
-    return { ...this.#stats, cache: this.#cacheStats?.() ?? null };
+    return { ...this.#stats, cache: this.#sharedCache?.stats() ?? null };
   }
 
   /** Frees the WASM encoder; encoding afterwards is an error. */
@@ -336,9 +332,10 @@ export async function createLocalTokenizer(
     );
   }
 
-  const idOf = new Map<string, number>(Object.entries(vocab));
-  for (const t of addedTokens) idOf.set(t.content as string, t.id as number);
-  const tokenToId = (token: string) => idOf.get(token);
+  // Only the special-token frame looks ids up (BOS/EOS at most): no vocabulary-sized map.
+  const addedIds = new Map(addedTokens.map((t) => [t.content as string, t.id as number]));
+  const tokenToId = (token: string) =>
+    addedIds.get(token) ?? (Object.hasOwn(vocab, token) ? vocab[token] : undefined);
 
   // Which added tokens are matched on raw text, and which after normalization (as the library does).
   const hasNormalizer = tokenizerJson.normalizer !== null && tokenizerJson.normalizer !== undefined;

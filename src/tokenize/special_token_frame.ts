@@ -31,7 +31,8 @@ const CONFIG_DRIVEN_CLASSES = new Set([
 
 type Json = Record<string, unknown>;
 
-function tokenText(value: unknown): string | undefined {
+/** A special token's text in tokenizer_config.json: a string or an AddedToken `{content}`. */
+export function tokenText(value: unknown): string | undefined {
   if (typeof value === "string") return value;
   if (value && typeof value === "object" && typeof (value as Json).content === "string") {
     return (value as Json).content as string;
@@ -75,11 +76,7 @@ function fromConfig(
   };
 }
 
-function applyProcessor(
-  processor: Json,
-  frame: SpecialTokenFrame,
-  tokenToId: (token: string) => number | undefined,
-): SpecialTokenFrameResult {
+function applyProcessor(processor: Json, frame: SpecialTokenFrame): SpecialTokenFrameResult {
   switch (processor.type) {
     case "ByteLevel":
       return { ok: true, frame }; // offsets only
@@ -138,7 +135,7 @@ function applyProcessor(
       let current: SpecialTokenFrameResult = { ok: true, frame };
       for (const inner of (processor.processors ?? []) as Json[]) {
         if (!current.ok) break;
-        current = applyProcessor(inner, current.frame, tokenToId);
+        current = applyProcessor(inner, current.frame);
       }
       return current;
     }
@@ -164,5 +161,5 @@ export function resolveSpecialTokenFrame(
     source: "tokenizer.json post_processor",
   };
   if (!processor) return { ok: true, frame: { ...empty, source: "no post_processor" } };
-  return applyProcessor(processor, empty, tokenToId);
+  return applyProcessor(processor, empty);
 }

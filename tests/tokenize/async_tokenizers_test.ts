@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { EngineTokenizer } from "../../src/tokenize/engine_tokenizer.ts";
 import { ChatTemplateError, TokenizeUnavailableError } from "../../src/tokenize/errors.ts";
 import { TokenizeFailureLog } from "../../src/tokenize/failure_log.ts";
@@ -12,15 +12,6 @@ import { goldenFile, packagedTokenizer } from "./fixtures.ts";
 const golden = await goldenFile();
 const chat = golden.chats[2]; // tools
 const { tools, ...chatTemplateKwargs } = chat.kw as { tools: unknown[] };
-
-async function rejection(pending: Promise<unknown>): Promise<Error> {
-  try {
-    await pending;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected a rejection");
-}
 
 function quietLog(lines: string[] = []) {
   return new TokenizeFailureLog({ label: "qwen3", log: (line) => lines.push(line) });
@@ -86,7 +77,7 @@ Deno.test("engine mode turns an engine error into TokenizeUnavailableError, coun
       failures,
     });
     for (let i = 0; i < 3; i++) {
-      const error = await rejection(tokenizer.encode("hello"));
+      const error = await assertRejects(() => tokenizer.encode("hello"));
       assert(error instanceof TokenizeUnavailableError);
       assertEquals(error.reason, "failed");
       assertMatch(error.message, /answered 500/);
@@ -99,7 +90,7 @@ Deno.test("engine mode turns an engine error into TokenizeUnavailableError, coun
     server.options.failWith = undefined;
     assertEquals(await tokenizer.encode("hello"), [1]);
     server.options.failWith = 503;
-    await rejection(tokenizer.encode("hello"));
+    await assertRejects(() => tokenizer.encode("hello"));
     assertEquals(lines.length, 2);
   } finally {
     await server.close();
@@ -120,7 +111,7 @@ Deno.test("engine mode gives up after its timeout", async () => {
       failures: quietLog(),
     });
     const started = performance.now();
-    const error = await rejection(tokenizer.encode("slow"));
+    const error = await assertRejects(() => tokenizer.encode("slow"));
     assert(error instanceof TokenizeUnavailableError);
     assertMatch(error.message, /timed out after 50 ms/);
     assert(performance.now() - started < 250, "did not wait for the slow answer");
@@ -141,7 +132,7 @@ Deno.test("engine mode fails cleanly on a bad body, a refused connection or no i
   ];
   for (const [options, message] of cases) {
     const tokenizer = new EngineTokenizer({ ...options, failures: quietLog() });
-    const error = await rejection(tokenizer.encodeChat([{ role: "user", content: "x" }]));
+    const error = await assertRejects(() => tokenizer.encodeChat([{ role: "user", content: "x" }]));
     assert(error instanceof TokenizeUnavailableError);
     assertMatch(error.message, message);
   }
@@ -153,7 +144,7 @@ Deno.test("none mode yields no tokens for text and chat, so dispatch falls back 
   const outcome = await tryTokenize(tokenizer.encode());
   assertEquals(outcome.ok, false);
   if (!outcome.ok) assertEquals(outcome.reason, "disabled");
-  const chatError = await rejection(tokenizer.encodeChat());
+  const chatError = await assertRejects(() => tokenizer.encodeChat());
   assert(chatError instanceof TokenizeUnavailableError && chatError.reason === "disabled");
 });
 
@@ -176,8 +167,8 @@ Deno.test("local mode passes the request's own errors through and turns internal
   }
   assertEquals(tokenizer.failures.count, 1);
   assertEquals(lines.length, 1);
-  const inputError = await rejection(
-    tryTokenize(tokenizer.encodeChat([{ role: "user", content: "x" }])),
+  const inputError = await assertRejects(() =>
+    tryTokenize(tokenizer.encodeChat([{ role: "user", content: "x" }]))
   );
   assert(inputError instanceof ChatTemplateError); // a 400 for the client, not a fallback
   assertEquals(tokenizer.failures.count, 1);

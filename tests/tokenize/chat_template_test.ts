@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { assert, assertEquals, assertMatch, assertThrows } from "../assert.ts";
 import { ChatContentError, ChatTemplateError } from "../../src/tokenize/errors.ts";
 import {
   createLocalTokenizer,
@@ -18,15 +18,6 @@ function withTemplate(
     tokenizerConfig: { chat_template: chatTemplate, ...config },
     source: "tiny",
   }, { fastPath: false, ...options });
-}
-
-function thrown(f: () => unknown): Error {
-  try {
-    f();
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected an error");
 }
 
 const user = (content: unknown): ChatMessage => ({ role: "user", content });
@@ -65,14 +56,14 @@ Deno.test("raise_exception() in a template throws ChatTemplateError carrying the
     "{% if messages[0].role != 'system' %}{{ raise_exception('System message first, please') }}{% endif %}ok",
   );
   assertEquals(tokenizer.renderChat([{ role: "system", content: "s" }]), "ok");
-  const error = thrown(() => tokenizer.encodeChat([user("x")]));
+  const error = assertThrows(() => tokenizer.encodeChat([user("x")]));
   assert(error instanceof ChatTemplateError);
   assertMatch(error.message, /System message first, please/);
 });
 
 Deno.test("a template that fails on a conversation raises ChatTemplateError, not a crash", async () => {
   const tokenizer = await withTemplate("{{ messages[0].content.no_such_method() }}");
-  const error = thrown(() => tokenizer.renderChat([user("x")]));
+  const error = assertThrows(() => tokenizer.renderChat([user("x")]));
   assert(error instanceof ChatTemplateError, String(error));
   assertMatch(error.message, /failed on this conversation/);
 });
@@ -80,7 +71,7 @@ Deno.test("a template that fails on a conversation raises ChatTemplateError, not
 Deno.test("a tokenizer without a chat template rejects chat requests with a clear ChatTemplateError", async () => {
   const tokenizer = await withTemplate(undefined);
   assertEquals(tokenizer.info.chatTemplates, []);
-  const error = thrown(() => tokenizer.encodeChat([user("x")]));
+  const error = assertThrows(() => tokenizer.encodeChat([user("x")]));
   assert(error instanceof ChatTemplateError);
   assertMatch(error.message, /no chat template/);
 });
@@ -135,10 +126,12 @@ Deno.test("non-text content parts are rejected with ChatContentError for a text-
   const image = [
     user([{ type: "text", text: "look" }, { type: "image_url", image_url: { url: "data:," } }]),
   ];
-  const error = thrown(() => qwen.encodeChat(image));
+  const error = assertThrows(() => qwen.encodeChat(image));
   assert(error instanceof ChatContentError);
   assertMatch(error.message, /image_url.*text-only/);
-  assert(thrown(() => qwen.encodeChat([user([{ text: "no type" }])])) instanceof ChatContentError);
+  assert(
+    assertThrows(() => qwen.encodeChat([user([{ text: "no type" }])])) instanceof ChatContentError,
+  );
 });
 
 Deno.test("templates that loop over message content get OpenAI-style text parts (content format detection)", async () => {

@@ -3,7 +3,7 @@
  * emoji, many scripts, whitespace runs of every kind, numbers, special tokens typed in text, long
  * repeated characters, random code points (lone surrogates included).
  */
-import { seededRandom } from "./fixtures.ts";
+import { mulberry32 } from "../../src/sim/rng.ts";
 
 const WORDS =
   ("the of and to in is you that it he was for on are as with his they at be this have " +
@@ -46,7 +46,7 @@ function randomCodePoint(rnd: () => number): string {
 }
 
 export function variedCorpus(seed = 7, count = 1200): string[] {
-  const rnd = seededRandom(seed);
+  const rnd = mulberry32(seed);
   const pick = <T>(items: T[]) => items[Math.floor(rnd() * items.length)];
   const texts: string[] = [...SNIPPETS];
   for (let i = 0; i < count; i++) {

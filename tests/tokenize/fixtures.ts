@@ -40,18 +40,6 @@ export async function goldenFile(): Promise<GoldenFile> {
   );
 }
 
-/** A deterministic PRNG (mulberry32), so corpora and conversations are reproducible. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A tiny byte-level BPE tokenizer.json: every byte, the given merges in order, and extra fields. */
 export function tinyTokenizerJson(merges: [string, string][], extra: Record<string, unknown> = {}) {
   const vocab: Record<string, number> = {};

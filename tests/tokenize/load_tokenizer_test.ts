@@ -1,16 +1,10 @@
-import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
 import { TokenizerLoadError } from "../../src/tokenize/errors.ts";
 import { loadTokenizer, resolveTokenizerDir } from "../../src/tokenize/load_tokenizer.ts";
 import { tinyTokenizerJson } from "./fixtures.ts";
 
-async function loadError(dir: string | URL): Promise<TokenizerLoadError> {
-  try {
-    await loadTokenizer(dir, { fastPath: false });
-  } catch (error) {
-    assert(error instanceof TokenizerLoadError, `expected TokenizerLoadError, got ${error}`);
-    return error;
-  }
-  throw new Error("expected loadTokenizer to fail");
+function loadError(dir: string | URL): Promise<Error> {
+  return assertRejects(() => loadTokenizer(dir, { fastPath: false }), TokenizerLoadError);
 }
 
 async function withDir(files: Record<string, string>, f: (dir: string) => Promise<void>) {

@@ -1,7 +1,8 @@
 import { assert, assertEquals } from "../assert.ts";
 import { TokenSegmentCache } from "../../src/tokenize/segment_cache.ts";
 import type { ChatMessage } from "../../src/tokenize/types.ts";
-import { packagedTokenizer, seededRandom } from "./fixtures.ts";
+import { mulberry32 } from "../../src/sim/rng.ts";
+import { packagedTokenizer } from "./fixtures.ts";
 
 const ids = (...values: number[]) => Uint32Array.from(values);
 
@@ -85,7 +86,7 @@ function randomConversation(rnd: () => number, turns: number): ChatMessage[] {
 Deno.test("cached ids equal a full uncached encode on random conversations holding special-token text", async () => {
   const cached = await packagedTokenizer("qwen3", { cacheMaxTokens: 2_000 }); // small: evictions happen
   const exact = await packagedTokenizer("qwen3", { fastPath: false, cacheMaxTokens: 0 });
-  const rnd = seededRandom(42);
+  const rnd = mulberry32(42);
   for (let c = 0; c < 40; c++) {
     const conversation = randomConversation(rnd, 1 + Math.floor(rnd() * 8));
     for (let end = 1; end <= conversation.length; end++) {
@@ -105,7 +106,7 @@ Deno.test("cached ids equal a full uncached encode on random conversations holdi
 Deno.test("a conversation growing to 20 turns re-encodes only the new turn on each request", async () => {
   const tokenizer = await packagedTokenizer("qwen3", { cacheMaxTokens: 1_000_000 });
   const reference = await packagedTokenizer("qwen3", { fastPath: false, cacheMaxTokens: 0 });
-  const rnd = seededRandom(7);
+  const rnd = mulberry32(7);
   const messages: ChatMessage[] = [{
     role: "system",
     content: "You are a careful assistant. " + randomText(rnd, 200, false),
