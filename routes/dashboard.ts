@@ -11,7 +11,7 @@ import type { Gateway } from "../src/gateway/gateway.ts";
 import { assembleDashboardData, readDashboardInput } from "../src/telemetry/dashboard_data.ts";
 import { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
 import type { DecisionEntry } from "../src/telemetry/decision_log.ts";
-import { TtftTimeline, type TtftTimelineOptions } from "../src/telemetry/ttft_timeline.ts";
+import { TtftTimeline } from "../src/telemetry/ttft_timeline.ts";
 
 export interface DashboardRouteOptions {
   /** The router's decision log. */
@@ -22,7 +22,6 @@ export interface DashboardRouteOptions {
   /** The admin rule (default: src/admin/auth.ts with the config's `admin.token`). */
   // deno-lint-ignore no-explicit-any
   adminAuth?: MiddlewareHandler<any>;
-  timeline?: TtftTimelineOptions;
 }
 
 /** Most decisions one `/dashboard/data` answer carries (`?decisions=N`, default 20). */
@@ -49,7 +48,7 @@ const PAGE_HEADERS = {
  */
 export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions): Hono {
   const traffic = new DashboardTraffic();
-  const timeline = new TtftTimeline(options.timeline);
+  const timeline = new TtftTimeline();
   gateway.observers.push(traffic, timeline);
   const sources = {
     gateway,

@@ -279,7 +279,7 @@ function ttftChart(doc, modelName, ttft) {
   const geometry = ttftChartGeometry(series, ttft, size);
   if (!geometry) {
     return h(doc, "p", { class: "muted", "data-chart": "ttft", "data-empty": "true" }, [
-      "No requests with a first token in the last 30 minutes.",
+      `No requests with a first token in the last ${Math.round(ttft.windowMs / 60_000)} minutes.`,
     ]);
   }
   const { width, height, margin } = size;

@@ -17,7 +17,7 @@ export interface DashboardModelInput {
   tokenizer: string;
   instances: InstanceStatus[];
   /** The KV store, when the model has one. */
-  store?: { url: string; health?: StoreHealthSnapshot };
+  store?: { url: string; health: StoreHealthSnapshot };
   predictedIndexKeys: number;
 }
 
@@ -77,15 +77,10 @@ export interface DashboardStore {
   downForS: number | null;
   consecutiveFailures: number;
   lastError: string | null;
-  counters: {
-    successes: number;
-    failures: number;
-    deadlines: number;
-    skipped: number;
-    probes: number;
-    markedDown: number;
-    recovered: number;
-  };
+  counters: Pick<
+    StoreHealthSnapshot,
+    "successes" | "failures" | "deadlines" | "skipped" | "probes" | "markedDown" | "recovered"
+  >;
 }
 
 export interface DashboardModel {
@@ -190,27 +185,19 @@ function dashboardInstance(
 }
 
 function dashboardStore(
-  store: { url: string; health?: StoreHealthSnapshot },
+  { url, health }: { url: string; health: StoreHealthSnapshot },
   nowMs: number,
 ): DashboardStore {
-  const health = store.health;
+  const { successes, failures, deadlines, skipped, probes, markedDown, recovered } = health;
   return {
-    url: store.url,
-    state: health?.state ?? "up",
-    downForS: health?.downUntil !== undefined
+    url,
+    state: health.state,
+    downForS: health.downUntil !== undefined
       ? Math.max(0, (health.downUntil - nowMs) / 1000)
       : null,
-    consecutiveFailures: health?.consecutiveFailures ?? 0,
-    lastError: health?.lastError ?? null,
-    counters: {
-      successes: health?.successes ?? 0,
-      failures: health?.failures ?? 0,
-      deadlines: health?.deadlines ?? 0,
-      skipped: health?.skipped ?? 0,
-      probes: health?.probes ?? 0,
-      markedDown: health?.markedDown ?? 0,
-      recovered: health?.recovered ?? 0,
-    },
+    consecutiveFailures: health.consecutiveFailures,
+    lastError: health.lastError ?? null,
+    counters: { successes, failures, deadlines, skipped, probes, markedDown, recovered },
   };
 }
 
@@ -244,8 +231,9 @@ export function readDashboardInput(sources: DashboardSources, decisions: number)
       policy: runtime.defaultPolicy.name,
       tokenizer: runtime.config.tokenizer.mode,
       instances: runtime.cluster.status(),
+      // The client's health gate is the runtime's storeHealth; the client always has one.
       store: runtime.store
-        ? { url: runtime.store.url, health: runtime.storeHealth?.snapshot() }
+        ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
         : undefined,
       predictedIndexKeys: runtime.predicted?.size ?? 0,
     })),

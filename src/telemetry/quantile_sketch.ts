@@ -11,6 +11,8 @@ export class QuantileSketch {
   readonly #minValue: number;
   /** Bin index → count; values at or below `minValue` (including 0) go to `#low`. */
   readonly #bins = new Map<number, number>();
+  /** Bin indexes in ascending order; dropped when a bin is created (the page asks every second). */
+  #sorted?: number[];
   #low = 0;
   #count = 0;
   #min = Number.POSITIVE_INFINITY;
@@ -42,7 +44,9 @@ export class QuantileSketch {
       return;
     }
     const index = Math.ceil(Math.log(value) / this.#logGamma);
-    this.#bins.set(index, (this.#bins.get(index) ?? 0) + 1);
+    const count = this.#bins.get(index);
+    if (count === undefined) this.#sorted = undefined;
+    this.#bins.set(index, (count ?? 0) + 1);
   }
 
   /** Adds every value of `other` (built with the same relative error). */
@@ -51,7 +55,9 @@ export class QuantileSketch {
       throw new RangeError("cannot merge sketches with different relative errors");
     }
     for (const [index, count] of other.#bins) {
-      this.#bins.set(index, (this.#bins.get(index) ?? 0) + count);
+      const mine = this.#bins.get(index);
+      if (mine === undefined) this.#sorted = undefined;
+      this.#bins.set(index, (mine ?? 0) + count);
     }
     this.#low += other.#low;
     this.#count += other.#count;
@@ -68,8 +74,8 @@ export class QuantileSketch {
     const rank = Math.min(this.#count, Math.max(1, Math.ceil(q * this.#count)));
     let seen = this.#low;
     if (rank <= seen) return this.#min;
-    const indexes = [...this.#bins.keys()].sort((a, b) => a - b);
-    for (const index of indexes) {
+    this.#sorted ??= [...this.#bins.keys()].sort((a, b) => a - b);
+    for (const index of this.#sorted) {
       seen += this.#bins.get(index)!;
       if (seen >= rank) {
         const estimate = 2 * this.#gamma ** index / (this.#gamma + 1);

@@ -49,3 +49,15 @@ Deno.test("QuantileSketch counts zero, ignores negative and non-finite values, a
   assertEquals(sketch.quantile(0.5), 0);
   assert(Math.abs(sketch.quantile(0.99)! - 2) < 0.04);
 });
+
+Deno.test("QuantileSketch answers afresh when values or a merge fill a new bin between queries", () => {
+  const sketch = new QuantileSketch();
+  for (const v of [1, 3]) sketch.add(v);
+  assert(Math.abs(sketch.quantile(0.5)! - 1) <= 0.02, "median of 1 and 3");
+  for (const v of [2, 2, 2]) sketch.add(v);
+  assert(Math.abs(sketch.quantile(0.5)! - 2) <= 0.04, `added: ${sketch.quantile(0.5)}`);
+  const other = new QuantileSketch();
+  for (let i = 0; i < 10; i++) other.add(1.5);
+  sketch.merge(other);
+  assert(Math.abs(sketch.quantile(0.5)! - 1.5) <= 0.03, `merged: ${sketch.quantile(0.5)}`);
+});
