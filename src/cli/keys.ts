@@ -1,4 +1,5 @@
 import { parseCommandArgs } from "./args.ts";
+import { createKeyFormatter } from "../hashing/key_scheme.ts";
 import { ConfigError, loadConfigFile } from "../config/load.ts";
 import { ModelRuntime } from "../gateway/model_runtime.ts";
 import { jsonLog } from "../gateway/router.ts";
@@ -116,7 +117,7 @@ export async function runKeys(
     const scheme = runtime.keyScheme;
     const { chunkSize } = scheme.options;
     const hashes = scheme.blockHashes(tokens);
-    const chunkKeys = scheme.chunkKeys(tokens);
+    const chunkKeys = createKeyFormatter(scheme.options).chunkKeys(hashes);
     const report: KeysReport = {
       model: modelConfig.name,
       hash: scheme.options.hash,

@@ -9,7 +9,8 @@ import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
 import { estimateTtft } from "../scheduling/ttft_estimate.ts";
 import type { Candidate, CandidateScore, Decision } from "../scheduling/types.ts";
-import { TokenizeInputError, TokenizeUnavailableError } from "../tokenize/errors.ts";
+import { TokenizeInputError } from "../tokenize/errors.ts";
+import { tryTokenize } from "../tokenize/try_tokenize.ts";
 import type { ModelRuntime, NamedPolicy } from "./model_runtime.ts";
 
 /** How the prompt's tokens were obtained, or why there are none (then: load-only dispatch). */
@@ -231,18 +232,18 @@ async function tokenize(
   const prompt = request.prompt;
   if (prompt.kind === "tokens") return { tokens: prompt.tokens, source: "token_ids" };
   try {
-    const tokens = prompt.kind === "text"
-      ? await runtime.tokenizer.encode(prompt.text, { addSpecialTokens: true })
-      : await runtime.tokenizer.encodeChat(prompt.messages, {
-        tools: prompt.tools,
-        chatTemplateKwargs: prompt.chatTemplateKwargs,
-      });
-    return { tokens, source: "tokenized" };
+    const outcome = await tryTokenize(
+      prompt.kind === "text"
+        ? runtime.tokenizer.encode(prompt.text, { addSpecialTokens: true })
+        : runtime.tokenizer.encodeChat(prompt.messages, {
+          tools: prompt.tools,
+          chatTemplateKwargs: prompt.chatTemplateKwargs,
+        }),
+    );
+    if (outcome.ok) return { tokens: outcome.tokens, source: "tokenized" };
+    return { source: outcome.reason, error: outcome.error.message };
   } catch (error) {
     const message = (error as Error).message;
-    if (error instanceof TokenizeUnavailableError) {
-      return { source: error.reason === "disabled" ? "disabled" : "failed", error: message };
-    }
     // The engine, not the router, is the authority on what it accepts (its template may differ,
     // it may take images): forward the request by load and let the engine answer.
     if (error instanceof TokenizeInputError) return { source: "input_error", error: message };

@@ -1,8 +1,7 @@
 /**
  * Tokens, or the reason there are none (then dispatch by load only). Input errors
  * (`TokenizeInputError`: bad template input, non-text parts) and anything unexpected are rethrown
- * for the caller to classify. (The gateway does not call this: `planDispatch` classifies all three
- * outcomes itself.)
+ * for the caller to classify (`planDispatch` forwards both by load).
  */
 import { TokenizeUnavailableError, type TokenizeUnavailableReason } from "./errors.ts";
 
