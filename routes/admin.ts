@@ -24,8 +24,7 @@ export interface AdminRoutesOptions {
  */
 export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono {
   const app = new Hono();
-  const notFoundModel = (name: string) =>
-    openAIError(404, `The model '${name}' does not exist`, { code: "model_not_found" });
+  const notFoundModel = (name: string) => gateway.unknownModel(name).toResponse();
   const runtimeOf = (name: string): ModelRuntime | undefined => gateway.resolveModel(name)?.runtime;
 
   app.get("/instances", (c) => {

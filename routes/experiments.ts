@@ -20,14 +20,7 @@ export function experimentRoutes(
 ): Hono {
   const app = new Hono();
   const runtimeOf = (name: string) => gateway.resolveModel(name)?.runtime;
-  const unknownModel = (name: string) =>
-    openAIError(
-      404,
-      `The model '${name}' does not exist: use one of ${
-        gateway.runtimes().map((r) => r.config.name).join(", ")
-      }.`,
-      { param: "model", code: "model_not_found" },
-    );
+  const unknownModel = (name: string) => gateway.unknownModel(name).toResponse();
 
   app.get("/experiments", (c) => c.json({ experiments: experiments.stats.report() }));
 

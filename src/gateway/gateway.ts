@@ -86,6 +86,15 @@ export class Gateway {
     return this.#names.get(name);
   }
 
+  /** The 404 for a model name no runtime serves (inference and admin routes alike). */
+  unknownModel(name: string): HttpError {
+    return new HttpError(
+      404,
+      `The model '${name}' does not exist: use one of ${[...this.#names.keys()].join(", ")}.`,
+      { param: "model", code: "model_not_found" },
+    );
+  }
+
   /** `GET /v1/models` in OpenAI's shape, aliases and LoRA names included. */
   listModels(): {
     object: "list";
@@ -157,13 +166,7 @@ export class Gateway {
       if (!resolved) {
         // Not the client's string: metric labels must stay a bounded set.
         record.model = "unknown";
-        return answer(
-          new HttpError(404, `The model '${parsed.model}' does not exist`, {
-            param: "model",
-            code: "model_not_found",
-          }),
-          "client_error",
-        );
+        return answer(this.unknownModel(parsed.model), "client_error");
       }
       const { runtime } = resolved;
       record.model = runtime.config.name;
