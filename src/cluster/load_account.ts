@@ -42,6 +42,8 @@ export class LoadAccount {
   readonly #prefill = new Set<Entry>();
   readonly #totals = new Map<string, InstanceLoad>();
   #expired = 0;
+  /** Forgotten while leases were out: dropped at their last release. */
+  readonly #forgotten = new Set<string>();
 
   constructor(options: LoadAccountOptions) {
     this.#expireAfterMs = options.expireAfterMs ?? 10_000;
@@ -61,6 +63,7 @@ export class LoadAccount {
       phase: "prefill",
     };
     this.#prefill.add(entry);
+    this.#forgotten.delete(instanceId); // it serves again
     const total = this.#total(instanceId);
     total.prefillTokens += entry.prefillTokens;
     total.prefillRequests++;
@@ -75,6 +78,7 @@ export class LoadAccount {
       if (entry.phase === "prefill") this.#leavePrefill(entry);
       else this.#total(instanceId).decodeRequests--;
       entry.phase = "done";
+      if (this.#forgotten.has(instanceId)) this.forget(instanceId);
     };
     return {
       instanceId,
@@ -114,12 +118,23 @@ export class LoadAccount {
     return dropped;
   }
 
-  /** Drops an idle instance's totals (it left the cluster); one with leases out is kept. */
+  /**
+   * Drops an instance's totals (it left the cluster). With leases still out they go when the
+   * last one is released, so ids that come and go (DNS discovery) leave nothing behind.
+   */
   forget(instanceId: string): void {
     const total = this.#totals.get(instanceId);
-    if (total && total.prefillRequests === 0 && total.decodeRequests === 0) {
-      this.#totals.delete(instanceId);
+    if (total && (total.prefillRequests > 0 || total.decodeRequests > 0)) {
+      this.#forgotten.add(instanceId);
+      return;
     }
+    this.#totals.delete(instanceId);
+    this.#forgotten.delete(instanceId);
+  }
+
+  /** How many instances the account holds totals for (bounded by the live members). */
+  get trackedInstances(): number {
+    return this.#totals.size;
   }
 
   #leavePrefill(entry: Entry): void {

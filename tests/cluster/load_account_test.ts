@@ -59,3 +59,22 @@ Deno.test("expire() drops every lease past the bound and keeps the younger ones,
   assertEquals(account.expire(), 1);
   assertEquals(account.expiredTotal, 3);
 });
+
+Deno.test("an instance forgotten with leases out is dropped at its last release, not kept forever", () => {
+  const account = new LoadAccount({ now: () => 0 });
+  const idle = account.lease("gone-idle", 10);
+  idle.release();
+  account.forget("gone-idle");
+  const busy = account.lease("gone-busy", 10);
+  busy.firstToken();
+  account.forget("gone-busy");
+  assertEquals(account.trackedInstances, 1, "kept while its request runs");
+  assertEquals(account.load("gone-busy").decodeRequests, 1);
+  busy.release();
+  assertEquals(account.trackedInstances, 0);
+  // An id that comes back is tracked again like any other.
+  const back = account.lease("gone-busy", 5);
+  assertEquals(account.load("gone-busy").prefillTokens, 5);
+  back.release();
+  assertEquals(account.trackedInstances, 1);
+});
