@@ -49,7 +49,6 @@ export class ModelRuntime {
   readonly localTokenizer?: LoadedTokenizer;
   readonly keyScheme: KeyScheme;
   readonly store?: MooncakeClient;
-  readonly storeHealth?: StoreHealth;
   readonly predicted?: PredictedIndex;
   readonly cluster: ModelCluster;
   readonly defaultPolicy: NamedPolicy;
@@ -65,7 +64,6 @@ export class ModelRuntime {
     localTokenizer?: LoadedTokenizer;
     keyScheme: KeyScheme;
     store?: MooncakeClient;
-    storeHealth?: StoreHealth;
     predicted?: PredictedIndex;
     cluster: ModelCluster;
     defaultPolicy: NamedPolicy;
@@ -78,7 +76,6 @@ export class ModelRuntime {
     this.localTokenizer = init.localTokenizer;
     this.keyScheme = init.keyScheme;
     this.store = init.store;
-    this.storeHealth = init.storeHealth;
     this.predicted = init.predicted;
     this.cluster = init.cluster;
     this.defaultPolicy = init.defaultPolicy;
@@ -155,14 +152,12 @@ export class ModelRuntime {
     });
 
     let store: MooncakeClient | undefined;
-    let storeHealth: StoreHealth | undefined;
     if (config.kv.store === "mooncake" && config.kv.url) {
-      storeHealth = new StoreHealth({ downWindowMs: config.kv.downWindowMs });
       store = new MooncakeClient({
         url: config.kv.url,
         fetch: deps.fetch,
         now: deps.now,
-        health: storeHealth,
+        health: new StoreHealth({ downWindowMs: config.kv.downWindowMs }),
         batchSize: config.kv.batchSize,
         deadlineMs: config.kv.timeoutMs,
       });
@@ -182,7 +177,6 @@ export class ModelRuntime {
       localTokenizer,
       keyScheme,
       store,
-      storeHealth,
       predicted,
       cluster,
       defaultPolicy: buildPolicy(config.policy, config),

@@ -253,7 +253,7 @@ function instanceSamples(gateway: Gateway, now: () => number): InstanceGaugeSamp
 function modelSamples(gateway: Gateway): ModelGaugeSample[] {
   return gateway.runtimes().map((runtime) => ({
     model: runtime.config.name,
-    storeDown: runtime.storeHealth ? runtime.storeHealth.state !== "up" : false,
+    storeDown: runtime.store ? runtime.store.health.state !== "up" : false,
     expiredLeases: runtime.cluster.account.expiredTotal,
     predictedIndexKeys: runtime.predicted?.size ?? 0,
   }));

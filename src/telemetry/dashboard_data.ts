@@ -231,7 +231,6 @@ export function readDashboardInput(sources: DashboardSources, decisions: number)
       policy: runtime.defaultPolicy.name,
       tokenizer: runtime.config.tokenizer.mode,
       instances: runtime.cluster.status(),
-      // The client's health gate is the runtime's storeHealth; the client always has one.
       store: runtime.store
         ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
         : undefined,
