@@ -8,7 +8,7 @@ export { loadTokenizer } from "./src/tokenize/load_tokenizer.ts";
 export type { LoadedTokenizer } from "./src/tokenize/local_tokenizer.ts";
 export { createKeyScheme, hashBlocks, keysFromHashes } from "./src/hashing/key_scheme.ts";
 export type { ExtraKeys, HashAlgorithm, KeyScheme, KeySchemeOptions } from "./src/hashing/types.ts";
-export { createRouter, type Router, type RouterOptions } from "./src/gateway/router.ts";
+export { createRouter, type Router, type RouterOptions } from "./routes/app.ts";
 export { ConfigError, loadConfigFile, parseConfigText, resolveConfig } from "./src/config/load.ts";
 export type { Config, ModelConfig } from "./src/config/schema.ts";
 export {
@@ -44,11 +44,11 @@ export async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
   switch (command) {
     case "start":
-      return (await import("./src/cli/start.ts")).runStart(rest);
+      return (await import("./cli/start.ts")).runStart(rest);
     case "demo":
-      return (await import("./src/cli/demo.ts")).runDemo(rest);
+      return (await import("./cli/demo.ts")).runDemo(rest);
     case "keys":
-      return (await import("./src/cli/keys.ts")).runKeys(rest);
+      return (await import("./cli/keys.ts")).runKeys(rest);
     case "sim":
       return (await import("./src/sim/cli.ts")).runSimCli(rest);
     case undefined:

@@ -1,10 +1,10 @@
 import { Hono } from "hono";
 import type { InstanceStatus } from "../src/cluster/model_cluster.ts";
 import { formatPath } from "../src/config/load.ts";
-import { InstanceSchema } from "../src/config/schema.ts";
+import { type InstanceConfig, InstanceSchema } from "../src/config/schema.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
-import type { ModelRuntime } from "../src/gateway/model_runtime.ts";
-import { openAIError } from "../src/openai/errors.ts";
+import { HttpError } from "../src/openai/errors.ts";
+import { readJsonBody } from "./json_body.ts";
 
 export interface AdminRoutesOptions {
   log: (message: string, fields?: Record<string, unknown>) => void;
@@ -24,17 +24,10 @@ export interface AdminRoutesOptions {
  */
 export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono {
   const app = new Hono();
-  const notFoundModel = (name: string) => gateway.unknownModel(name).toResponse();
-  const runtimeOf = (name: string): ModelRuntime | undefined => gateway.resolveModel(name)?.runtime;
 
   app.get("/instances", (c) => {
     const wanted = c.req.query("model");
-    let runtimes = gateway.runtimes();
-    if (wanted !== undefined) {
-      const runtime = runtimeOf(wanted);
-      if (!runtime) return notFoundModel(wanted);
-      runtimes = [runtime];
-    }
+    const runtimes = wanted === undefined ? gateway.runtimes() : [gateway.requireModel(wanted)];
     return c.json({
       models: runtimes.map((runtime) => ({
         model: runtime.config.name,
@@ -44,47 +37,27 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
   });
 
   app.post("/instances", async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return openAIError(400, "The request body must be JSON: {model, instance: {id, url, ...}}", {
-        code: "invalid_json",
-      });
-    }
+    const body = await readJsonBody(c, "{model, instance: {id, url, ...}}");
     const { model, instance } = (body ?? {}) as { model?: unknown; instance?: unknown };
     if (typeof model !== "string") {
-      return openAIError(400, "'model' must be the name of a configured model", {
+      throw new HttpError(400, "'model' must be the name of a configured model", {
         param: "model",
         code: "invalid_value",
       });
     }
-    const runtime = runtimeOf(model);
-    if (!runtime) return notFoundModel(model);
-    const parsed = InstanceSchema.safeParse(instance);
-    if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => {
-        const path = ["instance", ...issue.path];
-        return issue.code === "unrecognized_keys"
-          ? `${issue.keys.map((k) => formatPath([...path, k])).join(", ")}: unknown field`
-          : `${formatPath(path)}: ${issue.message}`;
-      });
-      return openAIError(400, `Invalid instance: ${problems.join("; ")}`, {
-        param: "instance",
-        code: "invalid_value",
-      });
-    }
+    const runtime = gateway.requireModel(model);
+    const config = parseInstance(instance);
     const cluster = runtime.cluster;
-    const change = cluster.upsert(parsed.data, "admin", { initialState: "starting" });
+    const change = cluster.upsert(config, "admin", { initialState: "starting" });
     // Answer with a verdict: one probe now (bounded by health.timeoutMs) instead of "unknown".
-    await cluster.probeInstance(parsed.data.id).catch(() => {});
+    await cluster.probeInstance(config.id).catch(() => {});
     options.log("admin: instance added", {
       model: runtime.config.name,
-      instance: parsed.data.id,
-      url: parsed.data.url,
+      instance: config.id,
+      url: config.url,
       change,
     });
-    const status = cluster.status().find((s) => s.id === parsed.data.id);
+    const status = cluster.status().find((s) => s.id === config.id);
     return c.json(
       { model: runtime.config.name, change, instance: status && instanceView(status) },
       change === "added" ? 201 : 200,
@@ -93,9 +66,8 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
 
   app.post("/instances/:model/:id/drain", (c) => {
     const { model, id } = c.req.param();
-    const runtime = runtimeOf(model);
-    if (!runtime) return notFoundModel(model);
-    if (!runtime.cluster.drain(id)) return notFoundInstance(model, id);
+    const runtime = gateway.requireModel(model);
+    if (!runtime.cluster.drain(id)) throw notFoundInstance(model, id);
     options.log("admin: instance drained", { model: runtime.config.name, instance: id });
     const status = runtime.cluster.status().find((s) => s.id === id);
     return c.json({ model: runtime.config.name, instance: status && instanceView(status) });
@@ -103,10 +75,9 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
 
   app.delete("/instances/:model/:id", (c) => {
     const { model, id } = c.req.param();
-    const runtime = runtimeOf(model);
-    if (!runtime) return notFoundModel(model);
+    const runtime = gateway.requireModel(model);
     const active = runtime.cluster.get(id)?.active ?? 0;
-    if (!runtime.cluster.remove(id)) return notFoundInstance(model, id);
+    if (!runtime.cluster.remove(id)) throw notFoundInstance(model, id);
     options.log("admin: instance removed", { model: runtime.config.name, instance: id, active });
     return c.json({
       model: runtime.config.name,
@@ -120,8 +91,24 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
   return app;
 }
 
-function notFoundInstance(model: string, id: string): Response {
-  return openAIError(404, `Model '${model}' has no instance '${id}'`, {
+/** The instance of an admin request, validated like the config file's; a 400 naming each field. */
+function parseInstance(instance: unknown): InstanceConfig {
+  const parsed = InstanceSchema.safeParse(instance);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const path = ["instance", ...issue.path];
+    return issue.code === "unrecognized_keys"
+      ? `${issue.keys.map((k) => formatPath([...path, k])).join(", ")}: unknown field`
+      : `${formatPath(path)}: ${issue.message}`;
+  });
+  throw new HttpError(400, `Invalid instance: ${problems.join("; ")}`, {
+    param: "instance",
+    code: "invalid_value",
+  });
+}
+
+function notFoundInstance(model: string, id: string): HttpError {
+  return new HttpError(404, `Model '${model}' has no instance '${id}'`, {
     code: "instance_not_found",
   });
 }

@@ -8,14 +8,22 @@ import {
 import { adminAuth } from "../src/admin/auth.ts";
 import { dashboardAuth } from "../src/dashboard/dashboard_auth.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
-import { assembleDashboardData, readDashboardInput } from "../src/telemetry/dashboard_data.ts";
-import { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
+import {
+  assembleDashboardData,
+  type DashboardModelInput,
+  type DashboardSources,
+  readDashboardInput,
+} from "../src/telemetry/dashboard_data.ts";
+import type { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
 import type { DecisionEntry } from "../src/telemetry/decision_log.ts";
-import { TtftTimeline } from "../src/telemetry/ttft_timeline.ts";
+import type { TtftTimeline } from "../src/telemetry/ttft_timeline.ts";
 
 export interface DashboardRouteOptions {
   /** The router's decision log. */
   decisions: { recent(limit: number): DecisionEntry[] };
+  /** Per-instance traffic totals and the TTFT timeline, observers the gateway was given. */
+  traffic: DashboardTraffic;
+  timeline: TtftTimeline;
   /** Wall-clock ms (default Date.now) and monotonic ms (default performance.now). */
   wallNow?: () => number;
   now?: () => number;
@@ -43,17 +51,13 @@ const PAGE_HEADERS = {
 /**
  * `GET /dashboard` (the page), its script, module and style sheet, and `/dashboard/data`
  * (the JSON the page polls every second: polling rather than SSE, so no stream outlives a
- * request or holds up a graceful shutdown). Registers its own observers on `gateway`: the TTFT
- * timeline per arm and per-instance traffic totals.
+ * request or holds up a graceful shutdown).
  */
 export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions): Hono {
-  const traffic = new DashboardTraffic();
-  const timeline = new TtftTimeline();
-  gateway.observers.push(traffic, timeline);
-  const sources = {
-    gateway,
-    traffic,
-    timeline,
+  const sources: DashboardSources = {
+    models: () => dashboardModels(gateway),
+    traffic: options.traffic,
+    timeline: options.timeline,
     decisions: options.decisions,
     wallNow: options.wallNow ?? (() => Date.now()),
     now: options.now ?? (() => performance.now()),
@@ -89,4 +93,18 @@ export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions
     return c.json(data, 200, PAGE_HEADERS);
   });
   return app;
+}
+
+/** Every served model's live state, as the dashboard shows it. */
+function dashboardModels(gateway: Gateway): DashboardModelInput[] {
+  return gateway.runtimes().map((runtime) => ({
+    name: runtime.config.name,
+    policy: runtime.defaultPolicy.name,
+    tokenizer: runtime.config.tokenizer.mode,
+    instances: runtime.cluster.status(),
+    store: runtime.store
+      ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
+      : undefined,
+    predictedIndexKeys: runtime.predicted?.size ?? 0,
+  }));
 }

@@ -3,7 +3,8 @@ import type { ExperimentArms, LiveExperiment } from "../src/experiment/experimen
 import { ExperimentError } from "../src/experiment/experiment_arms.ts";
 import type { ExperimentStats } from "../src/experiment/experiment_stats.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
-import { openAIError, openAIErrorBody } from "../src/openai/errors.ts";
+import { HttpError, openAIErrorBody } from "../src/openai/errors.ts";
+import { readJsonBody } from "./json_body.ts";
 
 /**
  * The experiments part of the admin API, meant to be mounted under `/admin` behind the admin
@@ -19,17 +20,14 @@ export function experimentRoutes(
   experiments: { arms: ExperimentArms; stats: ExperimentStats },
 ): Hono {
   const app = new Hono();
-  const runtimeOf = (name: string) => gateway.resolveModel(name)?.runtime;
-  const unknownModel = (name: string) => gateway.unknownModel(name).toResponse();
 
   app.get("/experiments", (c) => c.json({ experiments: experiments.stats.report() }));
 
   app.get("/experiments/:model", (c) => {
-    const runtime = runtimeOf(c.req.param("model"));
-    if (!runtime) return unknownModel(c.req.param("model"));
+    const runtime = gateway.requireModel(c.req.param("model"));
     const [report] = experiments.stats.report(runtime.config.name);
     if (!report) {
-      return openAIError(404, `Model '${runtime.config.name}' runs no experiment.`, {
+      throw new HttpError(404, `Model '${runtime.config.name}' runs no experiment.`, {
         code: "no_experiment",
       });
     }
@@ -37,16 +35,8 @@ export function experimentRoutes(
   });
 
   app.put("/experiments/:model", async (c) => {
-    const runtime = runtimeOf(c.req.param("model"));
-    if (!runtime) return unknownModel(c.req.param("model"));
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return openAIError(400, "The body must be a JSON experiment: {key, arms: [...]}.", {
-        code: "invalid_json",
-      });
-    }
+    const runtime = gateway.requireModel(c.req.param("model"));
+    const body = await readJsonBody(c, "an experiment {key, arms: [...]}");
     try {
       const live = experiments.arms.apply(runtime, body ?? undefined, "admin");
       return c.json(live ? describe(live) : { model: runtime.config.name, experiment: null });
@@ -59,8 +49,7 @@ export function experimentRoutes(
   });
 
   app.delete("/experiments/:model", (c) => {
-    const runtime = runtimeOf(c.req.param("model"));
-    if (!runtime) return unknownModel(c.req.param("model"));
+    const runtime = gateway.requireModel(c.req.param("model"));
     experiments.arms.apply(runtime, undefined, "admin");
     return c.json({ model: runtime.config.name, experiment: null });
   });

@@ -1,6 +1,6 @@
 import { sha256Hex } from "../hashing/sha256_digest.ts";
 import { CLUSTERS } from "./clustered.ts";
-import type { AssignmentKind } from "./stats.ts";
+import type { AssignmentKind } from "../contracts.ts";
 
 /**
  * Sticky arm assignment by weighted rendezvous hashing: every arm draws a uniform number from

@@ -5,8 +5,8 @@ import {
   ExperimentSchema,
   type ModelConfig,
 } from "../config/schema.ts";
-import type { ArmSelection, ArmSelector } from "../gateway/gateway.ts";
-import { buildPolicy, type ModelRuntime, type NamedPolicy } from "../gateway/model_runtime.ts";
+import type { ArmSelection, ArmSelector, ServedModel } from "../contracts.ts";
+import { buildPolicy, type NamedPolicy } from "../scheduling/named_policy.ts";
 import { sha256Hex } from "../hashing/sha256_digest.ts";
 import { HttpError } from "../openai/errors.ts";
 import { assignArm } from "./assign.ts";
@@ -70,7 +70,7 @@ export class ExperimentArms implements ArmSelector {
   /** Per model: the runtime and the config section the live arms were last synced with. */
   readonly #synced = new Map<
     string,
-    { runtime: ModelRuntime; section: ExperimentConfig | undefined }
+    { runtime: ServedModel; section: ExperimentConfig | undefined }
   >();
   #version = 0;
 
@@ -78,7 +78,7 @@ export class ExperimentArms implements ArmSelector {
     this.#deps = deps;
   }
 
-  select(runtime: ModelRuntime, request: Request, body: Record<string, unknown>): ArmSelection {
+  select(runtime: ServedModel, request: Request, body: Record<string, unknown>): ArmSelection {
     const live = this.#current(runtime);
     if (!live) {
       return {
@@ -135,7 +135,7 @@ export class ExperimentArms implements ArmSelector {
    * come from `config` when given (a reload may keep a runtime built from the old config), else
    * from each runtime's own config.
    */
-  sync(runtimes: Iterable<ModelRuntime>, config?: Config): void {
+  sync(runtimes: Iterable<ServedModel>, config?: Pick<Config, "models">): void {
     const present = new Set<string>();
     for (const runtime of runtimes) {
       const model = runtime.config.name;
@@ -163,7 +163,7 @@ export class ExperimentArms implements ArmSelector {
    * throws ExperimentError listing every problem.
    */
   apply(
-    runtime: ModelRuntime,
+    runtime: ServedModel,
     input: unknown,
     source: ExperimentChangeSource = "admin",
   ): LiveExperiment | undefined {
@@ -195,13 +195,13 @@ export class ExperimentArms implements ArmSelector {
   }
 
   /** The live experiment of a runtime (one never synced adopts its own config section). */
-  #current(runtime: ModelRuntime): LiveExperiment | undefined {
+  #current(runtime: ServedModel): LiveExperiment | undefined {
     const synced = this.#synced.get(runtime.config.name);
     if (synced?.runtime !== runtime) this.#adopt(runtime, runtime.config.experiment);
     return this.#live.get(runtime.config.name);
   }
 
-  #adopt(runtime: ModelRuntime, section: ExperimentConfig | undefined): void {
+  #adopt(runtime: ServedModel, section: ExperimentConfig | undefined): void {
     const model = runtime.config.name;
     const synced = this.#synced.get(model);
     if (synced?.runtime === runtime && synced.section === section) return;
@@ -228,7 +228,7 @@ export class ExperimentArms implements ArmSelector {
   }
 
   #install(
-    runtime: ModelRuntime,
+    runtime: ServedModel,
     config: ExperimentConfig | undefined,
     source: ExperimentChangeSource,
   ): LiveExperiment | undefined {

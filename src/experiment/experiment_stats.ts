@@ -1,4 +1,4 @@
-import type { RequestObserver, RequestRecord } from "../gateway/request_record.ts";
+import type { RequestObserver, RequestRecord } from "../contracts.ts";
 import type { ExperimentArms, LiveExperiment } from "./experiment_arms.ts";
 import { type ExperimentReport, ExperimentTally } from "./report.ts";
 import type { ArmObservation } from "./stats.ts";

@@ -1,3 +1,4 @@
+import type { AssignmentKind } from "../contracts.ts";
 import {
   clusteredMean,
   clusteredQuantile,
@@ -18,7 +19,6 @@ import { mannWhitneyGroups, type MannWhitneyResult, Moments, welchT } from "./si
  */
 
 /** How a request came to its arm. Overridden requests are counted but kept out of the stats. */
-export type AssignmentKind = "sticky" | "random" | "fallback" | "override";
 
 /** One finished request, reduced to what the comparison needs. */
 export interface ArmObservation {

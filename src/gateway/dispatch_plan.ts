@@ -1,5 +1,4 @@
-import type { LoadLease } from "../cluster/load_account.ts";
-import type { InstanceEntry } from "../cluster/model_cluster.ts";
+import type { DispatchPlan, TokenSource } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
 import { withLatestPredictions } from "../kv/merged_index.ts";
 import { computePrefixHits } from "../kv/prefix.ts";
@@ -7,53 +6,13 @@ import type { LookupResult, PrefixHits } from "../kv/types.ts";
 import type { ParsedRequest } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
+import type { NamedPolicy } from "../scheduling/named_policy.ts";
 import { estimateTtft } from "../scheduling/ttft_estimate.ts";
-import type { Candidate, CandidateScore, Decision } from "../scheduling/types.ts";
+import type { Candidate, Decision } from "../scheduling/types.ts";
 import { TokenizeInputError } from "../tokenize/errors.ts";
 import { tryTokenize } from "../tokenize/try_tokenize.ts";
-import type { ModelRuntime, NamedPolicy } from "./model_runtime.ts";
-
-/** How the prompt's tokens were obtained, or why there are none (then: load-only dispatch). */
-export type TokenSource = "tokenized" | "token_ids" | "disabled" | "failed" | "input_error";
-
-/** Everything decided before the request leaves the router; also what traces and logs explain. */
-export interface DispatchPlan {
-  tokens?: number[];
-  /** Prompt tokens (estimated from the text's length when there are no tokens). */
-  promptTokens: number;
-  tokenSource: TokenSource;
-  tokenizeError?: string;
-  /** Store keys per chunk (all ranks when required); empty when the lookup was skipped. */
-  chunkKeys: string[][];
-  /** `chunkKeys` flattened: what is looked up, predicted and forgotten. */
-  keys: string[];
-  lookup?: LookupResult;
-  hits: PrefixHits;
-  poolPrefixTokens: number;
-  candidates: Candidate[];
-  entries: Map<string, InstanceEntry>;
-  decision: Decision;
-  policy: NamedPolicy;
-  admission: AdmissionVerdict;
-  /** Predicted TTFT of the best candidate (from the policy, else the TTFT model). */
-  predictedTtftS?: number;
-  /**
-   * The load lease on the first choice, taken in the same synchronous step as the decision so
-   * that concurrent requests see each other's work (else a burst all picks the same instance).
-   */
-  reservation?: { instanceId: string; lease: LoadLease };
-  /** Milliseconds spent per stage. */
-  timings: { tokenizeMs: number; hashMs: number; lookupMs: number; scheduleMs: number };
-  /** When each stage started (monotonic ms), for trace spans. */
-  stages: {
-    tokenizeStart: number;
-    hashStart: number;
-    lookupStart: number;
-    scheduleStart: number;
-    admissionStart: number;
-    end: number;
-  };
-}
+import type { ModelRuntime } from "./model_runtime.ts";
+import { type Reservation, reserveFirstChoice } from "./reservation.ts";
 
 export interface PlanContext {
   now: () => number;
@@ -62,51 +21,106 @@ export interface PlanContext {
   extraKeys?: ExtraKeys;
 }
 
+/** A plan and, when admitted, the reservation on its first choice (the caller owns it). */
+export interface PlannedDispatch {
+  plan: DispatchPlan;
+  reservation?: Reservation;
+}
+
+interface Tokenized {
+  tokens?: number[];
+  promptTokens: number;
+  source: TokenSource;
+  error?: string;
+}
+
+interface Scheduled {
+  hits: PrefixHits;
+  candidates: Candidate[];
+  entries: DispatchPlan["entries"];
+  poolPrefixTokens: number;
+  decision: Decision;
+}
+
 /**
- * tokenize → chunk keys → store lookup → candidates → policy → admission. Never throws for
- * tokenizer or store trouble: those degrade to load-only dispatch, as the issue asks.
+ * tokenize → chunk keys → store lookup → candidates → policy → admission → reservation. Never
+ * throws for tokenizer or store trouble: those degrade to load-only dispatch. Everything after
+ * the store lookup runs in one synchronous step, so a burst's decisions see each other.
  */
 export async function planDispatch(
   runtime: ModelRuntime,
   request: ParsedRequest,
   context: PlanContext,
-): Promise<DispatchPlan> {
+): Promise<PlannedDispatch> {
   const { now } = context;
-  const config = runtime.config;
-
   const tokenizeStart = now();
-  let start = tokenizeStart;
   const tokenized = await tokenize(runtime, request);
-  const tokenizeMs = now() - start;
-  const promptTokens = (tokenized.tokens?.length ?? estimateTokens(request)) *
-    (1 + promptBatchExtra(request));
-
-  start = now();
-  const hashStart = start;
-  const tokens = tokenized.tokens;
-  const lookupEnabled = runtime.store !== undefined || runtime.predicted !== undefined;
-  const chunkKeys = tokens && tokens.length >= config.kv.minPromptTokens && lookupEnabled
-    ? runtime.keyScheme.chunkKeys(tokens, context.extraKeys)
-    : [];
+  const hashStart = now();
+  const chunkKeys = chunkKeysOf(runtime, tokenized.tokens, context.extraKeys);
   const keys = chunkKeys.flat();
-  const hashMs = now() - start;
+  const lookupStart = now();
+  const stored = await storeLookup(runtime, keys);
+  // From here to the reservation nothing awaits: the router's own recent dispatches are read
+  // in the same synchronous step as this decision and its reservation, so that a burst's
+  // requests see each other.
+  const lookup = stored && runtime.predicted
+    ? withLatestPredictions(stored, keys, runtime.predicted)
+    : stored;
+  const scheduleStart = now();
+  const scheduled = schedule(runtime, chunkKeys, lookup, tokenized.promptTokens, context);
+  const admissionStart = now();
+  const { admission, predictedTtftS } = admitRequest(runtime, scheduled, tokenized, context);
+  const end = now();
+  const plan: DispatchPlan = {
+    tokens: tokenized.tokens,
+    promptTokens: tokenized.promptTokens,
+    tokenSource: tokenized.source,
+    tokenizeError: tokenized.error,
+    chunkKeys,
+    keys,
+    lookup,
+    ...scheduled,
+    policy: context.policy,
+    admission,
+    predictedTtftS,
+    timings: {
+      tokenizeMs: hashStart - tokenizeStart,
+      hashMs: lookupStart - hashStart,
+      lookupMs: scheduleStart - lookupStart,
+      scheduleMs: end - scheduleStart,
+    },
+    stages: { tokenizeStart, hashStart, lookupStart, scheduleStart, admissionStart, end },
+  };
+  return { plan, reservation: reserveFirstChoice(runtime, plan, end) };
+}
 
-  start = now();
-  const lookupStart = start;
-  let lookup: LookupResult | undefined;
-  if (keys.length > 0) {
-    lookup = runtime.store
-      ? await runtime.store.lookup(keys, { deadlineMs: config.kv.timeoutMs })
-      : noStoreLookup(keys);
-    // The router's own recent dispatches, read now, in the same synchronous step as this
-    // decision and its reservation, so that a burst's requests see each other (issue 4).
-    if (runtime.predicted) lookup = withLatestPredictions(lookup, keys, runtime.predicted);
-  }
-  const lookupMs = now() - start;
+/** Store keys per chunk, when the prompt is long enough and there is an index to ask. */
+function chunkKeysOf(
+  runtime: ModelRuntime,
+  tokens: number[] | undefined,
+  extraKeys: ExtraKeys | undefined,
+): string[][] {
+  const lookupEnabled = runtime.store !== undefined || runtime.predicted !== undefined;
+  if (!tokens || tokens.length < runtime.config.kv.minPromptTokens || !lookupEnabled) return [];
+  return runtime.keyScheme.chunkKeys(tokens, extraKeys);
+}
 
-  start = now();
-  const scheduleStart = start;
-  const chunkSize = config.kv.chunkSize;
+/** The store's answer (health-gated, deadline-bound), before the router's predictions. */
+function storeLookup(runtime: ModelRuntime, keys: string[]): Promise<LookupResult | undefined> {
+  if (keys.length === 0) return Promise.resolve(undefined);
+  return runtime.store
+    ? runtime.store.lookup(keys, { deadlineMs: runtime.config.kv.timeoutMs })
+    : Promise.resolve(noStoreLookup(keys));
+}
+
+/** Prefix hits per instance, the candidates with their load, and the policy's decision. */
+function schedule(
+  runtime: ModelRuntime,
+  chunkKeys: string[][],
+  lookup: LookupResult | undefined,
+  promptTokens: number,
+  context: PlanContext,
+): Scheduled {
   const hits = lookup
     ? computePrefixHits(
       chunkKeys,
@@ -114,7 +128,7 @@ export async function planDispatch(
       runtime.cluster.entries().map((e) => ({ id: e.config.id, kvHost: e.config.kvHost })),
     )
     : { poolChunks: 0, localChunks: new Map<string, number>() };
-  const cap = (chunks: number) => Math.min(promptTokens, chunks * chunkSize);
+  const cap = (chunks: number) => Math.min(promptTokens, chunks * runtime.config.kv.chunkSize);
   const { candidates: all, entries } = runtime.cluster.candidates((id) =>
     cap(hits.localChunks.get(id) ?? 0)
   );
@@ -125,80 +139,43 @@ export async function planDispatch(
       : candidate;
   });
   const poolPrefixTokens = cap(hits.poolChunks);
-  const scheduleRequest = { promptTokens, poolPrefixTokens };
-  const decision = context.policy.policy.select(scheduleRequest, candidates, {
+  const decision = context.policy.policy.select({ promptTokens, poolPrefixTokens }, candidates, {
     random: context.random,
     sequence: runtime.sequence++,
   });
+  const entryMap = new Map(entries.map((e) => [e.config.id, e]));
+  return { hits, candidates, entries: entryMap, poolPrefixTokens, decision };
+}
 
-  const admissionStart = now();
-  let predictedTtftS = decision.predictedTtftS;
+/** The SLO verdict on the best candidate (TTFT) and the decode side (TBT). */
+function admitRequest(
+  runtime: ModelRuntime,
+  scheduled: Scheduled,
+  tokenized: Tokenized,
+  context: PlanContext,
+): { admission: AdmissionVerdict; predictedTtftS?: number } {
+  const { decision, candidates, poolPrefixTokens } = scheduled;
   const best = candidates.find((c) => c.id === decision.ranking[0]);
+  let predictedTtftS = decision.predictedTtftS;
   if (predictedTtftS === undefined && best) {
+    const scheduleRequest = { promptTokens: tokenized.promptTokens, poolPrefixTokens };
     predictedTtftS = estimateTtft(scheduleRequest, best, context.policy.ttftParams, {
       allowTransfer: false,
     }).totalS;
   }
-  const slo = config.slo;
+  const slo = runtime.config.slo;
+  const running = candidates.filter((c) => c.healthy).map((c) => c.runningRequests);
   const admission = admit(
     {
       predictedTtftS,
-      predictedTbtS: slo.tbtS === undefined ? undefined : predictTbtS(
-        DEFAULT_DECODE_MODEL,
-        candidates.filter((c) => c.healthy).map((c) => c.runningRequests),
-      ),
+      predictedTbtS: slo.tbtS === undefined
+        ? undefined
+        : predictTbtS(DEFAULT_DECODE_MODEL, running),
       instanceId: best?.id,
     },
     { enabled: slo.admission, ttftSloS: slo.ttftS, tbtSloS: slo.tbtS },
   );
-  const end = now();
-  const scheduleMs = end - start;
-
-  const plan: DispatchPlan = {
-    tokens,
-    promptTokens,
-    tokenSource: tokenized.source,
-    tokenizeError: tokenized.error,
-    chunkKeys,
-    keys,
-    lookup,
-    hits,
-    poolPrefixTokens,
-    candidates,
-    entries: new Map(entries.map((e) => [e.config.id, e])),
-    decision,
-    policy: context.policy,
-    admission,
-    predictedTtftS,
-    timings: { tokenizeMs, hashMs, lookupMs, scheduleMs },
-    stages: { tokenizeStart, hashStart, lookupStart, scheduleStart, admissionStart, end },
-  };
-  const first = decision.ranking[0];
-  if (admission.admit && first !== undefined) {
-    plan.reservation = { instanceId: first, lease: reserve(runtime, plan, first, now()) };
-  }
-  return plan;
-}
-
-/**
- * Leases the instance's share of the prompt and predicts its KV writes: both must be visible to
- * the very next decision, before any byte is sent.
- */
-export function reserve(
-  runtime: ModelRuntime,
-  plan: DispatchPlan,
-  instanceId: string,
-  at: number,
-): LoadLease {
-  const uncached = uncachedTokens(plan, instanceId);
-  runtime.cluster.recentPrefill.record(uncached, at);
-  if (plan.keys.length > 0 && runtime.predicted) {
-    runtime.predicted.record(plan.keys, {
-      instanceId,
-      kvHost: plan.entries.get(instanceId)?.config.kvHost,
-    });
-  }
-  return runtime.cluster.account.lease(instanceId, uncached);
+  return { admission, predictedTtftS };
 }
 
 /** The answer when no store is configured: nothing known but the router's predictions. */
@@ -213,24 +190,16 @@ function noStoreLookup(keys: string[]): LookupResult {
   };
 }
 
-/** Prompt tokens the chosen instance has to compute, given what the policy planned to reuse. */
-export function uncachedTokens(plan: DispatchPlan, instanceId: string): number {
-  const candidate = plan.candidates.find((c) => c.id === instanceId);
-  const score = plan.decision.scores.find((s) => s.id === instanceId);
-  const reused = (candidate?.localPrefixTokens ?? 0) + (score?.transferTokens ?? 0);
-  return Math.max(0, plan.promptTokens - reused);
-}
-
-export function scoreOf(plan: DispatchPlan, instanceId: string): CandidateScore | undefined {
-  return plan.decision.scores.find((s) => s.id === instanceId);
-}
-
-async function tokenize(
-  runtime: ModelRuntime,
-  request: ParsedRequest,
-): Promise<{ tokens?: number[]; source: TokenSource; error?: string }> {
+async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<Tokenized> {
   const prompt = request.prompt;
-  if (prompt.kind === "tokens") return { tokens: prompt.tokens, source: "token_ids" };
+  const counted = (
+    outcome: { tokens?: number[]; source: TokenSource; error?: string },
+  ): Tokenized => ({
+    ...outcome,
+    promptTokens: (outcome.tokens?.length ?? estimateTokens(request)) *
+      (1 + promptBatchExtra(request)),
+  });
+  if (prompt.kind === "tokens") return counted({ tokens: prompt.tokens, source: "token_ids" });
   try {
     const outcome = await tryTokenize(
       prompt.kind === "text"
@@ -240,19 +209,21 @@ async function tokenize(
           chatTemplateKwargs: prompt.chatTemplateKwargs,
         }),
     );
-    if (outcome.ok) return { tokens: outcome.tokens, source: "tokenized" };
-    return { source: outcome.reason, error: outcome.error.message };
+    if (outcome.ok) return counted({ tokens: outcome.tokens, source: "tokenized" });
+    return counted({ source: outcome.reason, error: outcome.error.message });
   } catch (error) {
     const message = (error as Error).message;
     // The engine, not the router, is the authority on what it accepts (its template may differ,
     // it may take images): forward the request by load and let the engine answer.
-    if (error instanceof TokenizeInputError) return { source: "input_error", error: message };
+    if (error instanceof TokenizeInputError) {
+      return counted({ source: "input_error", error: message });
+    }
     runtime.tokenizerFailures.record(
       runtime.tokenizer.mode,
       prompt.kind === "text" ? "text" : "chat",
       error as Error,
     );
-    return { source: "failed", error: message };
+    return counted({ source: "failed", error: message });
   }
 }
 

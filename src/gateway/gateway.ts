@@ -1,12 +1,21 @@
 import type { Config } from "../config/schema.ts";
+import type {
+  ArmSelection,
+  ArmSelector,
+  DispatchPlan,
+  RequestObserver,
+  RequestRecord,
+  RequestTrace,
+  RequestTracer,
+} from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
 import { HttpError } from "../openai/errors.ts";
-import { parseOpenAIRequest } from "../openai/request.ts";
+import { type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
+import { RequestTracing } from "../telemetry/tracing.ts";
 import { planDispatch } from "./dispatch_plan.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
-import type { ModelRuntime, NamedPolicy } from "./model_runtime.ts";
-import type { RequestObserver, RequestRecord } from "./request_record.ts";
-import { RequestTracing } from "../telemetry/tracing.ts";
+import type { ModelRuntime } from "./model_runtime.ts";
+import type { Reservation } from "./reservation.ts";
 
 export interface GatewayDeps {
   fetch: typeof fetch;
@@ -18,25 +27,37 @@ export interface GatewayDeps {
   log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
-/** A request's arm: its name (the `x-tidegate-arm` header) and the policy that plans it. */
-export interface ArmSelection {
-  arm: string;
-  policy: NamedPolicy;
-  /** Set inside an experiment: the arms' version and how this request was assigned. */
-  experiment?: RequestRecord["experiment"];
-  /** Request headers meant for the router alone (operator override): not forwarded. */
-  privateHeaders?: readonly string[];
-}
-
-/** Picks the policy arm of a request (A/B experiments); the default is the model's policy. */
-export interface ArmSelector {
-  /** May throw an HttpError (e.g. 400 for an override naming no arm). */
-  select(runtime: ModelRuntime, request: Request, body: Record<string, unknown>): ArmSelection;
-  /** Called by `Gateway.replace()` (hot reload) with the new runtimes and config. */
-  sync?(runtimes: Iterable<ModelRuntime>, config: Config): void;
+/** What watches and steers each request, given once at construction. */
+export interface GatewayCollaborators {
+  /** Told once per finished request (metrics, experiment stats, decision log, dashboard). */
+  observers?: readonly RequestObserver[];
+  /** Span trees per request (default: a no-op unless a global tracer provider records). */
+  tracing?: RequestTracer;
+  /** A/B arm per request (default: every request gets the model's own policy). */
+  arms?: ArmSelector;
 }
 
 const ENGINE_PATHS = { completions: "/v1/completions", chat: "/v1/chat/completions" } as const;
+
+type Endpoint = keyof typeof ENGINE_PATHS;
+
+/** One inference request while the gateway handles it. */
+interface InFlight {
+  request: Request;
+  record: RequestRecord;
+  trace: RequestTrace;
+  responseHeaders: Headers;
+  /** The plan's reservation until executeDispatch takes it over. */
+  reservation?: Reservation;
+  plan?: DispatchPlan;
+  runtime?: ModelRuntime;
+  loraName?: string;
+  selection?: ArmSelection;
+}
+
+const DEFAULT_ARMS: ArmSelector = {
+  select: (model) => ({ arm: "default", policy: model.defaultPolicy }),
+};
 
 /**
  * The request path for inference endpoints: parse, resolve the model, plan, admit, proxy.
@@ -48,17 +69,22 @@ export class Gateway {
   /** Request model name → runtime (+ the LoRA adapter the name stands for). */
   #names = new Map<string, { runtime: ModelRuntime; loraName?: string }>();
   readonly #deps: GatewayDeps;
-  readonly observers: RequestObserver[] = [];
-  /** Span trees per request; a no-op unless a tracer provider records (OTEL_DENO or tests). */
-  tracing = new RequestTracing();
-  arms: ArmSelector = {
-    select: (runtime) => ({ arm: "default", policy: runtime.defaultPolicy }),
-  };
+  readonly #observers: readonly RequestObserver[];
+  readonly #tracing: RequestTracer;
+  readonly #arms: ArmSelector;
 
-  constructor(config: Config, runtimes: Map<string, ModelRuntime>, deps: GatewayDeps) {
+  constructor(
+    config: Config,
+    runtimes: Map<string, ModelRuntime>,
+    deps: GatewayDeps,
+    collaborators: GatewayCollaborators = {},
+  ) {
     this.#config = config;
     this.#runtimes = runtimes;
     this.#deps = deps;
+    this.#observers = [...(collaborators.observers ?? [])];
+    this.#tracing = collaborators.tracing ?? new RequestTracing();
+    this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#indexNames();
   }
 
@@ -79,11 +105,18 @@ export class Gateway {
     this.#config = config;
     this.#runtimes = runtimes;
     this.#indexNames();
-    this.arms.sync?.(runtimes.values(), config);
+    this.#arms.sync?.(runtimes.values(), config);
   }
 
   resolveModel(name: string): { runtime: ModelRuntime; loraName?: string } | undefined {
     return this.#names.get(name);
+  }
+
+  /** The runtime serving a model name or alias; throws the OpenAI 404 when there is none. */
+  requireModel(name: string): ModelRuntime {
+    const resolved = this.#names.get(name);
+    if (!resolved) throw this.unknownModel(name);
+    return resolved.runtime;
   }
 
   /** The 404 for a model name no runtime serves (inference and admin routes alike). */
@@ -114,23 +147,50 @@ export class Gateway {
   }
 
   async handleInference(
-    endpoint: "completions" | "chat",
+    endpoint: Endpoint,
     request: Request,
     bytes: Uint8Array<ArrayBuffer>,
     clientSignal?: AbortSignal,
   ): Promise<Response> {
-    const { now } = this.#deps;
+    const flight = this.#begin(endpoint, request);
+    try {
+      const parsed = this.#parse(flight, endpoint, bytes);
+      const verdict = await this.#plan(flight, parsed);
+      if (verdict) return verdict;
+      const reservation = flight.reservation;
+      flight.reservation = undefined; // executeDispatch owns it now
+      return await executeDispatch({
+        runtime: flight.runtime!,
+        plan: flight.plan!,
+        reservation,
+        record: flight.record,
+        path: ENGINE_PATHS[endpoint],
+        clientHeaders: this.#forwardedHeaders(flight),
+        body: bytes,
+        clientSignal,
+        fetch: this.#deps.fetch,
+        now: this.#deps.now,
+        maxRetries: this.#config.limits.maxRetries,
+        headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
+        responseHeaders: flight.responseHeaders,
+        finish: (record) => this.#finish(flight.trace, record),
+        trace: flight.trace,
+      });
+    } catch (error) {
+      return this.#failed(flight, error);
+    }
+  }
+
+  #begin(endpoint: Endpoint, request: Request): InFlight {
+    const now = this.#deps.now();
     const requestId = request.headers.get("x-request-id")?.slice(0, 200) || crypto.randomUUID();
-    // "none" until an arm is assigned: a body that does not parse or an unknown model has no
-    // experiment, yet every response says which arm served it.
-    const responseHeaders = new Headers({ "x-request-id": requestId, "x-tidegate-arm": "none" });
     const record: RequestRecord = {
       requestId,
       model: "",
       endpoint,
       arm: "",
       stream: false,
-      startedAt: now(),
+      startedAt: now,
       startedAtWallMs: this.#deps.wallNow(),
       attempts: [],
       status: 0,
@@ -138,101 +198,114 @@ export class Gateway {
       interTokenS: [],
       usage: {},
     };
-    const route = `POST ${ENGINE_PATHS[endpoint]}`;
-    const trace = this.tracing.begin(request, route, record.startedAt);
-    const finish = (r: RequestRecord) => {
-      trace.finish(r);
-      for (const observer of this.observers) {
-        try {
-          observer.onFinished(r);
-        } catch (error) {
-          this.#deps.log("request observer failed", { error: (error as Error).message });
-        }
-      }
+    return {
+      request,
+      record,
+      trace: this.#tracing.begin(request, `POST ${ENGINE_PATHS[endpoint]}`, now),
+      // "none" until an arm is assigned: a body that does not parse or an unknown model has no
+      // experiment, yet every response says which arm served it.
+      responseHeaders: new Headers({ "x-request-id": requestId, "x-tidegate-arm": "none" }),
     };
-    const answer = (error: HttpError, outcome: RequestRecord["outcome"]) => {
-      record.status = error.status;
-      record.outcome = outcome;
-      record.error = error.message;
-      record.durationS = (now() - record.startedAt) / 1000;
-      finish(record);
-      return error.toResponse(responseHeaders);
-    };
+  }
 
+  /** Parses the body and resolves its model and arm; throws HttpError for the client. */
+  #parse(flight: InFlight, endpoint: Endpoint, bytes: Uint8Array): ParsedRequest {
+    const { record } = flight;
+    const parsed = parseOpenAIRequest(endpoint, bytes);
+    record.stream = parsed.stream;
+    const resolved = this.resolveModel(parsed.model);
+    if (!resolved) {
+      // Not the client's string: metric labels must stay a bounded set.
+      record.model = "unknown";
+      throw this.unknownModel(parsed.model);
+    }
+    flight.runtime = resolved.runtime;
+    record.model = resolved.runtime.config.name;
+    const selection = this.#arms.select(resolved.runtime, flight.request, parsed.body);
+    record.arm = selection.arm;
+    record.experiment = selection.experiment;
+    flight.responseHeaders.set("x-tidegate-arm", selection.arm);
+    flight.selection = selection;
+    flight.loraName = resolved.loraName;
+    return parsed;
+  }
+
+  /** Plans the request; answers 429 itself when admission refuses it. */
+  async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
+    const extraKeys: ExtraKeys = {};
+    if (flight.loraName) extraKeys.loraName = flight.loraName;
+    if (parsed.cacheSalt) extraKeys.cacheSalt = parsed.cacheSalt;
+    const { plan, reservation } = await planDispatch(flight.runtime!, parsed, {
+      now: this.#deps.now,
+      random: this.#deps.random,
+      policy: flight.selection!.policy,
+      extraKeys,
+    });
+    flight.plan = plan;
+    flight.reservation = reservation;
+    flight.record.plan = plan;
+    flight.trace.planned(plan, flight.record);
+    const verdict = plan.admission;
+    if (verdict.admit) return undefined;
+    flight.responseHeaders.set("retry-after", String(verdict.retryAfterS));
+    const error = new HttpError(429, verdict.message, {
+      type: "rate_limit_error",
+      code: verdict.reason,
+    });
+    return this.#answer(flight, error, "rejected");
+  }
+
+  /** The client's headers less the ones meant for the router alone (operator override). */
+  #forwardedHeaders(flight: InFlight): Headers {
+    const clientHeaders = flight.request.headers;
+    const privateHeaders = flight.selection?.privateHeaders;
+    if (!privateHeaders?.some((name) => clientHeaders.has(name))) return clientHeaders;
+    const headers = new Headers(clientHeaders);
+    for (const name of privateHeaders) headers.delete(name);
+    return headers;
+  }
+
+  /** A failure before any upstream answer: the client's fault (HttpError) or the router's. */
+  #failed(flight: InFlight, error: unknown): Response {
+    // Whatever threw after planning, the reserved load and predicted KV go back.
+    flight.reservation?.cancel();
+    flight.reservation = undefined;
+    if (error instanceof HttpError) return this.#answer(flight, error, "client_error");
+    this.#deps.log("request failed inside the router", {
+      requestId: flight.record.requestId,
+      error: (error as Error)?.stack ?? String(error),
+    });
+    const internal = new HttpError(
+      500,
+      `Internal router error: ${(error as Error)?.message ?? error}`,
+      { code: "internal_error" },
+    );
+    return this.#answer(flight, internal, "internal_error");
+  }
+
+  #answer(flight: InFlight, error: HttpError, outcome: RequestRecord["outcome"]): Response {
+    const { record } = flight;
+    record.status = error.status;
+    record.outcome = outcome;
+    record.error = error.message;
+    record.durationS = (this.#deps.now() - record.startedAt) / 1000;
+    this.#finish(flight.trace, record);
+    return error.toResponse(flight.responseHeaders);
+  }
+
+  /** Ends the trace and tells every observer; an observer that throws is logged, not fatal. */
+  #finish(trace: RequestTrace, record: RequestRecord): void {
     try {
-      const parsed = parseOpenAIRequest(endpoint, bytes);
-      record.stream = parsed.stream;
-      const resolved = this.resolveModel(parsed.model);
-      if (!resolved) {
-        // Not the client's string: metric labels must stay a bounded set.
-        record.model = "unknown";
-        return answer(this.unknownModel(parsed.model), "client_error");
-      }
-      const { runtime } = resolved;
-      record.model = runtime.config.name;
-      const { arm, policy, experiment, privateHeaders } = this.arms.select(
-        runtime,
-        request,
-        parsed.body,
-      );
-      record.arm = arm;
-      record.experiment = experiment;
-      responseHeaders.set("x-tidegate-arm", arm);
-      let clientHeaders = request.headers;
-      if (privateHeaders?.some((name) => clientHeaders.has(name))) {
-        clientHeaders = new Headers(clientHeaders);
-        for (const name of privateHeaders) clientHeaders.delete(name);
-      }
-
-      const extraKeys: ExtraKeys = {};
-      if (resolved.loraName) extraKeys.loraName = resolved.loraName;
-      if (parsed.cacheSalt) extraKeys.cacheSalt = parsed.cacheSalt;
-      const plan = await planDispatch(runtime, parsed, {
-        now,
-        random: this.#deps.random,
-        policy,
-        extraKeys,
-      });
-      record.plan = plan;
-      trace.planned(plan, record);
-      for (const observer of this.observers) observer.onPlanned?.(record);
-
-      if (!plan.admission.admit) {
-        const verdict = plan.admission;
-        responseHeaders.set("retry-after", String(verdict.retryAfterS));
-        return answer(
-          new HttpError(429, verdict.message, { type: "rate_limit_error", code: verdict.reason }),
-          "rejected",
-        );
-      }
-      return await executeDispatch({
-        runtime,
-        plan,
-        record,
-        path: ENGINE_PATHS[endpoint],
-        clientHeaders,
-        body: bytes,
-        clientSignal,
-        fetch: this.#deps.fetch,
-        now,
-        maxRetries: this.#config.limits.maxRetries,
-        headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
-        responseHeaders,
-        finish,
-        trace,
-      });
+      trace.finish(record);
     } catch (error) {
-      if (error instanceof HttpError) return answer(error, "client_error");
-      this.#deps.log("request failed inside the router", {
-        requestId,
-        error: (error as Error)?.stack ?? String(error),
-      });
-      return answer(
-        new HttpError(500, `Internal router error: ${(error as Error)?.message ?? error}`, {
-          code: "internal_error",
-        }),
-        "internal_error",
-      );
+      this.#deps.log("request trace failed", { error: (error as Error).message });
+    }
+    for (const observer of this.#observers) {
+      try {
+        observer.onFinished(record);
+      } catch (error) {
+        this.#deps.log("request observer failed", { error: (error as Error).message });
+      }
     }
   }
 

@@ -1,4 +1,4 @@
-import type { Config, ModelConfig } from "../config/schema.ts";
+import type { ModelConfig } from "../config/schema.ts";
 import { ModelCluster } from "../cluster/model_cluster.ts";
 import type { Timers } from "../cluster/timers.ts";
 import { createKeyScheme } from "../hashing/key_scheme.ts";
@@ -7,11 +7,11 @@ import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
 import { StoreHealth } from "../kv/store_health.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
-import { createPolicy, type PolicyParams, resolveTtftParams } from "../scheduling/registry.ts";
+import { buildPolicy, type NamedPolicy } from "../scheduling/named_policy.ts";
 import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
-import type { Policy } from "../scheduling/types.ts";
 import { EngineTokenizer } from "../tokenize/engine_tokenizer.ts";
 import { TokenizeFailureLog } from "../tokenize/failure_log.ts";
+import { untracedFetch } from "../telemetry/tracing.ts";
 import { loadTokenizer } from "../tokenize/load_tokenizer.ts";
 import type { LoadedTokenizer } from "../tokenize/local_tokenizer.ts";
 import { LocalAsyncTokenizer } from "../tokenize/local_async_tokenizer.ts";
@@ -29,13 +29,6 @@ export interface RuntimeDeps {
   onTokenizerFailure?: (model: string) => void;
   /** Tokenizers already loaded, by directory: a reload reuses them instead of parsing again. */
   tokenizerCache?: Map<string, Promise<LoadedTokenizer>>;
-}
-
-/** A named policy with the parameters it was built from, so A/B arms can be compared. */
-export interface NamedPolicy {
-  name: string;
-  policy: Policy;
-  ttftParams: TtftModelParams;
 }
 
 /**
@@ -89,95 +82,36 @@ export class ModelRuntime {
       log: (message) => deps.log(message, { model: config.name }),
     });
     const prefillEstimators = new Map<string, PrefillModelEstimator>();
-    const cluster = new ModelCluster({
-      model: config.name,
-      onRemoved: (id) => prefillEstimators.delete(id),
-      health: config.health,
-      loadPollIntervalMs: config.load.pollIntervalMs,
-      loadStaleAfterMs: config.load.staleAfterMs,
-      leaseExpiryMs: config.load.leaseExpiryMs,
-      fetch: deps.fetch,
-      now: deps.now,
-      timers: deps.timers,
-      log: deps.log,
-    });
-    for (const instance of config.instances) cluster.upsert(instance, "config");
-
-    let tokenizer: AsyncPromptTokenizer;
-    let localTokenizer: LoadedTokenizer | undefined;
-    switch (config.tokenizer.mode) {
-      case "local": {
-        const dir = config.tokenizer.path!;
-        const options = {
-          fastPath: config.tokenizer.fastPath,
-          cacheMaxTokens: config.tokenizer.cacheMaxTokens,
-        };
-        const key = `${dir}\0${options.fastPath}\0${options.cacheMaxTokens}`;
-        let pending = deps.tokenizerCache?.get(key);
-        if (!pending) {
-          pending = loadTokenizer(dir, options);
-          deps.tokenizerCache?.set(key, pending);
-          pending.catch(() => deps.tokenizerCache?.delete(key));
-        }
-        localTokenizer = await pending;
-        tokenizer = new LocalAsyncTokenizer(localTokenizer, tokenizerFailures);
-        break;
-      }
-      case "engine": {
-        tokenizer = new EngineTokenizer({
-          engine: config.instances.some((i) => i.engine === "sglang") ? "sglang" : "vllm",
-          model: config.name,
-          // Any instance that takes traffic can tokenize; the healthiest first.
-          baseUrl: () => cluster.entries().find((e) => cluster.isHealthy(e))?.config.url,
-          timeoutMs: config.tokenizer.timeoutMs,
-          fetch: deps.fetch,
-          failures: tokenizerFailures,
-        });
-        break;
-      }
-      case "none":
-        tokenizer = new NoneTokenizer();
-        break;
-    }
-
-    const keyScheme = createKeyScheme({
-      hash: config.kv.hash,
-      seed: config.kv.seed,
-      chunkSize: config.kv.chunkSize,
-      saveUnfullChunk: config.kv.saveUnfullChunk,
-      keyFormat: config.kv.keyFormat,
-      requireAllRanks: config.kv.requireAllRanks,
-      ...config.kv.keyParams,
-      model: config.kv.keyParams.model ?? config.name,
-    });
-
-    let store: MooncakeClient | undefined;
-    if (config.kv.store === "mooncake" && config.kv.url) {
-      store = new MooncakeClient({
-        url: config.kv.url,
-        fetch: deps.fetch,
-        now: deps.now,
-        health: new StoreHealth({ downWindowMs: config.kv.downWindowMs }),
-        batchSize: config.kv.batchSize,
-        deadlineMs: config.kv.timeoutMs,
-      });
-    }
-    const predicted = config.kv.predictedIndex.enabled
-      ? new PredictedIndex({
-        now: deps.now,
-        ttlMs: config.kv.predictedIndex.ttlMs,
-        maxEntries: config.kv.predictedIndex.maxKeys,
-      })
-      : undefined;
-
+    const cluster = createCluster(config, deps, (id) => prefillEstimators.delete(id));
+    const { tokenizer, localTokenizer } = await createTokenizer(
+      config,
+      deps,
+      cluster,
+      tokenizerFailures,
+    );
     return new ModelRuntime({
       config,
       tokenizer,
       tokenizerFailures,
       localTokenizer,
-      keyScheme,
-      store,
-      predicted,
+      keyScheme: createKeyScheme({
+        hash: config.kv.hash,
+        seed: config.kv.seed,
+        chunkSize: config.kv.chunkSize,
+        saveUnfullChunk: config.kv.saveUnfullChunk,
+        keyFormat: config.kv.keyFormat,
+        requireAllRanks: config.kv.requireAllRanks,
+        ...config.kv.keyParams,
+        model: config.kv.keyParams.model ?? config.name,
+      }),
+      store: createStore(config, deps),
+      predicted: config.kv.predictedIndex.enabled
+        ? new PredictedIndex({
+          now: deps.now,
+          ttlMs: config.kv.predictedIndex.ttlMs,
+          maxEntries: config.kv.predictedIndex.maxKeys,
+        })
+        : undefined,
       cluster,
       defaultPolicy: buildPolicy(config.policy, config),
       prefillEstimators,
@@ -195,28 +129,81 @@ export class ModelRuntime {
   }
 }
 
-/** A policy from its config form (`"cache_aware"` or `{name, params}`); throws on bad names. */
-export function buildPolicy(
-  spec: ModelConfig["policy"],
-  model: Pick<ModelConfig, "prefillModel">,
-): NamedPolicy {
-  const name = typeof spec === "string" ? spec : spec.name;
-  const params = { ...(typeof spec === "string" ? {} : spec.params) } as PolicyParams;
-  if (model.prefillModel && params.prefillModel === undefined) {
-    params.prefillModel = model.prefillModel;
-  }
-  return { name, policy: createPolicy(name, params), ttftParams: resolveTtftParams(params) };
+function createCluster(
+  config: ModelConfig,
+  deps: RuntimeDeps,
+  onRemoved: (id: string) => void,
+): ModelCluster {
+  const cluster = new ModelCluster({
+    model: config.name,
+    onRemoved,
+    health: config.health,
+    loadPollIntervalMs: config.load.pollIntervalMs,
+    loadStaleAfterMs: config.load.staleAfterMs,
+    leaseExpiryMs: config.load.leaseExpiryMs,
+    // Probes and load polls are background work: never children of a request's trace.
+    fetch: untracedFetch(deps.fetch),
+    now: deps.now,
+    timers: deps.timers,
+    log: deps.log,
+  });
+  for (const instance of config.instances) cluster.upsert(instance, "config");
+  return cluster;
 }
 
-/** Checks every model's policy name before anything starts, so a typo fails at start. */
-export function policyProblems(config: Config): string[] {
-  const problems: string[] = [];
-  config.models.forEach((model, m) => {
-    try {
-      buildPolicy(model.policy, model);
-    } catch (error) {
-      problems.push(`models[${m}].policy: ${(error as Error).message}`);
+async function createTokenizer(
+  config: ModelConfig,
+  deps: RuntimeDeps,
+  cluster: ModelCluster,
+  failures: TokenizeFailureLog,
+): Promise<{ tokenizer: AsyncPromptTokenizer; localTokenizer?: LoadedTokenizer }> {
+  switch (config.tokenizer.mode) {
+    case "local": {
+      const localTokenizer = await loadCachedTokenizer(config, deps);
+      return { tokenizer: new LocalAsyncTokenizer(localTokenizer, failures), localTokenizer };
     }
+    case "engine":
+      return {
+        tokenizer: new EngineTokenizer({
+          engine: config.instances.some((i) => i.engine === "sglang") ? "sglang" : "vllm",
+          model: config.name,
+          // Any instance that takes traffic can tokenize; the healthiest first.
+          baseUrl: () => cluster.entries().find((e) => cluster.isHealthy(e))?.config.url,
+          timeoutMs: config.tokenizer.timeoutMs,
+          fetch: deps.fetch,
+          failures,
+        }),
+      };
+    case "none":
+      return { tokenizer: new NoneTokenizer() };
+  }
+}
+
+/** A tokenizer directory is parsed once per router (a reload reuses it). */
+function loadCachedTokenizer(config: ModelConfig, deps: RuntimeDeps): Promise<LoadedTokenizer> {
+  const dir = config.tokenizer.path!;
+  const options = {
+    fastPath: config.tokenizer.fastPath,
+    cacheMaxTokens: config.tokenizer.cacheMaxTokens,
+  };
+  const key = `${dir}\0${options.fastPath}\0${options.cacheMaxTokens}`;
+  let pending = deps.tokenizerCache?.get(key);
+  if (!pending) {
+    pending = loadTokenizer(dir, options);
+    deps.tokenizerCache?.set(key, pending);
+    pending.catch(() => deps.tokenizerCache?.delete(key));
+  }
+  return pending;
+}
+
+function createStore(config: ModelConfig, deps: RuntimeDeps): MooncakeClient | undefined {
+  if (config.kv.store !== "mooncake" || !config.kv.url) return undefined;
+  return new MooncakeClient({
+    url: config.kv.url,
+    fetch: deps.fetch,
+    now: deps.now,
+    health: new StoreHealth({ downWindowMs: config.kv.downWindowMs }),
+    batchSize: config.kv.batchSize,
+    deadlineMs: config.kv.timeoutMs,
   });
-  return problems;
 }

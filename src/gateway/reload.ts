@@ -15,7 +15,8 @@
 import type { Config, ModelConfig } from "../config/schema.ts";
 import type { BackgroundWork } from "./background_work.ts";
 import type { Gateway } from "./gateway.ts";
-import { type ModelRuntime, policyProblems } from "./model_runtime.ts";
+import { policyProblems } from "../scheduling/named_policy.ts";
+import type { ModelRuntime } from "./model_runtime.ts";
 
 export interface ReloadPlan {
   /** Models whose runtime stays (only membership may change). */

@@ -25,7 +25,7 @@ export interface ForwardRequest {
   headers: Headers;
   body: Uint8Array<ArrayBuffer>;
   targets: readonly ForwardTarget[];
-  /** The first try plus retries; the issue's default is 3 (at most 2 retries). */
+  /** The first try plus retries (default config: 3, i.e. at most 2 retries). */
   maxAttempts: number;
   headersTimeoutMs: number;
   /** Aborts while waiting for headers (client gone). Not used after headers arrive. */
@@ -50,6 +50,10 @@ export type ForwardOutcome =
 
 class HeadersTimeout extends Error {}
 
+/** How much of an engine's 5xx body is read for its message, and for how long at most. */
+const ERROR_BODY_MAX_BYTES = 4096;
+const ERROR_BODY_TIMEOUT_MS = 1_000;
+
 /**
  * Sends the request to the best target and, while nothing has reached the client, retries on the
  * next ones: when the connection is refused, no headers arrive in time, or the engine answers 5xx.
@@ -67,46 +71,62 @@ export async function forwardWithRetries(
     if (hooks.beforeAttempt && hooks.beforeAttempt(target, attempts.length) === false) continue;
     const record: AttemptRecord = { instanceId: target.id, startedAt: deps.now() };
     attempts.push(record);
-    const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new HeadersTimeout("no response headers in time")),
-      request.headersTimeoutMs,
-    );
-    const onClientAbort = () => controller.abort(request.signal?.reason);
-    request.signal?.addEventListener("abort", onClientAbort, { once: true });
-    let response: Response | undefined;
-    try {
-      response = await deps.fetch(joinUrl(target.url, request.path), {
-        method: request.method,
-        headers: request.headers,
-        body: request.body.byteLength ? request.body : undefined,
-        signal: controller.signal,
-      });
-      record.headersAt = deps.now();
-      record.status = response.status;
-    } catch (error) {
-      if (request.signal?.aborted) {
-        hooks.afterAttempt?.(target, record);
-        return { kind: "client_gone", attempts };
-      }
-      const timedOut = controller.signal.reason instanceof HeadersTimeout;
-      record.failure = timedOut ? "timeout" : "connect_error";
-      record.error = timedOut
-        ? `no response headers within ${request.headersTimeoutMs} ms`
-        : (error as Error).message;
-    } finally {
-      clearTimeout(timer);
-      request.signal?.removeEventListener("abort", onClientAbort);
-    }
-    if (response && response.status >= 500) {
-      record.failure = "http_5xx";
-      record.error = `HTTP ${response.status}`;
-      await response.body?.cancel().catch(() => {});
-      response = undefined;
+    const response = await attemptOnce(request, deps, target, record);
+    if (response === "client_gone") {
+      hooks.afterAttempt?.(target, record);
+      return { kind: "client_gone", attempts };
     }
     hooks.afterAttempt?.(target, record);
     if (response) return { kind: "response", target, response, attempts };
   }
+  return failedOutcome(attempts);
+}
+
+/** One attempt: the response worth returning, undefined when it failed, or "client_gone". */
+async function attemptOnce(
+  request: ForwardRequest,
+  deps: ForwardDeps,
+  target: ForwardTarget,
+  record: AttemptRecord,
+): Promise<Response | undefined | "client_gone"> {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new HeadersTimeout("no response headers in time")),
+    request.headersTimeoutMs,
+  );
+  const onClientAbort = () => controller.abort(request.signal?.reason);
+  request.signal?.addEventListener("abort", onClientAbort, { once: true });
+  let response: Response;
+  try {
+    response = await deps.fetch(joinUrl(target.url, request.path), {
+      method: request.method,
+      headers: request.headers,
+      body: request.body.byteLength ? request.body : undefined,
+      signal: controller.signal,
+    });
+    record.headersAt = deps.now();
+    record.status = response.status;
+  } catch (error) {
+    if (request.signal?.aborted) return "client_gone";
+    const timedOut = controller.signal.reason instanceof HeadersTimeout;
+    record.failure = timedOut ? "timeout" : "connect_error";
+    record.error = timedOut
+      ? `no response headers within ${request.headersTimeoutMs} ms`
+      : (error as Error).message;
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+    request.signal?.removeEventListener("abort", onClientAbort);
+  }
+  if (response.status < 500) return response;
+  record.failure = "http_5xx";
+  const message = await engineErrorMessage(response);
+  record.error = `HTTP ${response.status}${message ? `: ${message}` : ""}`;
+  return undefined;
+}
+
+/** The 502/504 after every attempt failed, naming each attempt's error. */
+function failedOutcome(attempts: AttemptRecord[]): ForwardOutcome {
   if (attempts.length === 0) {
     return { kind: "failed", status: 502, message: "No instance could take the request", attempts };
   }
@@ -125,6 +145,57 @@ export async function forwardWithRetries(
       message: `All ${attempts.length} upstream attempt(s) failed (${summary})`,
       attempts,
     };
+}
+
+/**
+ * The engine's own words from a 5xx body (OpenAI's `error.message`, vLLM's `message`, or the
+ * text), read up to a few KiB and a second so that a hanging error body cannot hold the retry.
+ */
+export async function engineErrorMessage(response: Response): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), ERROR_BODY_TIMEOUT_MS);
+  });
+  try {
+    while (size < ERROR_BODY_MAX_BYTES) {
+      const read = await Promise.race([reader.read(), deadline]);
+      if (read === "timeout" || read.done) break;
+      chunks.push(read.value);
+      size += read.value.byteLength;
+    }
+  } catch {
+    // A body that fails mid-read still gives what arrived.
+  } finally {
+    clearTimeout(timer);
+    reader.cancel().catch(() => {});
+  }
+  const text = new TextDecoder().decode(concat(chunks, size)).slice(0, ERROR_BODY_MAX_BYTES);
+  return messageOf(text).replace(/\s+/g, " ").trim().slice(0, 500);
+}
+
+function messageOf(text: string): string {
+  try {
+    const body = JSON.parse(text);
+    const message = body?.error?.message ?? body?.message ?? body?.detail;
+    if (typeof message === "string") return message;
+  } catch {
+    // Not JSON: the text itself.
+  }
+  return text;
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
 }
 
 export function joinUrl(base: string, path: string): string {

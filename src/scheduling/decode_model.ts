@@ -18,11 +18,14 @@ export function decodeStepS(model: DecodeModel, runningRequests: number): number
   return model.baseS + model.perRequestS * Math.max(0, runningRequests);
 }
 
-/** Predicted TBT on the least busy decode instance once this request joins it. */
+/**
+ * Predicted TBT on the least busy decode instance once this request joins it; undefined with no
+ * instance to decode on (that is "no healthy instance", not an SLO breach).
+ */
 export function predictTbtS(
   model: DecodeModel,
   runningRequestsPerInstance: readonly number[],
-): number {
-  if (runningRequestsPerInstance.length === 0) return Number.POSITIVE_INFINITY;
+): number | undefined {
+  if (runningRequestsPerInstance.length === 0) return undefined;
   return decodeStepS(model, Math.min(...runningRequestsPerInstance) + 1);
 }

@@ -3,7 +3,7 @@ import { type ExperimentConfig, ExperimentSchema } from "../config/schema.ts";
 import { assignArm } from "../experiment/assign.ts";
 import { parseExperimentKey } from "../experiment/experiment_key.ts";
 import { type ExperimentReport, ExperimentTally } from "../experiment/report.ts";
-import type { AssignmentKind } from "../experiment/stats.ts";
+import type { AssignmentKind } from "../contracts.ts";
 import { createPolicy, type PolicyParams } from "../scheduling/registry.ts";
 import { seededRandom } from "./rng.ts";
 import type { SimResult } from "./simulator.ts";

@@ -2,10 +2,9 @@
  * The JSON the dashboard page renders (`GET /dashboard/data`): per model, every instance's
  * health, load and hit ratios, the KV store's state; TTFT percentiles per arm over time; the
  * last decisions with their score terms. `assembleDashboardData` is pure (plain inputs in, JSON
- * out); `readDashboardInput` reads those inputs from the live gateway.
+ * out); `readDashboardInput` reads those inputs from the live sources.
  */
 import type { InstanceStatus } from "../cluster/model_cluster.ts";
-import type { Gateway } from "../gateway/gateway.ts";
 import type { StoreHealthSnapshot } from "../kv/store_health.ts";
 import type { DecisionEntry } from "./decision_log.ts";
 import type { DashboardTraffic, InstanceTrafficTotals } from "./dashboard_traffic.ts";
@@ -66,7 +65,10 @@ export interface DashboardInstance {
   engineCachedTokens: number;
   /** predicted local hit tokens / prompt tokens dispatched to it; null before any prompt token. */
   predictedHitRatio: number | null;
-  /** engine cached tokens / prompt tokens; null until an engine reported cached tokens. */
+  /**
+   * engine cached tokens / prompt tokens of the requests whose engine reported usage (the
+   * definition /admin/experiments uses); null until an engine reported cached tokens.
+   */
   engineHitRatio: number | null;
 }
 
@@ -180,7 +182,9 @@ function dashboardInstance(
     predictedLocalHitTokens: predicted,
     engineCachedTokens: cached,
     predictedHitRatio: ratio(predicted, promptTokens),
-    engineHitRatio: traffic?.engineReports ? ratio(cached, promptTokens) : null,
+    engineHitRatio: traffic?.engineReports
+      ? ratio(cached, traffic.engineReportedPromptTokens)
+      : null,
   };
 }
 
@@ -209,9 +213,10 @@ function sum<T>(items: T[], read: (item: T) => number): number {
   return items.reduce((total, item) => total + read(item), 0);
 }
 
-/** Where the dashboard's inputs live: the gateway plus the observers the dashboard registered. */
+/** Where the dashboard's inputs live: the served models plus the dashboard's own observers. */
 export interface DashboardSources {
-  gateway: Gateway;
+  /** Every served model's live state (in memory: no I/O). */
+  models: () => DashboardModelInput[];
   traffic: DashboardTraffic;
   timeline: TtftTimeline;
   decisions: { recent(limit: number): DecisionEntry[] };
@@ -226,16 +231,7 @@ export function readDashboardInput(sources: DashboardSources, decisions: number)
   return {
     wallNowMs,
     nowMs: sources.now(),
-    models: sources.gateway.runtimes().map((runtime) => ({
-      name: runtime.config.name,
-      policy: runtime.defaultPolicy.name,
-      tokenizer: runtime.config.tokenizer.mode,
-      instances: runtime.cluster.status(),
-      store: runtime.store
-        ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
-        : undefined,
-      predictedIndexKeys: runtime.predicted?.size ?? 0,
-    })),
+    models: sources.models(),
     traffic: sources.traffic.all(),
     ttft: sources.timeline.snapshot(wallNowMs),
     decisions: decisions > 0 ? sources.decisions.recent(decisions) : [],

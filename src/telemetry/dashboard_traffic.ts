@@ -6,7 +6,7 @@
  * (summed over arms), so the dashboard's hit ratios equal the ones computed from `/metrics`.
  * Pure.
  */
-import type { RequestObserver, RequestRecord } from "../gateway/request_record.ts";
+import type { RequestObserver, RequestRecord } from "../contracts.ts";
 
 export interface InstanceTrafficTotals {
   model: string;
@@ -17,6 +17,8 @@ export interface InstanceTrafficTotals {
   engineCachedTokens: number;
   /** Requests whose engine reported cached tokens (usage.prompt_tokens_details). */
   engineReports: number;
+  /** Prompt tokens of those requests: the engine hit ratio's denominator. */
+  engineReportedPromptTokens: number;
 }
 
 export class DashboardTraffic implements RequestObserver {
@@ -43,6 +45,7 @@ export class DashboardTraffic implements RequestObserver {
     if (cached !== undefined) {
       totals.engineCachedTokens += cached;
       totals.engineReports++;
+      totals.engineReportedPromptTokens += plan.promptTokens;
     }
   }
 
@@ -75,5 +78,6 @@ function zero(model: string, instance: string): InstanceTrafficTotals {
     predictedLocalHitTokens: 0,
     engineCachedTokens: 0,
     engineReports: 0,
+    engineReportedPromptTokens: 0,
   };
 }

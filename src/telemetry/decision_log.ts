@@ -1,4 +1,4 @@
-import type { RequestObserver, RequestRecord } from "../gateway/request_record.ts";
+import type { RequestObserver, RequestRecord } from "../contracts.ts";
 
 /** One dispatch decision as the dashboard and `/admin/decisions` show it. */
 export interface DecisionEntry {

@@ -64,6 +64,7 @@ export class GatewayMetrics {
   readonly completionTokens;
   readonly predictedHitTokens;
   readonly engineCachedTokens;
+  readonly engineReportedPromptTokens;
   readonly hitMismatchTokens;
   readonly retries;
   readonly rejections;
@@ -128,6 +129,13 @@ export class GatewayMetrics {
     this.engineCachedTokens = new client.Counter({
       name: "tidegate_engine_cached_tokens_total",
       help: "Cached prompt tokens the engine reported (usage.prompt_tokens_details.cached_tokens).",
+      labelNames: base,
+      registers,
+    });
+    this.engineReportedPromptTokens = new client.Counter({
+      name: "tidegate_engine_reported_prompt_tokens_total",
+      help: "Prompt tokens of the requests whose engine reported cached tokens: the engine hit " +
+        "ratio is tidegate_engine_cached_tokens_total over this.",
       labelNames: base,
       registers,
     });

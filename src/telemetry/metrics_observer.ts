@@ -1,4 +1,4 @@
-import type { RequestObserver, RequestRecord } from "../gateway/request_record.ts";
+import type { RequestObserver, RequestRecord } from "../contracts.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 
 /** Turns each finished request into Prometheus series (labels: model, instance, arm). */
@@ -74,6 +74,7 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
       const cached = record.usage.cachedTokens;
       if (cached !== undefined) {
         metrics.engineCachedTokens.inc(labels, cached);
+        metrics.engineReportedPromptTokens.inc(labels, plan.promptTokens);
         metrics.hitMismatchTokens.inc(labels, Math.abs(cached - local));
       }
     },

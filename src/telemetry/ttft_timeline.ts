@@ -3,7 +3,7 @@
  * (default 10 s) kept for a window (default 30 min), each a quantile sketch. A request counts in
  * the bucket of its first token (arrival + TTFT). Pure: time comes from the records and callers.
  */
-import type { RequestObserver, RequestRecord } from "../gateway/request_record.ts";
+import type { RequestObserver, RequestRecord } from "../contracts.ts";
 import { QuantileSketch } from "./quantile_sketch.ts";
 
 export interface TtftTimelineOptions {

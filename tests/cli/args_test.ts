@@ -1,5 +1,5 @@
 import { assertEquals } from "../assert.ts";
-import { parseCommandArgs, parsePortFlag } from "../../src/cli/args.ts";
+import { parseCommandArgs, parsePortFlag } from "../../cli/args.ts";
 
 Deno.test("parseCommandArgs() returns the values, 0 after --help, 2 after an unknown flag", () => {
   const printed: string[] = [];

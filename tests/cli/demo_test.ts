@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../assert.ts";
-import { demoChat, runDemoBurst } from "../../src/cli/demo.ts";
+import { demoChat, runDemoBurst } from "../../cli/demo.ts";
 import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter } from "../../src/gateway/router.ts";
+import { createRouter } from "../../routes/app.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { startDemoCluster } from "../fakes/demo_cluster.ts";
 

@@ -1,5 +1,5 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { runKeys } from "../../src/cli/keys.ts";
+import { runKeys } from "../../cli/keys.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
 

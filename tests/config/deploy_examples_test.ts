@@ -1,6 +1,6 @@
 import { assertEquals } from "../assert.ts";
 import { parseConfigText } from "../../src/config/load.ts";
-import { policyProblems } from "../../src/gateway/model_runtime.ts";
+import { policyProblems } from "../../src/scheduling/named_policy.ts";
 
 const env = (name: string) => (name === "TIDEGATE_ADMIN_TOKEN" ? "example-token" : undefined);
 

@@ -10,10 +10,10 @@
  * `TIDEGATE_CHROMIUM=<path>` uses another Chromium binary.
  */
 import { chromium } from "playwright-core";
-import { runDemoBurst } from "../../src/cli/demo.ts";
+import { runDemoBurst } from "../../cli/demo.ts";
 import { parsePrometheusText, type PromSample } from "../../src/cluster/prometheus_text.ts";
 import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter } from "../../src/gateway/router.ts";
+import { createRouter } from "../../routes/app.ts";
 import { assert, assertEquals } from "../assert.ts";
 import { startDemoCluster } from "../fakes/demo_cluster.ts";
 
@@ -68,8 +68,9 @@ function figuresFromMetrics(samples: PromSample[], model: string, instance: stri
     hitRatio: prompt > 0
       ? total("tidegate_predicted_hit_tokens_total", { scope: "local" }) / prompt
       : null,
-    engineHitRatio: prompt > 0 && cachedSamples.length
-      ? total("tidegate_engine_cached_tokens_total") / prompt
+    engineHitRatio: cachedSamples.length
+      ? total("tidegate_engine_cached_tokens_total") /
+        total("tidegate_engine_reported_prompt_tokens_total")
       : null,
     waitingPrefillTokens: total("tidegate_instance_waiting_prefill_tokens"),
   } satisfies InstanceFigures;

@@ -88,6 +88,8 @@ function input(overrides: Partial<DashboardInput> = {}): DashboardInput {
         predictedLocalHitTokens: 750,
         engineCachedTokens: 500,
         engineReports: 2,
+        // Two of the four requests reported usage: only their prompt tokens count.
+        engineReportedPromptTokens: 625,
       },
       {
         model: "other",
@@ -97,6 +99,7 @@ function input(overrides: Partial<DashboardInput> = {}): DashboardInput {
         predictedLocalHitTokens: 9,
         engineCachedTokens: 0,
         engineReports: 0,
+        engineReportedPromptTokens: 0,
       },
     ],
     ttft: { bucketMs: 10_000, windowMs: 1_800_000, from: 0, to: 1, series: [] },
@@ -110,7 +113,8 @@ Deno.test("assembleDashboardData() joins each instance with its own model's traf
   const [a, b] = data.models[0].instances;
   assertEquals(
     [a.requests, a.promptTokens, a.predictedHitRatio, a.engineHitRatio],
-    [4, 1000, 0.75, 0.5],
+    [4, 1000, 0.75, 0.8],
+    "the engine hit ratio divides by the prompt tokens of the requests that reported usage",
   );
   assertEquals(
     [b.requests, b.promptTokens, b.predictedHitRatio, b.engineHitRatio],

@@ -1,9 +1,11 @@
 import { Hono } from "hono";
+import { DashboardTraffic } from "../../src/telemetry/dashboard_traffic.ts";
+import { TtftTimeline } from "../../src/telemetry/ttft_timeline.ts";
 import { dashboardRoutes } from "../../routes/dashboard.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { dashboardCookieValue } from "../../src/dashboard/dashboard_auth.ts";
-import { createRouter, type Router } from "../../src/gateway/router.ts";
+import { createRouter, type Router } from "../../routes/app.ts";
 import type { DashboardData } from "../../src/telemetry/dashboard_data.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { completion, range, startTestCluster } from "../gateway/harness.ts";
@@ -163,6 +165,8 @@ Deno.test("an admin middleware given to dashboardRoutes decides what the cookie 
     "/",
     dashboardRoutes(router.gateway, {
       decisions: router.decisions,
+      traffic: new DashboardTraffic(),
+      timeline: new TtftTimeline(),
       adminAuth: async (c, next) => {
         if (c.req.header("x-admin") !== "yes") {
           return c.text("refused by the admin middleware", 418);
@@ -192,9 +196,14 @@ Deno.test("after real traffic, /dashboard/data shows per instance the hit ratios
     const prompts = [range(0, 64), range(1000, 64), range(0, 80), range(5000, 48)];
     cluster.hold(1, prompts[0], 3);
     for (const prompt of [...prompts, ...prompts]) {
-      const response = await completion(cluster.url, { prompt });
+      // Streamed with usage: TTFT and the engine's cached tokens are both observable.
+      const response = await completion(cluster.url, {
+        prompt,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       assertEquals(response.status, 200);
-      await response.body?.cancel();
+      await response.text();
     }
     const data = await (await fetch(`${cluster.url}/dashboard/data`)).json() as DashboardData;
     const samples =
@@ -213,9 +222,10 @@ Deno.test("after real traffic, /dashboard/data shows per instance the hit ratios
         instance.predictedHitRatio,
         prompt ? total("tidegate_predicted_hit_tokens_total", instance.id, "local") / prompt : null,
       );
+      const reported = total("tidegate_engine_reported_prompt_tokens_total", instance.id);
       assertEquals(
         instance.engineHitRatio,
-        prompt ? total("tidegate_engine_cached_tokens_total", instance.id) / prompt : null,
+        reported ? total("tidegate_engine_cached_tokens_total", instance.id) / reported : null,
       );
       requests += instance.requests;
     }

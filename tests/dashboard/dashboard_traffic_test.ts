@@ -39,12 +39,19 @@ Deno.test("DashboardTraffic counts per instance exactly what metricsObserver exp
   for (const [model, instance] of [["m", "a"], ["m", "b"], ["m", "c"], ["other", "a"]]) {
     const t = traffic.get(model, instance);
     assertEquals(
-      [t.requests, t.promptTokens, t.predictedLocalHitTokens, t.engineCachedTokens],
+      [
+        t.requests,
+        t.promptTokens,
+        t.predictedLocalHitTokens,
+        t.engineCachedTokens,
+        t.engineReportedPromptTokens,
+      ],
       [
         fromMetrics("tidegate_requests_total", model, instance),
         fromMetrics("tidegate_prompt_tokens_total", model, instance),
         fromMetrics("tidegate_predicted_hit_tokens_total", model, instance, "local"),
         fromMetrics("tidegate_engine_cached_tokens_total", model, instance),
+        fromMetrics("tidegate_engine_reported_prompt_tokens_total", model, instance),
       ],
       `${model}/${instance}`,
     );
@@ -57,6 +64,7 @@ Deno.test("DashboardTraffic counts per instance exactly what metricsObserver exp
     predictedLocalHitTokens: 768,
     engineCachedTokens: 512,
     engineReports: 1,
+    engineReportedPromptTokens: 1000,
   });
   assertEquals(
     traffic.get("m", "c").promptTokens,

@@ -1,6 +1,5 @@
 /** Finished request records for observer tests, with only the plan fields observers read. */
-import type { DispatchPlan } from "../../src/gateway/dispatch_plan.ts";
-import type { RequestRecord } from "../../src/gateway/request_record.ts";
+import type { DispatchPlan, RequestRecord } from "../../src/contracts.ts";
 
 export interface RecordSpec {
   model?: string;

@@ -13,6 +13,7 @@ Deno.test("a killed engine loses its traffic within one probe interval, no reque
     startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.002, decodeSecondsPerToken: 0.5 })
   );
   const proxies = engines.map((e) => startKillableProxy(e.port));
+  const attempts: AttemptRecord[] = [];
   const { router, url } = await startRouter([loadOnlyModel(MODEL, {
     policy: "least_load",
     health: {
@@ -23,9 +24,7 @@ Deno.test("a killed engine loses its traffic within one probe interval, no reque
       openCooldownMs: 2_000,
     },
     instances: proxies.map((p, i) => ({ id: `e${i}`, url: p.url })),
-  })]);
-  const attempts: AttemptRecord[] = [];
-  router.gateway.observers.push({ onFinished: (r) => attempts.push(...r.attempts) });
+  })], { observers: [{ onFinished: (r) => attempts.push(...r.attempts) }] });
   const load = steadyLoad(url, { model: MODEL, workers: 6 });
   const onE0 = (from: number, to = Infinity) =>
     attempts.filter((a) => a.instanceId === "e0" && a.startedAt >= from && a.startedAt < to);

@@ -32,11 +32,16 @@ function admin(t: TestCluster) {
 }
 
 async function send(t: TestCluster, session: number, headers: Record<string, string> = {}) {
-  const response = await completion(t.url, { prompt: range(session * 100, 40) }, {
+  // Streamed: only a stream has an observable first token (TTFT) to compare arms by.
+  const response = await completion(t.url, {
+    prompt: range(session * 100, 40),
+    stream: true,
+    stream_options: { include_usage: true },
+  }, {
     "x-session-id": `session-${session}`,
     ...headers,
   });
-  await response.body?.cancel();
+  await response.text();
   return response;
 }
 

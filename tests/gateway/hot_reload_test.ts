@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../assert.ts";
-import { watchConfigFile } from "../../src/cli/start.ts";
+import { watchConfigFile } from "../../cli/start.ts";
 import { loadConfigFile } from "../../src/config/load.ts";
-import { createRouter, type Router } from "../../src/gateway/router.ts";
+import { createRouter, type Router } from "../../routes/app.ts";
 import type { AttemptRecord } from "../../src/proxy/forward.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { eventually } from "./harness.ts";
@@ -34,15 +34,15 @@ Deno.test("editing the config file adds and removes an instance under steady loa
   await write([0, 1]);
   let appliedAt = Infinity;
   let runningOnE0 = 0;
+  const attempts: AttemptRecord[] = [];
   const router: Router = await createRouter(await loadConfigFile(path), {
     log: (message) => {
       if (message !== "config reloaded") return;
       appliedAt = performance.now();
       runningOnE0 = router.gateway.runtime(MODEL)!.cluster.get("e0")?.active ?? 0;
     },
+    observers: [{ onFinished: (r) => attempts.push(...r.attempts) }],
   });
-  const attempts: AttemptRecord[] = [];
-  router.gateway.observers.push({ onFinished: (r) => attempts.push(...r.attempts) });
   const watch = watchConfigFile({ path, router, debounceMs: 50, log: () => {} });
   const { port } = await router.serve({ port: 0 });
   const cluster = router.gateway.runtime(MODEL)!.cluster;

@@ -9,7 +9,7 @@ Deno.test("GET /admin/instances shows health, breaker, load, the engine report w
   const t = await startTestCluster({ engines: 2 });
   try {
     const cluster = t.router.gateway.runtime(MODEL)!.cluster;
-    (await completion(t.url, { prompt: range(1, 64) })).body?.cancel();
+    await (await completion(t.url, { prompt: range(1, 64), stream: true })).text();
     await cluster.refresh();
     const response = await fetch(`${t.url}/admin/instances`);
     assertEquals(response.status, 200);

@@ -1,8 +1,9 @@
 import { parseCommandArgs, parsePortFlag } from "./args.ts";
-import { ConfigError, loadConfigFile } from "../config/load.ts";
-import type { Config } from "../config/schema.ts";
-import type { ReloadResult } from "../gateway/reload.ts";
-import { createRouter, jsonLog, type Router } from "../gateway/router.ts";
+import { ConfigError, loadConfigFile } from "../src/config/load.ts";
+import type { Config } from "../src/config/schema.ts";
+import type { ReloadResult } from "../src/gateway/reload.ts";
+import { createRouter, type Router } from "../routes/app.ts";
+import { jsonLog } from "../src/telemetry/json_log.ts";
 
 const USAGE = `Usage: deno task start --config FILE [--host HOST] [--port PORT]
 

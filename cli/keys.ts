@@ -1,10 +1,10 @@
 import { parseCommandArgs } from "./args.ts";
-import { createKeyFormatter } from "../hashing/key_scheme.ts";
-import { ConfigError, loadConfigFile } from "../config/load.ts";
-import { ModelRuntime } from "../gateway/model_runtime.ts";
-import { jsonLog } from "../gateway/router.ts";
-import { computePrefixHits, normalizeHost } from "../kv/prefix.ts";
-import type { ChatMessage } from "../tokenize/types.ts";
+import { createKeyFormatter } from "../src/hashing/key_scheme.ts";
+import { ConfigError, loadConfigFile } from "../src/config/load.ts";
+import { ModelRuntime } from "../src/gateway/model_runtime.ts";
+import { jsonLog } from "../src/telemetry/json_log.ts";
+import { computePrefixHits, normalizeHost } from "../src/kv/prefix.ts";
+import type { ChatMessage } from "../src/tokenize/types.ts";
 
 const USAGE = `Usage: deno task keys --config FILE --model NAME
          (--prompt TEXT | --messages FILE.json | --tokens 1,2,3) [--chat-kwargs JSON] [--probe] [--json]

@@ -1,7 +1,7 @@
 import { parseCommandArgs, parsePortFlag } from "./args.ts";
-import { resolveConfig } from "../config/load.ts";
-import { createRouter, type Router } from "../gateway/router.ts";
-import { type DemoCluster, startDemoCluster } from "../../tests/fakes/demo_cluster.ts";
+import { resolveConfig } from "../src/config/load.ts";
+import { createRouter, type Router } from "../routes/app.ts";
+import { type DemoCluster, startDemoCluster } from "../tests/fakes/demo_cluster.ts";
 import { waitForShutdown } from "./start.ts";
 
 const USAGE = `Usage: deno task demo [--port N] [--engines N] [--policy NAME] [--exit]

@@ -1,0 +1,266 @@
+/**
+ * The composition root: builds every collaborator of the router from a validated config, hands
+ * them to the gateway and the routes at construction, and mounts the routes on one Hono app.
+ * Nothing under src/ imports this folder (docs/architecture.md).
+ */
+import type { TracerProvider } from "@opentelemetry/api";
+import { Hono } from "hono";
+import { adminAuth } from "../src/admin/auth.ts";
+import type { ResolveDns } from "../src/cluster/dns_discovery.ts";
+import type { Timers } from "../src/cluster/timers.ts";
+import type { Config } from "../src/config/schema.ts";
+import type { RequestObserver } from "../src/contracts.ts";
+import { ExperimentArms, experimentProblems } from "../src/experiment/experiment_arms.ts";
+import { ExperimentStats } from "../src/experiment/experiment_stats.ts";
+import { BackgroundWork } from "../src/gateway/background_work.ts";
+import { buildRuntimes } from "../src/gateway/build_runtimes.ts";
+import { Gateway, type GatewayDeps } from "../src/gateway/gateway.ts";
+import { instanceSamples, modelSamples } from "../src/gateway/gauge_samples.ts";
+import { ModelRuntime } from "../src/gateway/model_runtime.ts";
+import { applyReload, type ReloadResult } from "../src/gateway/reload.ts";
+import { HttpError, openAIError } from "../src/openai/errors.ts";
+import { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
+import { DecisionLog } from "../src/telemetry/decision_log.ts";
+import { jsonLog } from "../src/telemetry/json_log.ts";
+import { GatewayMetrics } from "../src/telemetry/metrics.ts";
+import { metricsObserver } from "../src/telemetry/metrics_observer.ts";
+import { RequestTracing } from "../src/telemetry/tracing.ts";
+import { TtftTimeline } from "../src/telemetry/ttft_timeline.ts";
+import type { LoadedTokenizer } from "../src/tokenize/local_tokenizer.ts";
+import { adminRoutes } from "./admin.ts";
+import { dashboardRoutes } from "./dashboard.ts";
+import { experimentRoutes } from "./experiments.ts";
+import { healthRoutes } from "./health.ts";
+import { metricsRoutes } from "./metrics.ts";
+import { openaiRoutes } from "./openai.ts";
+import { requestIds } from "./request_id.ts";
+
+export interface RouterOptions {
+  fetch?: typeof fetch;
+  /** Monotonic milliseconds (default performance.now). */
+  now?: () => number;
+  wallNow?: () => number;
+  random?: () => number;
+  timers?: Timers;
+  /** Structured log sink (default: one JSON line per event on stderr). */
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+  /** Start health probes, load polling and DNS discovery (default true). */
+  background?: boolean;
+  /** DNS resolver of discovery entries (default `Deno.resolveDns`). */
+  resolveDns?: ResolveDns;
+  /** Where spans go (default: the global provider, i.e. Deno's exporter under OTEL_DENO=true). */
+  tracerProvider?: TracerProvider;
+  /** More observers of finished requests, told after the router's own. */
+  observers?: readonly RequestObserver[];
+}
+
+export interface Router {
+  readonly config: Config;
+  readonly gateway: Gateway;
+  readonly metrics: GatewayMetrics;
+  /** The most recent dispatch decisions with every candidate's terms. */
+  readonly decisions: DecisionLog;
+  /** A/B experiments: live arms per model (change them with `arms.apply`) and their stats. */
+  readonly experiments: { arms: ExperimentArms; stats: ExperimentStats };
+  readonly app: Hono;
+  /** The HTTP handler (for `Deno.serve` or `app.request`). */
+  fetch(request: Request): Promise<Response>;
+  /** Serves on the configured address; resolves with the bound address once listening. */
+  serve(
+    overrides?: { hostname?: string; port?: number; signal?: AbortSignal },
+  ): Promise<{ hostname: string; port: number; finished: Promise<void> }>;
+  /**
+   * Applies a new validated config without dropping requests (src/gateway/reload.ts); an
+   * invalid one is rejected with the reasons and the running config kept. Calls are serialized.
+   */
+  reload(config: Config): Promise<ReloadResult>;
+  /** Stops background work and the server (in-flight requests finish first). */
+  close(): Promise<void>;
+}
+
+type RouterDeps = GatewayDeps & {
+  timers?: Timers;
+  tokenizerCache: Map<string, Promise<LoadedTokenizer>>;
+};
+
+/** The router's parts, built once; the routes and the lifecycle share them. */
+interface RouterParts {
+  gateway: Gateway;
+  metrics: GatewayMetrics;
+  decisions: DecisionLog;
+  arms: ExperimentArms;
+  stats: ExperimentStats;
+  traffic: DashboardTraffic;
+  timeline: TtftTimeline;
+}
+
+/**
+ * Builds the router from a validated config: one runtime per model, the gateway, metrics and
+ * the HTTP app. Nothing listens until `serve()`.
+ */
+export async function createRouter(config: Config, options: RouterOptions = {}): Promise<Router> {
+  const deps: RouterDeps = {
+    fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+    now: options.now ?? (() => performance.now()),
+    wallNow: options.wallNow ?? (() => Date.now()),
+    random: options.random ?? Math.random,
+    log: options.log ?? jsonLog,
+    timers: options.timers,
+    tokenizerCache: new Map(),
+  };
+  const runtimes = await buildRuntimes(config, deps, experimentProblems);
+  const parts = assembleParts(config, runtimes, deps, options);
+  const app = createApp(parts, deps);
+  const background = new BackgroundWork({
+    enabled: options.background ?? true,
+    resolveDns: options.resolveDns,
+    now: deps.now,
+    timers: deps.timers,
+    log: deps.log,
+  });
+  for (const runtime of runtimes.values()) background.start(runtime);
+  return routerHandle(parts, app, background, deps);
+}
+
+/** Every collaborator, each given what it needs at construction. */
+function assembleParts(
+  config: Config,
+  runtimes: Map<string, ModelRuntime>,
+  deps: RouterDeps,
+  options: RouterOptions,
+): RouterParts {
+  // The gauges and the arms' admin token read `gateway` (declared below) when called, i.e. once
+  // it exists.
+  const metrics = new GatewayMetrics(
+    () => instanceSamples(gateway.runtimes(), deps.now),
+    () => modelSamples(gateway.runtimes()),
+  );
+  const arms = new ExperimentArms({
+    random: deps.random,
+    wallNow: deps.wallNow,
+    log: deps.log,
+    adminToken: () => gateway.config.admin.token,
+    onChange: (model) => metrics.armChanges.inc({ model }),
+  });
+  arms.sync(runtimes.values(), config);
+  const stats = new ExperimentStats(arms);
+  const decisions = new DecisionLog();
+  const traffic = new DashboardTraffic();
+  const timeline = new TtftTimeline();
+  const epochOffsetMs = deps.wallNow() - deps.now();
+  const gateway: Gateway = new Gateway(config, runtimes, deps, {
+    observers: [
+      metricsObserver(metrics),
+      stats,
+      decisions,
+      traffic,
+      timeline,
+      ...(options.observers ?? []),
+    ],
+    tracing: new RequestTracing({
+      tracerProvider: options.tracerProvider,
+      denoInstrumented: Deno.env.get("OTEL_DENO") === "true",
+      toEpochMs: (ms) => ms + epochOffsetMs,
+    }),
+    arms,
+  });
+  return { gateway, metrics, decisions, arms, stats, traffic, timeline };
+}
+
+/** Mounts every route; an HttpError thrown anywhere becomes its OpenAI-shaped answer. */
+function createApp(parts: RouterParts, deps: RouterDeps): Hono {
+  const { gateway } = parts;
+  const app = new Hono();
+  app.use("*", requestIds());
+  // Every /admin route, whoever adds it, sits behind the admin token (or loopback) check.
+  const adminGuard = adminAuth({ token: () => gateway.config.admin.token });
+  app.use("/admin", adminGuard);
+  app.use("/admin/*", adminGuard);
+  app.route("/admin", adminRoutes(gateway, { log: deps.log }));
+  app.route("/admin", experimentRoutes(gateway, { arms: parts.arms, stats: parts.stats }));
+  app.route("/", healthRoutes(gateway));
+  app.route("/", metricsRoutes(parts.metrics));
+  app.route("/", openaiRoutes(gateway, { maxBodyBytes: gateway.config.limits.maxBodyBytes }));
+  app.route("/", dashboardRoutes(gateway, { ...parts, wallNow: deps.wallNow, now: deps.now }));
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    return openAIError(404, `No route for ${c.req.method} ${path}`, { code: "not_found" });
+  });
+  app.onError((error) => {
+    if (error instanceof HttpError) return error.toResponse();
+    deps.log("unhandled error in a route", { error: error.stack ?? String(error) });
+    return openAIError(500, `Internal router error: ${error.message}`, { code: "internal_error" });
+  });
+  return app;
+}
+
+/** The router's lifecycle: serve, reload (serialized), close. */
+function routerHandle(
+  parts: RouterParts,
+  app: Hono,
+  background: BackgroundWork,
+  deps: RouterDeps,
+): Router {
+  const { gateway, metrics, arms } = parts;
+  let reloading: Promise<unknown> = Promise.resolve();
+  let server: Deno.HttpServer | undefined;
+  return {
+    get config() {
+      return gateway.config;
+    },
+    gateway,
+    metrics,
+    decisions: parts.decisions,
+    experiments: { arms, stats: parts.stats },
+    app,
+    fetch: (request) => Promise.resolve(app.fetch(request)),
+    serve(overrides = {}) {
+      server = serve(app, gateway.config, overrides, deps.log);
+      const { hostname, port } = server.addr as Deno.NetAddr;
+      return Promise.resolve({ hostname, port, finished: server.finished });
+    },
+    reload(next) {
+      const done = reloading.then(() =>
+        applyReload({
+          gateway,
+          background,
+          buildRuntime: (model) => ModelRuntime.create(model, deps),
+          validate: experimentProblems,
+          log: deps.log,
+        }, next)
+      ).then((result) => {
+        metrics.reloads.inc({ outcome: result.ok ? "applied" : "rejected" });
+        // Gateway.replace() already synced; the config is passed so that a kept runtime (built
+        // from the old config) never brings back an old experiment section.
+        if (result.ok) arms.sync(gateway.runtimes(), gateway.config);
+        return result;
+      });
+      reloading = done.catch(() => {});
+      return done;
+    },
+    async close() {
+      await reloading;
+      await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
+      if (server) await server.shutdown();
+    },
+  };
+}
+
+/** Deno.serve binds synchronously (throwing AddrInUse at once) and reports the bound port. */
+function serve(
+  app: Hono,
+  config: Config,
+  overrides: { hostname?: string; port?: number; signal?: AbortSignal },
+  log: RouterDeps["log"],
+): Deno.HttpServer {
+  return Deno.serve({
+    hostname: overrides.hostname ?? config.listen.host,
+    port: overrides.port ?? config.listen.port,
+    signal: overrides.signal,
+    onListen: () => {},
+    onError: (error) => {
+      log("http server error", { error: (error as Error)?.stack ?? String(error) });
+      return openAIError(500, "Internal router error", { code: "internal_error" });
+    },
+  }, (request, info) => app.fetch(request, { remoteAddr: info.remoteAddr }));
+}

@@ -1,0 +1,148 @@
+/**
+ * The contracts between the request path (src/gateway/) and what observes or steers it
+ * (src/telemetry/, src/experiment/): the request record handed to observers, the trace
+ * interfaces, and arm selection. Types only; every side imports this leaf and none imports the
+ * other (docs/architecture.md).
+ */
+import type { InstanceEntry } from "./cluster/model_cluster.ts";
+import type { ModelConfig } from "./config/schema.ts";
+import type { LookupResult, PrefixHits } from "./kv/types.ts";
+import type { AttemptRecord, ForwardTarget } from "./proxy/forward.ts";
+import type { ObservedUsage } from "./proxy/usage_sniffer.ts";
+import type { AdmissionVerdict } from "./scheduling/admission.ts";
+import type { NamedPolicy } from "./scheduling/named_policy.ts";
+import type { Candidate, Decision } from "./scheduling/types.ts";
+
+/** How the prompt's tokens were obtained, or why there are none (then: load-only dispatch). */
+export type TokenSource = "tokenized" | "token_ids" | "disabled" | "failed" | "input_error";
+
+/** Everything decided before the request leaves the router; also what traces and logs explain. */
+export interface DispatchPlan {
+  tokens?: number[];
+  /** Prompt tokens (estimated from the text's length when there are no tokens). */
+  promptTokens: number;
+  tokenSource: TokenSource;
+  tokenizeError?: string;
+  /** Store keys per chunk (all ranks when required); empty when the lookup was skipped. */
+  chunkKeys: string[][];
+  /** `chunkKeys` flattened: what is looked up, predicted and forgotten. */
+  keys: string[];
+  lookup?: LookupResult;
+  hits: PrefixHits;
+  poolPrefixTokens: number;
+  candidates: Candidate[];
+  entries: Map<string, InstanceEntry>;
+  decision: Decision;
+  policy: NamedPolicy;
+  admission: AdmissionVerdict;
+  /** Predicted TTFT of the best candidate (from the policy, else the TTFT model). */
+  predictedTtftS?: number;
+  /** Milliseconds spent per stage. */
+  timings: { tokenizeMs: number; hashMs: number; lookupMs: number; scheduleMs: number };
+  /** When each stage started (monotonic ms), for trace spans. */
+  stages: {
+    tokenizeStart: number;
+    hashStart: number;
+    lookupStart: number;
+    scheduleStart: number;
+    admissionStart: number;
+    end: number;
+  };
+}
+
+/** How a request ended, as counted in metrics and experiment statistics. */
+export type RequestOutcome =
+  | "ok"
+  | "upstream_error_status"
+  | "client_error"
+  | "rejected"
+  | "no_instance"
+  | "upstream_failed"
+  | "upstream_timeout"
+  | "client_aborted"
+  | "midstream_failure"
+  | "internal_error";
+
+/** How a request got its A/B arm. */
+export type AssignmentKind = "sticky" | "random" | "fallback" | "override";
+
+/**
+ * One request's story from arrival to the last byte, filled in as it goes and handed once to
+ * the observers (metrics, experiment stats, decision log, traces) when it ends.
+ */
+export interface RequestRecord {
+  requestId: string;
+  model: string;
+  endpoint: "completions" | "chat";
+  arm: string;
+  /** Inside an A/B experiment: the arms' version and how the request got its arm. */
+  experiment?: { version: number; assignment: AssignmentKind; cluster: number };
+  stream: boolean;
+  /** Monotonic ms at arrival. */
+  startedAt: number;
+  /** Wall-clock ms at arrival (for logs and the dashboard). */
+  startedAtWallMs: number;
+  plan?: DispatchPlan;
+  attempts: AttemptRecord[];
+  instanceId?: string;
+  status: number;
+  outcome: RequestOutcome;
+  /**
+   * Seconds from arrival to the first byte of a streamed (SSE) answer. Absent for a non-streamed
+   * answer: its first byte comes after the whole generation, so it has no observable first token.
+   */
+  ttftS?: number;
+  durationS?: number;
+  /** Gaps between SSE events after the first, seconds. */
+  interTokenS: number[];
+  usage: ObservedUsage;
+  error?: string;
+}
+
+export interface RequestObserver {
+  /** Once per request, when the last byte went out (or the request failed). */
+  onFinished(record: RequestRecord): void;
+}
+
+/** One upstream attempt's span: the fetch runs inside it, so the engine continues this trace. */
+export interface AttemptTrace {
+  run<T>(fn: () => Promise<T>): Promise<T>;
+  end(record: AttemptRecord, retried: boolean): void;
+}
+
+/** The span tree of one request (see README "Tracing"). */
+export interface RequestTrace {
+  /** Record the pre-dispatch stages (tokenize, hash, store lookup, schedule, admission). */
+  planned(plan: DispatchPlan, record: RequestRecord): void;
+  attempt(target: ForwardTarget, attemptNumber: number, headers: Headers): AttemptTrace;
+  finish(record: RequestRecord): void;
+}
+
+/** Starts the span tree of each request (src/telemetry/tracing.ts). */
+export interface RequestTracer {
+  begin(request: Request, route: string, startedAt: number): RequestTrace;
+}
+
+/** What arm selection needs of a served model: its config and its default policy. */
+export interface ServedModel {
+  readonly config: ModelConfig;
+  readonly defaultPolicy: NamedPolicy;
+}
+
+/** A request's arm: its name (the `x-tidegate-arm` header) and the policy that plans it. */
+export interface ArmSelection {
+  arm: string;
+  policy: NamedPolicy;
+  /** Set inside an experiment: the arms' version and how this request was assigned. */
+  experiment?: RequestRecord["experiment"];
+  /** Request headers meant for the router alone (operator override): not forwarded. */
+  privateHeaders?: readonly string[];
+}
+
+/** Picks the policy arm of a request (A/B experiments); the default is the model's policy. */
+export interface ArmSelector {
+  /** May throw an HttpError (e.g. 400 for an override naming no arm). */
+  select(model: ServedModel, request: Request, body: Record<string, unknown>): ArmSelection;
+  /** Called by `Gateway.replace()` (hot reload) with the new models and config. */
+  sync?(models: Iterable<ServedModel>, config: { models: ModelConfig[] }): void;
+}

@@ -1,0 +1,116 @@
+import type { BreakerPermit, FailureKind } from "../cluster/circuit_breaker.ts";
+import type { LoadLease } from "../cluster/load_account.ts";
+import type { AttemptTrace, DispatchPlan, RequestTrace } from "../contracts.ts";
+import type {
+  AttemptFailure,
+  AttemptRecord,
+  ForwardHooks,
+  ForwardTarget,
+} from "../proxy/forward.ts";
+import type { ModelRuntime } from "./model_runtime.ts";
+import { forgetPredictions, type Reservation, reserve } from "./reservation.ts";
+
+const BREAKER_KIND: Record<AttemptFailure, FailureKind> = {
+  connect_error: "connect",
+  timeout: "timeout",
+  http_5xx: "http_5xx",
+};
+
+/** What one attempt on an instance holds until its response ends. */
+export interface HeldAttempt {
+  permit: BreakerPermit;
+  lease: LoadLease;
+  /** Marks the request finished on the instance (draining, admin view). */
+  end: () => void;
+}
+
+/**
+ * The hooks around each upstream attempt: a breaker permit, a load lease (the reservation's on
+ * its instance, else a fresh one) and a span per attempt; a failed attempt gives all three back
+ * and its predicted KV writes. Every lease is released exactly once (`release`).
+ */
+export class AttemptLeases {
+  readonly #held = new Map<string, HeldAttempt>();
+  #attemptTrace?: AttemptTrace;
+  #attemptNumber = 0;
+
+  constructor(
+    readonly runtime: ModelRuntime,
+    readonly plan: DispatchPlan,
+    readonly reservation: Reservation | undefined,
+    readonly upstreamHeaders: Headers,
+    readonly now: () => number,
+    readonly trace?: RequestTrace,
+  ) {}
+
+  /** The attempt on `instanceId` that produced the response, if it still holds its lease. */
+  held(instanceId: string): HeldAttempt | undefined {
+    return this.#held.get(instanceId);
+  }
+
+  /** Gives back what the attempt on `instanceId` holds (once; later calls do nothing). */
+  release(instanceId: string): void {
+    const held = this.#held.get(instanceId);
+    if (!held) return;
+    this.#held.delete(instanceId);
+    held.lease.release();
+    held.end();
+  }
+
+  releaseAll(): void {
+    for (const id of [...this.#held.keys()]) this.release(id);
+  }
+
+  /** `fetch` run inside the current attempt's span, so the engine continues the trace. */
+  tracedFetch(fetch: typeof globalThis.fetch): typeof globalThis.fetch {
+    return (input, init) => {
+      const attempt = this.#attemptTrace;
+      return attempt ? attempt.run(() => fetch(input, init)) : fetch(input, init);
+    };
+  }
+
+  hooks(): ForwardHooks {
+    return {
+      beforeAttempt: (target) => this.#before(target),
+      afterAttempt: (target, attempt) => this.#after(target, attempt),
+    };
+  }
+
+  #before(target: ForwardTarget): boolean {
+    const cluster = this.runtime.cluster;
+    const entry = cluster.get(target.id);
+    const permit = entry?.breaker.tryAcquire();
+    if (!entry || !permit) {
+      // Its breaker opened since the decision: the reserved work and KV go elsewhere.
+      if (this.reservation?.instanceId === target.id) this.reservation.cancel();
+      return false;
+    }
+    this.#attemptTrace = this.trace?.attempt(target, ++this.#attemptNumber, this.upstreamHeaders);
+    const reserved = this.reservation?.instanceId === target.id
+      ? this.reservation.take()
+      : undefined;
+    this.#held.set(target.id, {
+      permit,
+      lease: reserved ?? reserve(this.runtime, this.plan, target.id, this.now()),
+      end: cluster.begin(target.id),
+    });
+    return true;
+  }
+
+  #after(target: ForwardTarget, attempt: AttemptRecord): void {
+    this.#attemptTrace?.end(attempt, attempt.failure !== undefined);
+    this.#attemptTrace = undefined;
+    const held = this.#held.get(target.id);
+    if (!held) return;
+    if (attempt.failure) {
+      held.permit.failure(BREAKER_KIND[attempt.failure]);
+      this.release(target.id);
+      forgetPredictions(this.runtime, this.plan, target.id);
+    } else if (attempt.status === undefined) {
+      held.permit.release(); // the client left: no verdict on the instance
+      this.release(target.id);
+    } else {
+      held.permit.success();
+    }
+  }
+}

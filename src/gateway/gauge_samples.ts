@@ -1,0 +1,42 @@
+import type { InstanceGaugeSample, ModelGaugeSample } from "../telemetry/metrics.ts";
+import type { ModelRuntime } from "./model_runtime.ts";
+
+/** Per-instance gauges for /metrics, read from the live runtimes at scrape time. */
+export function instanceSamples(
+  runtimes: readonly ModelRuntime[],
+  now: () => number,
+): InstanceGaugeSample[] {
+  return runtimes.flatMap((runtime) =>
+    runtime.cluster.status().map((status) => {
+      const local = runtime.cluster.account.load(status.id);
+      const report = status.engineReport?.report;
+      return {
+        model: runtime.config.name,
+        instance: status.id,
+        healthy: status.healthy,
+        breakerState: status.breaker,
+        draining: status.draining,
+        inflightPrefillTokens: local.prefillTokens,
+        inflightPrefillRequests: local.prefillRequests,
+        inflightDecodeRequests: local.decodeRequests,
+        estimatedWaitingPrefillTokens: status.load.waitingPrefillTokens,
+        reportedWaitingRequests: report?.waitingRequests,
+        reportedRunningRequests: report?.runningRequests,
+        reportedPendingTokens: report?.pendingPrefillTokens,
+        reportAgeSeconds: report ? (now() - report.observedAtMs) / 1000 : undefined,
+        reportStale: status.engineReport ? !status.engineReport.usable : undefined,
+        probeFailures: status.probeFailures,
+      };
+    })
+  );
+}
+
+/** Per-model gauges for /metrics. */
+export function modelSamples(runtimes: readonly ModelRuntime[]): ModelGaugeSample[] {
+  return runtimes.map((runtime) => ({
+    model: runtime.config.name,
+    storeDown: runtime.store ? runtime.store.health.state !== "up" : false,
+    expiredLeases: runtime.cluster.account.expiredTotal,
+    predictedIndexKeys: runtime.predicted?.size ?? 0,
+  }));
+}

@@ -1,0 +1,113 @@
+import type { DispatchPlan, RequestRecord } from "../contracts.ts";
+import { openAIErrorBody } from "../openai/errors.ts";
+import type { ForwardTarget } from "../proxy/forward.ts";
+import { endToEndHeaders } from "../proxy/hop_headers.ts";
+import { observeBody } from "../proxy/observed_body.ts";
+import { UsageSniffer } from "../proxy/usage_sniffer.ts";
+import type { AttemptLeases } from "./attempt_leases.ts";
+import type { ModelRuntime } from "./model_runtime.ts";
+import { scoreOf } from "./reservation.ts";
+
+export interface RelayOptions {
+  runtime: ModelRuntime;
+  plan: DispatchPlan;
+  record: RequestRecord;
+  target: ForwardTarget;
+  response: Response;
+  leases: AttemptLeases;
+  now: () => number;
+  /** Response headers added to every answer (x-request-id, x-tidegate-arm). */
+  responseHeaders: Headers;
+  /** Ends the request's record (once). */
+  finishOnce: () => void;
+}
+
+/**
+ * Streams the chosen engine's answer to the client while measuring it: TTFT and inter-token gaps
+ * of SSE streams, usage, and how the body ended. The attempt's lease is released when it ends.
+ */
+export function relayResponse(options: RelayOptions): Response {
+  const { record, target, response } = options;
+  record.instanceId = target.id;
+  record.status = response.status;
+  record.outcome = response.status < 400 ? "ok" : "upstream_error_status";
+  const body = observeBody(response.body, bodyObserver(options));
+  const headers = endToEndHeaders(response.headers);
+  headers.delete("content-length"); // the body is re-streamed (and may gain an error event)
+  options.responseHeaders.forEach((value, key) => headers.set(key, value));
+  headers.set("x-tidegate-instance", target.id);
+  headers.set("x-tidegate-prompt-tokens", String(options.plan.promptTokens));
+  headers.set(
+    "x-tidegate-hit-tokens",
+    String(options.plan.candidates.find((c) => c.id === target.id)?.localPrefixTokens ?? 0),
+  );
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}
+
+function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] {
+  const { runtime, plan, record, target, response, leases, now } = options;
+  const cluster = runtime.cluster;
+  const sniffer = new UsageSniffer(response.headers.get("content-type"));
+  let lastEventAt: number | undefined;
+  return {
+    onFirstByte() {
+      leases.held(target.id)?.lease.firstToken();
+      // A non-streamed answer's first byte comes after the whole generation: no TTFT.
+      if (!sniffer.isStream) return;
+      record.ttftS = (now() - record.startedAt) / 1000;
+      cluster.recordTtft(target.id, record.ttftS);
+      if (response.ok) observePrefill(runtime, plan, target.id, record.ttftS);
+    },
+    onChunk(chunk) {
+      if (sniffer.push(chunk) === 0) return;
+      const at = now();
+      if (lastEventAt !== undefined) record.interTokenS.push((at - lastEventAt) / 1000);
+      lastEventAt = at;
+    },
+    onEnd(end, error) {
+      record.usage = sniffer.finish();
+      if (end === "client_aborted") record.outcome = "client_aborted";
+      if (end === "upstream_failed") {
+        record.outcome = "midstream_failure";
+        record.error = (error as Error)?.message ?? String(error);
+        cluster.get(target.id)?.breaker.recordFailure("request", "other");
+      }
+      leases.release(target.id);
+      options.finishOnce();
+    },
+    errorEvent: sniffer.isStream ? (error) => midStreamErrorEvent(target.id, error) : undefined,
+  };
+}
+
+function midStreamErrorEvent(instanceId: string, error: unknown): Uint8Array {
+  const body = openAIErrorBody(
+    502,
+    `Upstream ${instanceId} failed mid-stream: ${(error as Error)?.message ?? error}`,
+    { code: "upstream_stream_failed" },
+  );
+  return new TextEncoder().encode(`data: ${JSON.stringify(body)}\n\n`);
+}
+
+/**
+ * Feeds the instance's online prefill model with the prefill part of a measured TTFT. Only real
+ * token counts train it: a chars/4 estimate (tokenizer off, failed or refused) would teach it noise.
+ */
+function observePrefill(
+  runtime: ModelRuntime,
+  plan: DispatchPlan,
+  instanceId: string,
+  ttftS: number,
+): void {
+  if (plan.tokenSource !== "tokenized" && plan.tokenSource !== "token_ids") return;
+  const candidate = plan.candidates.find((c) => c.id === instanceId);
+  if (!candidate) return;
+  const score = scoreOf(plan, instanceId);
+  const queueS = score?.terms.queueS ?? 0;
+  const transferS = score?.terms.transferS ?? 0;
+  const cached = candidate.localPrefixTokens + (score?.transferTokens ?? 0);
+  runtime.estimator(instanceId, plan.policy.ttftParams).observe({
+    newTokens: Math.max(0, plan.promptTokens - cached),
+    cachedTokens: cached,
+    seconds: Math.max(0, ttftS - queueS - transferS),
+  });
+}
