@@ -212,3 +212,36 @@ Deno.test("watchConfigFile() reloads on a file change and on SIGHUP, and rejects
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a rebuilding reload keeps the instances the admin API added and the drains it made", async () => {
+  const t = await startTestCluster({ engines: 2 });
+  try {
+    const added = await fetch(`${t.url}/admin/instances`, {
+      method: "POST",
+      body: JSON.stringify({ model: MODEL, instance: { id: "extra", url: t.engines[1].url } }),
+    });
+    assertEquals(added.status, 201);
+    await added.body?.cancel();
+    const drained = await fetch(`${t.url}/admin/instances/${MODEL}/e0/drain`, { method: "POST" });
+    assertEquals(drained.status, 200);
+    await drained.body?.cancel();
+
+    const base = t.router.config.models[0];
+    const result = await t.router.reload(resolveConfig({
+      ...t.router.config,
+      models: [{ ...base, kv: { ...base.kv, chunkSize: 32 } }],
+    }));
+    assert(result.ok);
+    assertEquals(result.plan.rebuild, [MODEL]);
+    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    assertEquals(cluster.get("extra")?.origin, "admin", "the admin-added instance is still there");
+    assertEquals(cluster.get("e0")?.draining, true, "the drained instance stays drained");
+    assertEquals(cluster.get("e1")?.draining, false);
+    assert(
+      t.logs.some((l) => l.message.startsWith("config reload: kept the admin API's changes")),
+      "and the reload says so",
+    );
+  } finally {
+    await t.close();
+  }
+});

@@ -176,3 +176,39 @@ Deno.test("observeBody() appends an error event and ends once when the engine fa
   assertEquals(text, "data: {}\n\ndata: engine died\n\n");
   assertEquals(events, ["upstream_failed"]);
 });
+
+Deno.test("forwardWithRetries() keeps each engine's own 5xx message in the 502 (OpenAI, vLLM or text bodies)", async () => {
+  const bodies: Record<string, BodyInit> = {
+    a: JSON.stringify({ error: { message: "CUDA out of memory", type: "InternalServerError" } }),
+    b: JSON.stringify({ object: "error", message: "EngineCore died" }),
+    c: "upstream\nconnect error",
+  };
+  const fetcher = ((input: string | URL | Request) =>
+    Promise.resolve(
+      new Response(bodies[new URL(String(input)).host], { status: 500 }),
+    )) as typeof fetch;
+  const outcome = await forwardWithRetries(request(["a", "b", "c"]), deps(fetcher));
+  assert(outcome.kind === "failed");
+  assertEquals(outcome.status, 502);
+  assertEquals(
+    outcome.attempts.map((a) => a.error),
+    [
+      "HTTP 500: CUDA out of memory",
+      "HTTP 500: EngineCore died",
+      "HTTP 500: upstream connect error",
+    ],
+  );
+  assert(outcome.message.includes("c: HTTP 500: upstream connect error"), outcome.message);
+});
+
+Deno.test("forwardWithRetries() does not wait on a 5xx body that never ends", async () => {
+  const hanging = () =>
+    Promise.resolve(
+      new Response(new ReadableStream({ pull: () => new Promise(() => {}) }), { status: 503 }),
+    );
+  const started = performance.now();
+  const outcome = await forwardWithRetries(request(["a"]), deps(hanging as typeof fetch));
+  assert(outcome.kind === "failed");
+  assertEquals(outcome.attempts[0].error, "HTTP 503");
+  assert(performance.now() - started < 5_000, "bounded by the error body's read deadline");
+});

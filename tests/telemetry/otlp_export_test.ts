@@ -10,6 +10,8 @@ interface OtlpSpan {
   spanId: string;
   parentSpanId?: string;
   name: string;
+  /** OTLP SpanKind: 2 server, 3 client. */
+  kind?: number;
 }
 
 function startReceiver() {
@@ -52,6 +54,155 @@ async function listeningUrl(stderr: ReadableStream<Uint8Array>): Promise<string>
   }
   throw new Error(`router did not start:\n${buffer}`);
 }
+
+/** The router as its own process under OTEL_DENO=true, exporting to `receiverUrl`. */
+async function startTracedRouter(receiverUrl: string, engineUrl: string, dir: string) {
+  const config = `${dir}/router.json`;
+  await Deno.writeTextFile(
+    config,
+    JSON.stringify({
+      models: [{
+        name: "m",
+        tokenizer: { mode: "none" },
+        kv: { store: "none" },
+        health: { intervalMs: 100 },
+        load: { pollIntervalMs: 100 },
+        instances: [{ id: "e0", url: engineUrl }],
+      }],
+    }),
+  );
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../../mod.ts", import.meta.url).pathname,
+      "start",
+      "--config",
+      config,
+      "--port",
+      "0",
+    ],
+    env: {
+      OTEL_DENO: "true",
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
+      OTEL_SERVICE_NAME: "tidegate-test",
+      NO_COLOR: "1",
+    },
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  return { child, url: await listeningUrl(child.stderr) };
+}
+
+/**
+ * A completion sent over a raw socket, so the header name goes out spelled exactly as given
+ * (`Traceparent`, as Go's net/http and Python's urllib send it); returns the status line.
+ */
+async function rawCompletion(url: string, headerName: string, traceparent: string) {
+  const { hostname, port } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  try {
+    const body = JSON.stringify({ model: "m", prompt: [1, 2, 3], max_tokens: 2 });
+    const head = [
+      "POST /v1/completions HTTP/1.1",
+      `Host: ${hostname}:${port}`,
+      "Content-Type: application/json",
+      `${headerName}: ${traceparent}`,
+      `Content-Length: ${new TextEncoder().encode(body).byteLength}`,
+      "Connection: close",
+    ].join("\r\n");
+    await conn.write(new TextEncoder().encode(`${head}\r\n\r\n${body}`));
+    const text = await new Response(conn.readable).text();
+    return text.split("\r\n")[0];
+  } catch (error) {
+    conn.close();
+    throw error;
+  }
+}
+
+async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+for (const headerName of ["traceparent", "Traceparent", "TRACEPARENT"]) {
+  Deno.test({
+    name: `with OTEL_DENO=true a "${headerName}" header continues the client's trace to the engine`,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn() {
+      const receiver = startReceiver();
+      const engine = await startFakeEngine({ id: "e0", model: "m", timeScale: 0.001 });
+      const dir = await Deno.makeTempDir();
+      const { child, url } = await startTracedRouter(receiver.url, engine.url, dir);
+      try {
+        const traceId = "5bf92f3577b34da6a3ce929d0e0e4737";
+        const status = await rawCompletion(url, headerName, `00-${traceId}-10f067aa0ba902b7-01`);
+        assertEquals(status, "HTTP/1.1 200 OK");
+        const seen = engine.stats.requests.at(-1)!;
+        assert(seen.traceparent?.startsWith(`00-${traceId}-`), `engine saw ${seen.traceparent}`);
+        child.kill("SIGTERM");
+        await child.status;
+        const ours = () => receiver.spans.filter((s) => s.traceId === traceId);
+        await waitFor(() => ours().some((s) => s.name === "upstream e0"));
+        const server = ours().find((s) => s.name === "POST /v1/completions");
+        assert(server, `spans of the client's trace: ${ours().map((s) => s.name).join(", ")}`);
+        assertEquals(server.parentSpanId, "10f067aa0ba902b7");
+      } finally {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* already exited */ }
+        await child.status;
+        await engine.close();
+        await receiver.close();
+        await Deno.remove(dir, { recursive: true });
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "with OTEL_DENO=true every background probe and load poll is a root span of its own trace",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const receiver = startReceiver();
+    const engine = await startFakeEngine({ id: "e0", model: "m", timeScale: 0.001 });
+    const dir = await Deno.makeTempDir();
+    const { child, url } = await startTracedRouter(receiver.url, engine.url, dir);
+    try {
+      // Background work started from inside a request (an admin probe) must not join it.
+      const added = await fetch(`${url}/admin/instances`, {
+        method: "POST",
+        headers: { traceparent: "00-6bf92f3577b34da6a3ce929d0e0e4738-20f067aa0ba902b7-01" },
+        body: JSON.stringify({ model: "m", instance: { id: "e1", url: engine.url } }),
+      });
+      assertEquals(added.status, 201);
+      await added.body?.cancel();
+      const probesBefore = engine.stats.healthChecks;
+      await waitFor(() => (engine.stats.healthChecks) >= probesBefore + 6);
+      child.kill("SIGTERM");
+      await child.status;
+      const background = () =>
+        receiver.spans.filter((s) => s.kind === 3 && !s.name.startsWith("upstream"));
+      await waitFor(() => background().length >= 6);
+      const spans = background();
+      assert(spans.length >= 6, `background client spans: ${spans.length}`);
+      const parented = spans.filter((s) => s.parentSpanId);
+      assertEquals(parented.length, 0, `probes under a parent: ${JSON.stringify(parented[0])}`);
+      assertEquals(new Set(spans.map((s) => s.traceId)).size, spans.length, "one trace each");
+    } finally {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already exited */ }
+      await child.status;
+      await engine.close();
+      await receiver.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
 
 Deno.test({
   name:

@@ -4,10 +4,17 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { SpanKind } from "@opentelemetry/api";
+import {
+  type Context,
+  context,
+  type ContextManager,
+  ROOT_CONTEXT,
+  SpanKind,
+} from "@opentelemetry/api";
+import type { RequestRecord } from "../../src/contracts.ts";
 import { assert, assertEquals } from "../assert.ts";
 import { completion, range, startTestCluster } from "../gateway/harness.ts";
-import { extractTraceparent } from "../../src/telemetry/tracing.ts";
+import { extractTraceparent, RequestTracing } from "../../src/telemetry/tracing.ts";
 import { trace } from "@opentelemetry/api";
 
 function memoryTracing() {
@@ -130,3 +137,78 @@ Deno.test("extractTraceparent() accepts W3C headers and ignores malformed or all
     );
   }
 });
+
+Deno.test("an upstream span names the engine's port, 443 by default for an https URL and 80 for http", () => {
+  const { exporter, provider } = memoryTracing();
+  const tracing = new RequestTracing({ tracerProvider: provider });
+  const request = new Request("http://router/v1/completions", { method: "POST" });
+  const tree = tracing.begin(request, "POST /v1/completions", performance.now());
+  for (const url of ["https://engine.example", "http://engine.example", "https://e:8443"]) {
+    tree.attempt({ id: url, url }, 1, new Headers()).end(
+      { instanceId: url, startedAt: 0, status: 200 },
+      false,
+    );
+  }
+  const ports = exporter.getFinishedSpans().map((s) => s.attributes["server.port"]);
+  assertEquals(ports, [443, 80, 8443]);
+});
+
+Deno.test("a server span made by the runtime for another trace does not swallow the client's traceparent", () => {
+  // Deno's own extraction misses some spellings of the header: its server span then starts a
+  // new trace, and the router must put the request under the client's trace itself.
+  const { exporter, provider } = memoryTracing();
+  const runtimeSpan = provider.getTracer("runtime").startSpan("runtime server span");
+  const active = trace.setSpan(ROOT_CONTEXT, runtimeSpan);
+  const manager = new StackContextManager(active);
+  context.setGlobalContextManager(manager);
+  try {
+    const tracing = new RequestTracing({ tracerProvider: provider });
+    const clientTrace = "0af7651916cd43dd8448eb211c80319c";
+    const request = new Request("http://router/v1/completions", {
+      method: "POST",
+      headers: { Traceparent: `00-${clientTrace}-b7ad6b7169203331-01` },
+    });
+    const tree = tracing.begin(request, "POST /v1/completions", performance.now());
+    tree.finish({ status: 200, usage: {}, startedAt: 0 } as unknown as RequestRecord);
+    const root = exporter.getFinishedSpans().find((s) => s.name === "POST /v1/completions");
+    assert(root, "the router made its own server span");
+    assertEquals(root.spanContext().traceId, clientTrace);
+    assertEquals(parentOf(root), "b7ad6b7169203331");
+  } finally {
+    context.disable();
+    runtimeSpan.end();
+  }
+});
+
+/** A synchronous context manager whose active context starts as `base` (enough for begin()). */
+class StackContextManager implements ContextManager {
+  #stack: Context[];
+  constructor(base: Context) {
+    this.#stack = [base];
+  }
+  active(): Context {
+    return this.#stack.at(-1)!;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    this.#stack.push(ctx);
+    try {
+      return fn.call(thisArg, ...args);
+    } finally {
+      this.#stack.pop();
+    }
+  }
+  bind<T>(_context: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    return this;
+  }
+}
