@@ -4,7 +4,9 @@
  *   model unchanged except `instances`/`discovery` → same runtime; membership reconciled in
  *       place (leases, breakers, caches and in-flight requests untouched; removed instances
  *       drain and disappear when idle; new ones get traffic once /health passes)
- *   model with other changed settings, or new    → a new runtime (tokenizers reused), swapped in
+ *   model with other changed settings, or new    → a new runtime (tokenizers reused), swapped in;
+ *       what operators changed through the admin API carries over (instances they added,
+ *       instances they drained), as do DNS discovery's answers
  *   model no longer configured                    → retired: its background work stops; requests
  *       already running on it finish
  *
@@ -16,6 +18,7 @@ import type { Config, ModelConfig } from "../config/schema.ts";
 import type { BackgroundWork } from "./background_work.ts";
 import type { Gateway } from "./gateway.ts";
 import { policyProblems } from "../scheduling/named_policy.ts";
+import type { ModelCluster } from "../cluster/model_cluster.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 
 export interface ReloadPlan {
@@ -120,6 +123,8 @@ export async function applyReload(host: ReloadHost, next: Config): Promise<Reloa
   for (const model of next.models) {
     const built = fresh.get(model.name);
     if (built) {
+      const previous = gateway.runtime(model.name);
+      if (previous) carryOperatorState(previous.cluster, built.cluster, log);
       runtimes.set(model.name, built);
       continue;
     }
@@ -153,6 +158,36 @@ export async function applyReload(host: ReloadHost, next: Config): Promise<Reloa
     });
   }
   return { ok: true, plan, membership };
+}
+
+/**
+ * A rebuilt runtime starts from the config file alone; the admin API's changes to the old one
+ * (instances added, instances drained) are applied to it too, and logged.
+ */
+function carryOperatorState(
+  from: ModelCluster,
+  to: ModelCluster,
+  log: ReloadHost["log"],
+): void {
+  const added: string[] = [];
+  const drained: string[] = [];
+  for (const entry of from.entries()) {
+    if (entry.removeWhenIdle) continue;
+    const id = entry.config.id;
+    if (entry.origin === "admin" && !to.get(id)) {
+      const state = entry.breaker.state === "closed" ? "closed" : "starting";
+      to.upsert(entry.config, "admin", { initialState: state });
+      added.push(id);
+    }
+    if (entry.draining && to.drain(id)) drained.push(id);
+  }
+  if (added.length || drained.length) {
+    log("config reload: kept the admin API's changes in the rebuilt runtime", {
+      model: to.model,
+      adminInstances: added,
+      drained,
+    });
+  }
 }
 
 /** JSON with object keys sorted, so equal settings compare equal whatever their order. */
