@@ -1,5 +1,6 @@
 import { parseCommandArgs, parsePortFlag } from "./args.ts";
 import { resolveConfig } from "../src/config/load.ts";
+import { policyProblems } from "../src/scheduling/named_policy.ts";
 import { createRouter, type Router } from "../routes/app.ts";
 import { type DemoCluster, startDemoCluster } from "../tests/fakes/demo_cluster.ts";
 import { waitForShutdown } from "./start.ts";
@@ -162,8 +163,15 @@ async function serveOnPort(router: Router, port: number) {
   }
 }
 
-/** `demo`: the embedded cluster, a burst, a summary, then serve until Ctrl-C. */
-export async function runDemo(args: string[]): Promise<number> {
+interface DemoOptions {
+  port: number;
+  engines: number;
+  policy: string;
+  exit: boolean;
+}
+
+/** The demo's flags, every one checked before anything starts; a number is the exit code. */
+function parseDemoArgs(args: string[]): DemoOptions | number {
   const parsed = parseCommandArgs(args, {
     port: { type: "string", default: "8080" },
     engines: { type: "string", default: "4" },
@@ -182,24 +190,53 @@ export async function runDemo(args: string[]): Promise<number> {
     console.error("--engines must be an integer in 1..16");
     return 2;
   }
+  const [problem] = policyProblems({ models: [{ policy: values.policy }] });
+  if (problem) {
+    console.error(`--policy: ${problem.replace(/^models\[0\]\.policy: /, "")}`);
+    return 2;
+  }
+  return { port: port ?? 8080, engines, policy: values.policy, exit: values.exit };
+}
+
+/** `demo`: the embedded cluster, a burst, a summary, then serve until Ctrl-C. */
+export async function runDemo(args: string[]): Promise<number> {
+  const options = parseDemoArgs(args);
+  if (typeof options === "number") return options;
   console.log("Starting the embedded cluster (simulated vLLM engines + Mooncake master)...");
-  const cluster = await startDemoCluster({ engines });
-  const config = resolveConfig(cluster.routerConfig({ policy: values.policy }));
-  const router = await createRouter(config, { log: () => {} });
-  const address = await serveOnPort(router, port ?? 8080);
-  const url = `http://${address.hostname}:${address.port}`;
-  for (const e of cluster.engines) console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost})`);
-  console.log(`  mooncake master: ${cluster.master.url}`);
-  console.log(`Router (${values.policy}) on ${url}. Sending a burst of shared-prefix chats...\n`);
+  const cluster = await startDemoCluster({ engines: options.engines });
+  let router: Router | undefined;
+  let requestFile: string | undefined;
+  try {
+    const config = resolveConfig(cluster.routerConfig({ policy: options.policy }));
+    router = await createRouter(config, { log: () => {} });
+    const address = await serveOnPort(router, options.port);
+    const url = `http://${address.hostname}:${address.port}`;
+    for (const e of cluster.engines) {
+      console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost})`);
+    }
+    console.log(`  mooncake master: ${cluster.master.url}`);
+    console.log(
+      `Router (${options.policy}) on ${url}. Sending a burst of shared-prefix chats...\n`,
+    );
+    const results = await runDemoBurst(url, cluster.model);
+    console.log(summarize(results, cluster));
+    requestFile = await printTryIt(url, cluster.model, results);
+    if (!options.exit) await waitForShutdown();
+    return 0;
+  } finally {
+    await router?.close();
+    await cluster.close();
+    if (requestFile) await Deno.remove(requestFile).catch(() => {});
+  }
+}
 
-  const results = await runDemoBurst(url, cluster.model);
-  console.log(summarize(results, cluster));
-
+/** The curl line to try by hand; returns the request file it names (removed at exit). */
+async function printTryIt(url: string, model: string, results: DemoResult[]): Promise<string> {
   const holder = results.find((r) => r.doc === 0)?.instance ?? "?";
   const requestFile = await Deno.makeTempFile({ prefix: "tidegate-demo-", suffix: ".json" });
   await Deno.writeTextFile(
     requestFile,
-    JSON.stringify({ ...demoChat(cluster.model, 0, "What does chapter 2 say?"), stream: false }),
+    JSON.stringify({ ...demoChat(model, 0, "What does chapter 2 say?"), stream: false }),
   );
   console.log(`
 Try it: this chat shares document 0's ~2.6k-token prefix, which ${holder} holds:
@@ -208,9 +245,5 @@ Try it: this chat shares document 0's ~2.6k-token prefix, which ${holder} holds:
 
 The x-tidegate-instance header should say ${holder}. Also: ${url}/metrics, ${url}/readyz.
 Press Ctrl-C to stop.`);
-
-  if (!values.exit) await waitForShutdown();
-  await router.close();
-  await cluster.close();
-  return 0;
+  return requestFile;
 }

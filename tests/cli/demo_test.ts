@@ -50,3 +50,41 @@ Deno.test("demo: a long shared-prefix chat lands on the instance that holds the 
     await cluster.close();
   }
 });
+
+async function runDemoProcess(...args: string[]) {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../../mod.ts", import.meta.url).pathname, "demo", ...args],
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+}
+
+async function demoRequestFiles(): Promise<string[]> {
+  const dir = Deno.env.get("TMPDIR") ?? "/tmp";
+  const names: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.name.startsWith("tidegate-demo-")) names.push(entry.name);
+  }
+  return names.sort();
+}
+
+Deno.test("demo --policy with an unknown name exits 2 with the message before starting anything", async () => {
+  const { code, stdout, stderr } = await runDemoProcess("--policy", "bogus", "--port", "0");
+  assertEquals(code, 2);
+  assert(stderr.includes('Unknown scheduling policy "bogus"'), stderr);
+  assert(!stderr.includes("    at "), `no stack trace: ${stderr}`);
+  assert(!stdout.includes("Starting the embedded cluster"), stdout);
+});
+
+Deno.test("demo --exit serves the burst, prints the summary and leaves no request file behind", async () => {
+  const before = await demoRequestFiles();
+  const { code, stdout, stderr } = await runDemoProcess("--exit", "--port", "0", "--engines", "2");
+  assertEquals(code, 0, stderr);
+  assert(stdout.includes("follow-ups landed on the instance holding their document"), stdout);
+  const named = stdout.match(/-d @(\S+)/)?.[1];
+  assert(named, "the curl line names its request file");
+  assertEquals(await demoRequestFiles(), before, "the request file was removed at exit");
+});
