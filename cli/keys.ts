@@ -1,6 +1,7 @@
 import { parseCommandArgs } from "./args.ts";
 import { createKeyFormatter } from "../src/hashing/key_scheme.ts";
 import { ConfigError, loadConfigFile } from "../src/config/load.ts";
+import type { Config, ModelConfig } from "../src/config/schema.ts";
 import { ModelRuntime } from "../src/gateway/model_runtime.ts";
 import { jsonLog } from "../src/telemetry/json_log.ts";
 import { computePrefixHits, normalizeHost } from "../src/kv/prefix.ts";
@@ -39,28 +40,39 @@ export interface KeysReport {
   };
 }
 
+/** A wrong flag or input: printed as is, exit code 2. */
+class UsageError extends Error {}
+
+const FLAGS = {
+  config: { type: "string", short: "c" },
+  model: { type: "string", short: "m" },
+  prompt: { type: "string" },
+  messages: { type: "string" },
+  tokens: { type: "string" },
+  "chat-kwargs": { type: "string" },
+  probe: { type: "boolean", default: false },
+  json: { type: "boolean", default: false },
+} as const;
+
+interface KeysFlags {
+  config?: string;
+  model?: string;
+  prompt?: string;
+  messages?: string;
+  tokens?: string;
+  "chat-kwargs"?: string;
+  probe?: boolean;
+  json?: boolean;
+}
+
 /** `keys`: a user's tool to see (and probe) the keys the router computes for one prompt. */
 export async function runKeys(
   args: string[],
   out: (line: string) => void = console.log,
 ): Promise<number> {
-  const parsed = parseCommandArgs(
-    args,
-    {
-      config: { type: "string", short: "c" },
-      model: { type: "string", short: "m" },
-      prompt: { type: "string" },
-      messages: { type: "string" },
-      tokens: { type: "string" },
-      "chat-kwargs": { type: "string" },
-      probe: { type: "boolean", default: false },
-      json: { type: "boolean", default: false },
-    },
-    USAGE,
-    out,
-  );
+  const parsed = parseCommandArgs(args, FLAGS, USAGE, out);
   if (parsed.exit !== undefined) return parsed.exit;
-  const { values } = parsed;
+  const values = parsed.values as KeysFlags;
   const inputs = [values.prompt, values.messages, values.tokens].filter((v) => v !== undefined);
   if (!values.config || inputs.length !== 1) {
     console.error(`Give --config and exactly one of --prompt, --messages, --tokens.\n\n${USAGE}`);
@@ -68,114 +80,118 @@ export async function runKeys(
   }
   try {
     const config = await loadConfigFile(values.config);
-    const modelConfig = config.models.find((m) =>
-      m.name === values.model || m.aliases.includes(values.model ?? "")
-    ) ?? (values.model === undefined && config.models.length === 1 ? config.models[0] : undefined);
-    if (!modelConfig) {
-      console.error(
-        `Unknown model "${values.model}"; the config has: ${
-          config.models.map((m) =>
-            m.name
-          ).join(", ")
-        }`,
-      );
-      return 2;
-    }
+    const modelConfig = selectModel(config, values.model);
     const runtime = await ModelRuntime.create(modelConfig, {
       fetch,
       now: () => performance.now(),
       random: Math.random,
       log: jsonLog,
     });
-
-    let tokens: number[];
-    if (values.tokens !== undefined) {
-      tokens = values.tokens.split(",").map((t) => t.trim()).filter(Boolean).map(Number);
-      if (tokens.some((t) => !Number.isInteger(t) || t < 0)) {
-        console.error("--tokens must be comma-separated non-negative integers");
-        return 2;
-      }
-    } else if (values.prompt !== undefined) {
-      tokens = await runtime.tokenizer.encode(values.prompt, { addSpecialTokens: true });
-    } else {
-      const parsed = JSON.parse(await Deno.readTextFile(values.messages!));
-      const messages = (Array.isArray(parsed) ? parsed : parsed.messages) as ChatMessage[];
-      if (!Array.isArray(messages)) {
-        console.error(
-          `${values.messages} must hold a JSON array of messages or {"messages": [...]}`,
-        );
-        return 2;
-      }
-      tokens = await runtime.tokenizer.encodeChat(messages, {
-        tools: Array.isArray(parsed) ? undefined : parsed.tools,
-        chatTemplateKwargs: values["chat-kwargs"]
-          ? JSON.parse(values["chat-kwargs"])
-          : parsed.chat_template_kwargs,
-      });
-    }
-
-    const scheme = runtime.keyScheme;
-    const { chunkSize } = scheme.options;
-    const hashes = scheme.blockHashes(tokens);
-    const chunkKeys = createKeyFormatter(scheme.options).chunkKeys(hashes);
-    const report: KeysReport = {
-      model: modelConfig.name,
-      hash: scheme.options.hash,
-      seed: scheme.options.seed ?? "0",
-      chunkSize,
-      keyFormat: String(scheme.options.keyFormat),
-      tokens: tokens.length,
-      chunks: hashes.map((hash, index) => ({
-        index,
-        tokens: [index * chunkSize, Math.min(tokens.length, (index + 1) * chunkSize)],
-        hash,
-        keys: chunkKeys[index],
-      })),
-    };
-
-    if (values.probe) {
-      if (!runtime.store) {
-        console.error(`Model ${modelConfig.name} has no store configured (kv.store is "none")`);
-        return 2;
-      }
-      const instances = modelConfig.instances.map((i) => ({ id: i.id, kvHost: i.kvHost }));
-      const lookup = await runtime.store.lookup(chunkKeys.flat(), {
-        deadlineMs: Math.max(2000, modelConfig.kv.timeoutMs),
-      });
-      for (const chunk of report.chunks) {
-        const locations = chunk.keys.map((k) => lookup.locations.get(k));
-        chunk.present = locations.every((l) => l?.present === true);
-        const hosts = [...new Set(locations.flatMap((l) => l?.memoryHosts ?? []))];
-        chunk.hosts = hosts;
-        chunk.instances = instances.filter((i) =>
-          i.kvHost && hosts.includes(normalizeHost(i.kvHost))
-        ).map((i) => i.id);
-      }
-      const hits = computePrefixHits(chunkKeys, lookup.locations, instances);
-      report.probe = {
-        outcome: lookup.outcome,
-        elapsedMs: Math.round(lookup.elapsedMs * 10) / 10,
-        error: lookup.error,
-        poolPrefixTokens: Math.min(tokens.length, hits.poolChunks * chunkSize),
-        localPrefixTokens: Object.fromEntries(
-          [...hits.localChunks].map((
-            [id, chunks],
-          ) => [id, Math.min(tokens.length, chunks * chunkSize)]),
-        ),
-      };
-    }
-
+    const tokens = await promptTokens(runtime, values);
+    const report = keysReport(runtime, tokens);
+    if (values.probe) await probeStore(runtime, report, tokens.length);
     if (values.json) out(JSON.stringify(report, null, 2));
     else for (const line of formatKeysReport(report)) out(line);
     return 0;
   } catch (error) {
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof UsageError) {
       console.error(error.message);
       return 2;
     }
     console.error(`keys failed: ${(error as Error).message}`);
     return 1;
   }
+}
+
+/** The model named by --model (or an alias), or the only one when none is named. */
+function selectModel(config: Config, name: string | undefined): ModelConfig {
+  const model = config.models.find((m) => m.name === name || m.aliases.includes(name ?? "")) ??
+    (name === undefined && config.models.length === 1 ? config.models[0] : undefined);
+  if (model) return model;
+  throw new UsageError(
+    `Unknown model "${name}"; the config has: ${config.models.map((m) => m.name).join(", ")}`,
+  );
+}
+
+/** The prompt's tokens from --tokens, --prompt (tokenized) or --messages (chat template). */
+async function promptTokens(runtime: ModelRuntime, values: KeysFlags): Promise<number[]> {
+  if (values.tokens !== undefined) {
+    const tokens = values.tokens.split(",").map((t) => t.trim()).filter(Boolean).map(Number);
+    if (tokens.some((t) => !Number.isInteger(t) || t < 0)) {
+      throw new UsageError("--tokens must be comma-separated non-negative integers");
+    }
+    return tokens;
+  }
+  if (values.prompt !== undefined) {
+    return await runtime.tokenizer.encode(values.prompt, { addSpecialTokens: true });
+  }
+  const parsed = JSON.parse(await Deno.readTextFile(values.messages!));
+  const messages = (Array.isArray(parsed) ? parsed : parsed.messages) as ChatMessage[];
+  if (!Array.isArray(messages)) {
+    throw new UsageError(
+      `${values.messages} must hold a JSON array of messages or {"messages": [...]}`,
+    );
+  }
+  return await runtime.tokenizer.encodeChat(messages, {
+    tools: Array.isArray(parsed) ? undefined : parsed.tools,
+    chatTemplateKwargs: values["chat-kwargs"]
+      ? JSON.parse(values["chat-kwargs"])
+      : parsed.chat_template_kwargs,
+  });
+}
+
+/** Every full chunk's hash and store keys, as the router computes them. */
+function keysReport(runtime: ModelRuntime, tokens: number[]): KeysReport {
+  const scheme = runtime.keyScheme;
+  const { chunkSize } = scheme.options;
+  const hashes = scheme.blockHashes(tokens);
+  const chunkKeys = createKeyFormatter(scheme.options).chunkKeys(hashes);
+  return {
+    model: runtime.config.name,
+    hash: scheme.options.hash,
+    seed: scheme.options.seed ?? "0",
+    chunkSize,
+    keyFormat: String(scheme.options.keyFormat),
+    tokens: tokens.length,
+    chunks: hashes.map((hash, index) => ({
+      index,
+      tokens: [index * chunkSize, Math.min(tokens.length, (index + 1) * chunkSize)],
+      hash,
+      keys: chunkKeys[index],
+    })),
+  };
+}
+
+/** Asks the store which keys exist and where; fills each chunk and the prefixes in. */
+async function probeStore(runtime: ModelRuntime, report: KeysReport, tokens: number) {
+  const modelConfig = runtime.config;
+  if (!runtime.store) {
+    throw new UsageError(`Model ${modelConfig.name} has no store configured (kv.store is "none")`);
+  }
+  const instances = modelConfig.instances.map((i) => ({ id: i.id, kvHost: i.kvHost }));
+  const chunkKeys = report.chunks.map((c) => c.keys);
+  const lookup = await runtime.store.lookup(chunkKeys.flat(), {
+    deadlineMs: Math.max(2000, modelConfig.kv.timeoutMs),
+  });
+  for (const chunk of report.chunks) {
+    const locations = chunk.keys.map((k) => lookup.locations.get(k));
+    chunk.present = locations.every((l) => l?.present === true);
+    const hosts = [...new Set(locations.flatMap((l) => l?.memoryHosts ?? []))];
+    chunk.hosts = hosts;
+    chunk.instances = instances.filter((i) => i.kvHost && hosts.includes(normalizeHost(i.kvHost)))
+      .map((i) => i.id);
+  }
+  const hits = computePrefixHits(chunkKeys, lookup.locations, instances);
+  const capped = (chunks: number) => Math.min(tokens, chunks * report.chunkSize);
+  report.probe = {
+    outcome: lookup.outcome,
+    elapsedMs: Math.round(lookup.elapsedMs * 10) / 10,
+    error: lookup.error,
+    poolPrefixTokens: capped(hits.poolChunks),
+    localPrefixTokens: Object.fromEntries(
+      [...hits.localChunks].map(([id, chunks]) => [id, capped(chunks)]),
+    ),
+  };
 }
 
 export function formatKeysReport(report: KeysReport): string[] {

@@ -1,3 +1,4 @@
+import { basename, dirname, resolve } from "node:path";
 import { parseCommandArgs, parsePortFlag } from "./args.ts";
 import { ConfigError, loadConfigFile } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
@@ -90,32 +91,8 @@ export interface ConfigWatch {
 export function watchConfigFile(options: ConfigWatchOptions): ConfigWatch {
   const log = options.log ?? jsonLog;
   const load = options.load ?? ((path: string) => loadConfigFile(path));
-  const debounceMs = options.debounceMs ?? 200;
-  const absolute = options.path.startsWith("/")
-    ? options.path
-    : `${Deno.cwd()}/${options.path.replace(/^\.\//, "")}`;
-  const dir = absolute.slice(0, absolute.lastIndexOf("/")) || "/";
-  const name = absolute.slice(absolute.lastIndexOf("/") + 1);
-
-  const reload = async (reason: string, onlyIfChanged = false) => {
-    let config: Config;
-    try {
-      config = await load(options.path);
-    } catch (error) {
-      const problems = error instanceof ConfigError
-        ? error.problems
-        : [(error as Error)?.message ?? String(error)];
-      log("config reload rejected, keeping the running config", { reason, problems });
-      options.router.metrics.reloads.inc({ outcome: "rejected" });
-      return undefined;
-    }
-    if (onlyIfChanged && JSON.stringify(config) === JSON.stringify(options.router.config)) {
-      return undefined;
-    }
-    log("config reload requested", { reason, path: options.path });
-    return await options.router.reload(config);
-  };
-
+  const reload = (reason: string, onlyIfChanged = false) =>
+    reloadFromFile(options, { log, load }, reason, onlyIfChanged);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let chain: Promise<unknown> = Promise.resolve();
   let closed = false;
@@ -126,37 +103,13 @@ export function watchConfigFile(options: ConfigWatchOptions): ConfigWatch {
     timer = setTimeout(() => {
       timer = undefined;
       chain = chain.then(() => reload("file changed", true)).catch(() => {});
-    }, debounceMs);
+    }, options.debounceMs ?? 200);
   };
-
-  const watcher = Deno.watchFs(dir, { recursive: false });
-  const watching = (async () => {
-    try {
-      for await (const event of watcher) {
-        const relevant = event.paths.some((p) => {
-          const base = p.slice(p.lastIndexOf("/") + 1);
-          return base === name || base.startsWith("..");
-        });
-        if (relevant && event.kind !== "access") schedule();
-      }
-    } catch (error) {
-      log("config file watch ended", { error: (error as Error)?.message ?? String(error) });
-    }
-  })();
-
+  const watch = watchFileEvents(resolve(options.path), schedule, log);
   const onHangup = () => {
     chain = chain.then(() => reload("SIGHUP")).catch(() => {});
   };
-  let listening = false;
-  if (options.sighup ?? true) {
-    try {
-      Deno.addSignalListener("SIGHUP", onHangup);
-      listening = true;
-    } catch {
-      // no SIGHUP on this platform: file changes still reload
-    }
-  }
-
+  const listening = (options.sighup ?? true) && addSignal("SIGHUP", onHangup);
   return {
     reload: (reason) => {
       const result = chain.then(() => reload(reason));
@@ -168,9 +121,75 @@ export function watchConfigFile(options: ConfigWatchOptions): ConfigWatch {
       if (listening) Deno.removeSignalListener("SIGHUP", onHangup);
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
-      watcher.close();
-      await watching;
+      await watch.close();
       await chain;
     },
   };
+}
+
+/** Loads the file and applies it; an unreadable or invalid file is logged, counted, skipped. */
+async function reloadFromFile(
+  options: ConfigWatchOptions,
+  io: { log: NonNullable<ConfigWatchOptions["log"]>; load: (path: string) => Promise<Config> },
+  reason: string,
+  onlyIfChanged: boolean,
+): Promise<ReloadResult | undefined> {
+  let config: Config;
+  try {
+    config = await io.load(options.path);
+  } catch (error) {
+    const problems = error instanceof ConfigError
+      ? error.problems
+      : [(error as Error)?.message ?? String(error)];
+    io.log("config reload rejected, keeping the running config", { reason, problems });
+    options.router.metrics.reloads.inc({ outcome: "rejected" });
+    return undefined;
+  }
+  if (onlyIfChanged && JSON.stringify(config) === JSON.stringify(options.router.config)) {
+    return undefined;
+  }
+  io.log("config reload requested", { reason, path: options.path });
+  return await options.router.reload(config);
+}
+
+/**
+ * Calls `onChange` for events on the file, or on `..`-prefixed entries beside it (a Kubernetes
+ * ConfigMap swaps its `..data` symlink). Its directory is watched: replacing the file counts.
+ */
+function watchFileEvents(
+  path: string,
+  onChange: () => void,
+  log: NonNullable<ConfigWatchOptions["log"]>,
+): { close(): Promise<void> } {
+  const name = basename(path);
+  const watcher = Deno.watchFs(dirname(path), { recursive: false });
+  const watching = (async () => {
+    try {
+      for await (const event of watcher) {
+        const relevant = event.paths.some((p) => {
+          const base = basename(p);
+          return base === name || base.startsWith("..");
+        });
+        if (relevant && event.kind !== "access") onChange();
+      }
+    } catch (error) {
+      log("config file watch ended", { error: (error as Error)?.message ?? String(error) });
+    }
+  })();
+  return {
+    async close() {
+      watcher.close();
+      await watching;
+    },
+  };
+}
+
+/** Adds a signal listener; false where the platform has no such signal. */
+function addSignal(signal: Deno.Signal, handler: () => void): boolean {
+  try {
+    Deno.addSignalListener(signal, handler);
+    return true;
+  } catch {
+    return false; // no SIGHUP on this platform: file changes still reload
+  }
 }

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { InstanceStatus } from "../src/cluster/model_cluster.ts";
 import { formatPath } from "../src/config/load.ts";
 import { type InstanceConfig, InstanceSchema } from "../src/config/schema.ts";
@@ -36,33 +36,7 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
     });
   });
 
-  app.post("/instances", async (c) => {
-    const body = await readJsonBody(c, "{model, instance: {id, url, ...}}");
-    const { model, instance } = (body ?? {}) as { model?: unknown; instance?: unknown };
-    if (typeof model !== "string") {
-      throw new HttpError(400, "'model' must be the name of a configured model", {
-        param: "model",
-        code: "invalid_value",
-      });
-    }
-    const runtime = gateway.requireModel(model);
-    const config = parseInstance(instance);
-    const cluster = runtime.cluster;
-    const change = cluster.upsert(config, "admin", { initialState: "starting" });
-    // Answer with a verdict: one probe now (bounded by health.timeoutMs) instead of "unknown".
-    await cluster.probeInstance(config.id).catch(() => {});
-    options.log("admin: instance added", {
-      model: runtime.config.name,
-      instance: config.id,
-      url: config.url,
-      change,
-    });
-    const status = cluster.status().find((s) => s.id === config.id);
-    return c.json(
-      { model: runtime.config.name, change, instance: status && instanceView(status) },
-      change === "added" ? 201 : 200,
-    );
-  });
+  app.post("/instances", (c) => addInstance(c, gateway, options));
 
   app.post("/instances/:model/:id/drain", (c) => {
     const { model, id } = c.req.param();
@@ -89,6 +63,39 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
   });
 
   return app;
+}
+
+/** `POST /instances`: adds or updates an instance and answers with its first probe's verdict. */
+async function addInstance(
+  c: Context,
+  gateway: Gateway,
+  options: AdminRoutesOptions,
+): Promise<Response> {
+  const body = await readJsonBody(c, "{model, instance: {id, url, ...}}");
+  const { model, instance } = (body ?? {}) as { model?: unknown; instance?: unknown };
+  if (typeof model !== "string") {
+    throw new HttpError(400, "'model' must be the name of a configured model", {
+      param: "model",
+      code: "invalid_value",
+    });
+  }
+  const runtime = gateway.requireModel(model);
+  const config = parseInstance(instance);
+  const cluster = runtime.cluster;
+  const change = cluster.upsert(config, "admin", { initialState: "starting" });
+  // Answer with a verdict: one probe now (bounded by health.timeoutMs) instead of "unknown".
+  await cluster.probeInstance(config.id).catch(() => {});
+  options.log("admin: instance added", {
+    model: runtime.config.name,
+    instance: config.id,
+    url: config.url,
+    change,
+  });
+  const status = cluster.status().find((s) => s.id === config.id);
+  return c.json(
+    { model: runtime.config.name, change, instance: status && instanceView(status) },
+    change === "added" ? 201 : 200,
+  );
 }
 
 /** The instance of an admin request, validated like the config file's; a 400 naming each field. */

@@ -1,6 +1,6 @@
 import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts";
 import { HttpError } from "../openai/errors.ts";
-import { type ForwardTarget, forwardWithRetries } from "../proxy/forward.ts";
+import { type ForwardOutcome, type ForwardTarget, forwardWithRetries } from "../proxy/forward.ts";
 import { endToEndHeaders } from "../proxy/hop_headers.ts";
 import { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -59,20 +59,7 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
     options.now,
     options.trace,
   );
-  const outcome = await forwardWithRetries(
-    {
-      method: "POST",
-      path: options.path,
-      headers: upstreamHeaders,
-      body: options.body,
-      targets,
-      maxAttempts: 1 + options.maxRetries,
-      headersTimeoutMs: options.headersTimeoutMs,
-      signal: options.clientSignal,
-    },
-    { fetch: leases.tracedFetch(options.fetch), now: options.now },
-    leases.hooks(),
-  );
+  const outcome = await forward(options, targets, upstreamHeaders, leases);
   record.attempts = outcome.attempts;
   reservation?.cancel(); // never attempted: nothing will run there
 
@@ -100,6 +87,28 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
     leases,
     finishOnce: () => finishOnce(options),
   });
+}
+
+function forward(
+  options: ExecuteOptions,
+  targets: ForwardTarget[],
+  headers: Headers,
+  leases: AttemptLeases,
+): Promise<ForwardOutcome> {
+  return forwardWithRetries(
+    {
+      method: "POST",
+      path: options.path,
+      headers,
+      body: options.body,
+      targets,
+      maxAttempts: 1 + options.maxRetries,
+      headersTimeoutMs: options.headersTimeoutMs,
+      signal: options.clientSignal,
+    },
+    { fetch: leases.tracedFetch(options.fetch), now: options.now },
+    leases.hooks(),
+  );
 }
 
 /** The policy's ranking as forward targets (instances removed since the decision are skipped). */

@@ -99,45 +99,12 @@ export async function applyReload(host: ReloadHost, next: Config): Promise<Reloa
   };
   const problems = [...policyProblems(next), ...(host.validate?.(next) ?? [])];
   if (problems.length) return reject(problems);
+  const plan = planReload(gateway.config, next);
+  const built = await buildFresh(host, next, [...plan.rebuild, ...plan.add]);
+  if (!built.ok) return reject(built.errors);
+  const fresh = built.runtimes;
 
-  const current = gateway.config;
-  const plan = planReload(current, next);
-  const models = new Map(next.models.map((m) => [m.name, m]));
-  const fresh = new Map<string, ModelRuntime>();
-  const errors: string[] = [];
-  await Promise.all([...plan.rebuild, ...plan.add].map(async (name) => {
-    try {
-      fresh.set(name, await host.buildRuntime(models.get(name)!));
-    } catch (error) {
-      const index = next.models.findIndex((m) => m.name === name);
-      errors.push(`models[${index}] (${name}): ${(error as Error).message}`);
-    }
-  }));
-  if (errors.length) {
-    for (const runtime of fresh.values()) await runtime.cluster.stop();
-    return reject(errors);
-  }
-
-  const runtimes = new Map<string, ModelRuntime>();
-  const membership: MembershipChange[] = [];
-  for (const model of next.models) {
-    const built = fresh.get(model.name);
-    if (built) {
-      const previous = gateway.runtime(model.name);
-      if (previous) carryOperatorState(previous.cluster, built.cluster, log);
-      runtimes.set(model.name, built);
-      continue;
-    }
-    const runtime = gateway.runtime(model.name)!;
-    const change = runtime.cluster.reconcileMembers(model.instances, "config", {
-      initialState: "starting",
-    });
-    host.background.setDiscovery(runtime, model.discovery);
-    runtimes.set(model.name, runtime);
-    if (change.added.length || change.updated.length || change.removed.length) {
-      membership.push({ model: model.name, ...change });
-    }
-  }
+  const { runtimes, membership } = nextRuntimes(host, next, fresh);
   const retired = gateway.runtimes().filter((r) => runtimes.get(r.config.name) !== r);
   gateway.replace(next, runtimes);
   for (const [name, runtime] of fresh) {
@@ -158,6 +125,59 @@ export async function applyReload(host: ReloadHost, next: Config): Promise<Reloa
     });
   }
   return { ok: true, plan, membership };
+}
+
+/** New runtimes for the named models; all or nothing (a failed build stops the others). */
+async function buildFresh(
+  host: ReloadHost,
+  next: Config,
+  names: string[],
+): Promise<{ ok: true; runtimes: Map<string, ModelRuntime> } | { ok: false; errors: string[] }> {
+  const models = new Map(next.models.map((m) => [m.name, m]));
+  const runtimes = new Map<string, ModelRuntime>();
+  const errors: string[] = [];
+  await Promise.all(names.map(async (name) => {
+    try {
+      runtimes.set(name, await host.buildRuntime(models.get(name)!));
+    } catch (error) {
+      const index = next.models.findIndex((m) => m.name === name);
+      errors.push(`models[${index}] (${name}): ${(error as Error).message}`);
+    }
+  }));
+  if (!errors.length) return { ok: true, runtimes };
+  for (const runtime of runtimes.values()) await runtime.cluster.stop();
+  return { ok: false, errors };
+}
+
+/**
+ * The runtime of every model in `next`: a fresh one (carrying the operator's changes over), or
+ * the running one with its membership reconciled in place.
+ */
+function nextRuntimes(
+  host: ReloadHost,
+  next: Config,
+  fresh: Map<string, ModelRuntime>,
+): { runtimes: Map<string, ModelRuntime>; membership: MembershipChange[] } {
+  const runtimes = new Map<string, ModelRuntime>();
+  const membership: MembershipChange[] = [];
+  for (const model of next.models) {
+    const running = host.gateway.runtime(model.name);
+    const built = fresh.get(model.name);
+    if (built) {
+      if (running) carryOperatorState(running.cluster, built.cluster, host.log);
+      runtimes.set(model.name, built);
+      continue;
+    }
+    const change = running!.cluster.reconcileMembers(model.instances, "config", {
+      initialState: "starting",
+    });
+    host.background.setDiscovery(running!, model.discovery);
+    runtimes.set(model.name, running!);
+    if (change.added.length || change.updated.length || change.removed.length) {
+      membership.push({ model: model.name, ...change });
+    }
+  }
+  return { runtimes, membership };
 }
 
 /**

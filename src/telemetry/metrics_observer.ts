@@ -1,5 +1,11 @@
-import type { RequestObserver, RequestRecord } from "../contracts.ts";
+import type { DispatchPlan, RequestObserver, RequestRecord } from "../contracts.ts";
 import type { GatewayMetrics } from "./metrics.ts";
+
+interface Labels {
+  model: string;
+  instance: string;
+  arm: string;
+}
 
 /** Turns each finished request into Prometheus series (labels: model, instance, arm). */
 export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
@@ -10,73 +16,78 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
         instance: record.instanceId ?? "none",
         arm: record.arm || "none",
       };
-      metrics.requests.inc({
-        ...labels,
-        endpoint: record.endpoint,
-        outcome: record.outcome,
-        status: String(record.status),
-      });
-      for (const attempt of record.attempts) {
-        if (attempt.failure) {
-          metrics.retries.inc({
-            model: labels.model,
-            instance: attempt.instanceId,
-            reason: attempt.failure,
-          });
-        }
-      }
-      if (record.durationS !== undefined) metrics.e2e.observe(labels, record.durationS);
-      if (record.ttftS !== undefined) metrics.ttft.observe(labels, record.ttftS);
-      for (const gap of record.interTokenS) metrics.interToken.observe(labels, gap);
-      if (record.usage.completionTokens !== undefined) {
-        metrics.completionTokens.inc(labels, record.usage.completionTokens);
-      }
-      if (record.outcome === "rejected") {
-        const verdict = record.plan?.admission;
-        metrics.rejections.inc({
-          model: labels.model,
-          arm: labels.arm,
-          reason: verdict && !verdict.admit ? verdict.reason : "unknown",
-        });
-      }
+      countRequest(metrics, record, labels);
       const plan = record.plan;
       if (!plan) return;
-      const stages = plan.timings;
-      metrics.stageSeconds.observe(
-        { model: labels.model, stage: "tokenize" },
-        stages.tokenizeMs / 1000,
-      );
-      metrics.stageSeconds.observe({ model: labels.model, stage: "hash" }, stages.hashMs / 1000);
-      metrics.stageSeconds.observe(
-        { model: labels.model, stage: "lookup" },
-        stages.lookupMs / 1000,
-      );
-      metrics.stageSeconds.observe(
-        { model: labels.model, stage: "schedule" },
-        stages.scheduleMs / 1000,
-      );
-      const outcome = plan.lookup?.outcome ?? "skipped";
-      metrics.storeLookups.inc({ model: labels.model, outcome });
-      if (plan.lookup) {
-        metrics.storeLookupSeconds.observe(
-          { model: labels.model, outcome },
-          plan.lookup.elapsedMs / 1000,
-        );
-      }
-      if (plan.tokenSource === "failed" || plan.tokenSource === "input_error") {
-        metrics.tokenizerFailures.inc({ model: labels.model });
-      }
-      if (!record.instanceId) return;
-      metrics.promptTokens.inc(labels, plan.promptTokens);
-      const local = plan.candidates.find((c) => c.id === record.instanceId)?.localPrefixTokens ?? 0;
-      metrics.predictedHitTokens.inc({ ...labels, scope: "local" }, local);
-      metrics.predictedHitTokens.inc({ ...labels, scope: "pool" }, plan.poolPrefixTokens);
-      const cached = record.usage.cachedTokens;
-      if (cached !== undefined) {
-        metrics.engineCachedTokens.inc(labels, cached);
-        metrics.engineReportedPromptTokens.inc(labels, plan.promptTokens);
-        metrics.hitMismatchTokens.inc(labels, Math.abs(cached - local));
-      }
+      observeStages(metrics, plan, labels.model);
+      if (record.instanceId) countTokens(metrics, record, plan, labels);
     },
   };
+}
+
+/** The request itself: outcome, retries, timings, completion tokens, an admission refusal. */
+function countRequest(metrics: GatewayMetrics, record: RequestRecord, labels: Labels): void {
+  metrics.requests.inc({
+    ...labels,
+    endpoint: record.endpoint,
+    outcome: record.outcome,
+    status: String(record.status),
+  });
+  for (const attempt of record.attempts) {
+    if (!attempt.failure) continue;
+    metrics.retries.inc({
+      model: labels.model,
+      instance: attempt.instanceId,
+      reason: attempt.failure,
+    });
+  }
+  if (record.durationS !== undefined) metrics.e2e.observe(labels, record.durationS);
+  if (record.ttftS !== undefined) metrics.ttft.observe(labels, record.ttftS);
+  for (const gap of record.interTokenS) metrics.interToken.observe(labels, gap);
+  if (record.usage.completionTokens !== undefined) {
+    metrics.completionTokens.inc(labels, record.usage.completionTokens);
+  }
+  if (record.outcome === "rejected") {
+    const verdict = record.plan?.admission;
+    metrics.rejections.inc({
+      model: labels.model,
+      arm: labels.arm,
+      reason: verdict && !verdict.admit ? verdict.reason : "unknown",
+    });
+  }
+}
+
+/** The router's own work before dispatch: stage times, the store lookup, tokenizer failures. */
+function observeStages(metrics: GatewayMetrics, plan: DispatchPlan, model: string): void {
+  const stages = plan.timings;
+  metrics.stageSeconds.observe({ model, stage: "tokenize" }, stages.tokenizeMs / 1000);
+  metrics.stageSeconds.observe({ model, stage: "hash" }, stages.hashMs / 1000);
+  metrics.stageSeconds.observe({ model, stage: "lookup" }, stages.lookupMs / 1000);
+  metrics.stageSeconds.observe({ model, stage: "schedule" }, stages.scheduleMs / 1000);
+  const outcome = plan.lookup?.outcome ?? "skipped";
+  metrics.storeLookups.inc({ model, outcome });
+  if (plan.lookup) {
+    metrics.storeLookupSeconds.observe({ model, outcome }, plan.lookup.elapsedMs / 1000);
+  }
+  if (plan.tokenSource === "failed" || plan.tokenSource === "input_error") {
+    metrics.tokenizerFailures.inc({ model });
+  }
+}
+
+/** Prompt tokens sent to the instance, the predicted hits, and what the engine reported. */
+function countTokens(
+  metrics: GatewayMetrics,
+  record: RequestRecord,
+  plan: DispatchPlan,
+  labels: Labels,
+): void {
+  metrics.promptTokens.inc(labels, plan.promptTokens);
+  const local = plan.candidates.find((c) => c.id === record.instanceId)?.localPrefixTokens ?? 0;
+  metrics.predictedHitTokens.inc({ ...labels, scope: "local" }, local);
+  metrics.predictedHitTokens.inc({ ...labels, scope: "pool" }, plan.poolPrefixTokens);
+  const cached = record.usage.cachedTokens;
+  if (cached === undefined) return;
+  metrics.engineCachedTokens.inc(labels, cached);
+  metrics.engineReportedPromptTokens.inc(labels, plan.promptTokens);
+  metrics.hitMismatchTokens.inc(labels, Math.abs(cached - local));
 }
