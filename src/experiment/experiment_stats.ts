@@ -14,7 +14,13 @@ export interface ModelExperimentReport extends ExperimentReport {
   key: string;
   fallback: string;
   overrideHeader: string | null;
+  /** What the TTFT figures cover (said with every report, since it surprises). */
+  ttftBasis: typeof TTFT_BASIS;
 }
+
+/** A non-streamed answer's first byte comes after the whole generation: it has no TTFT. */
+export const TTFT_BASIS =
+  "streamed requests only: a non-streamed answer has no observable first token" as const;
 
 /**
  * Records finished requests per model and arm for the running version of each experiment (a
@@ -54,6 +60,7 @@ export class ExperimentStats implements RequestObserver {
       key: experiment.config.key,
       fallback: experiment.config.fallback,
       overrideHeader: experiment.config.overrideHeader ?? null,
+      ttftBasis: TTFT_BASIS,
       ...this.#tally(experiment).report(),
     }));
   }

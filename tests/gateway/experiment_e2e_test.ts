@@ -78,6 +78,7 @@ Deno.test("each session keeps its arm, both arms get traffic, and /admin/experim
       ["B", "least_load", perArm.B],
     ]);
     assertEquals(r.arms.reduce((sum, a) => sum + a.ttft.n, 0), 40);
+    assert(r.ttftBasis.startsWith("streamed requests only"), r.ttftBasis);
     for (const arm of r.arms) {
       assert(arm.ttft.mean! > 0 && arm.ttft.p50! > 0, JSON.stringify(arm.ttft));
       assertEquals([arm.rejected, arm.errors], [0, 0]);
@@ -252,6 +253,22 @@ Deno.test("a 429 from admission carries the arm and counts as that arm's rejecti
     const r = await report(t);
     const row = r.arms.find((a) => a.name === arm)!;
     assertEquals([row.requests, row.rejected, row.ttft.n], [1, 1, 0]);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("non-streamed requests count for their arm but add no TTFT sample", async () => {
+  const t = await start();
+  try {
+    const response = await completion(t.url, { prompt: range(0, 40) }, {
+      "x-session-id": "plain",
+    });
+    assertEquals(response.status, 200);
+    await response.json();
+    const r = await report(t);
+    assertEquals(r.arms.reduce((sum, a) => sum + a.requests, 0), 1);
+    assertEquals(r.arms.reduce((sum, a) => sum + a.ttft.n, 0), 0);
   } finally {
     await t.close();
   }
