@@ -27,6 +27,8 @@ export interface DispatchPlan {
   chunkKeys: string[][];
   /** `chunkKeys` flattened: what is looked up, predicted and forgotten. */
   keys: string[];
+  /** Why the prompt has no keys although it has tokens (e.g. extra keys the hash cannot take). */
+  keysError?: string;
   lookup?: LookupResult;
   hits: PrefixHits;
   poolPrefixTokens: number;

@@ -56,7 +56,7 @@ export async function planDispatch(
   const tokenizeStart = now();
   const tokenized = await tokenize(runtime, request);
   const hashStart = now();
-  const chunkKeys = chunkKeysOf(runtime, tokenized.tokens, context.extraKeys);
+  const { chunkKeys, error: keysError } = chunkKeysOf(runtime, tokenized.tokens, context.extraKeys);
   const keys = chunkKeys.flat();
   const lookupStart = now();
   const stored = await storeLookup(runtime, keys);
@@ -78,6 +78,7 @@ export async function planDispatch(
     tokenizeError: tokenized.error,
     chunkKeys,
     keys,
+    keysError,
     lookup,
     ...scheduled,
     policy: context.policy,
@@ -94,15 +95,25 @@ export async function planDispatch(
   return { plan, reservation: reserveFirstChoice(runtime, plan, end) };
 }
 
-/** Store keys per chunk, when the prompt is long enough and there is an index to ask. */
+/**
+ * Store keys per chunk, when the prompt is long enough and there is an index to ask. A request
+ * whose extra keys (LoRA, cache_salt) the model's hash cannot express is dispatched by load: its
+ * keys are unknowable, which is no reason to fail it.
+ */
 function chunkKeysOf(
   runtime: ModelRuntime,
   tokens: number[] | undefined,
   extraKeys: ExtraKeys | undefined,
-): string[][] {
+): { chunkKeys: string[][]; error?: string } {
   const lookupEnabled = runtime.store !== undefined || runtime.predicted !== undefined;
-  if (!tokens || tokens.length < runtime.config.kv.minPromptTokens || !lookupEnabled) return [];
-  return runtime.keyScheme.chunkKeys(tokens, extraKeys);
+  if (!tokens || tokens.length < runtime.config.kv.minPromptTokens || !lookupEnabled) {
+    return { chunkKeys: [] };
+  }
+  try {
+    return { chunkKeys: runtime.keyScheme.chunkKeys(tokens, extraKeys) };
+  } catch (error) {
+    return { chunkKeys: [], error: (error as Error).message };
+  }
 }
 
 /** The store's answer (health-gated, deadline-bound), before the router's predictions. */

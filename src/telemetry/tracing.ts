@@ -165,8 +165,12 @@ class RequestSpans implements RequestTrace {
       t.span.setStatus({ code: SpanStatusCode.ERROR, message: plan.tokenizeError });
     }
     t.end();
-    this.#child("hash", s.hashStart, s.lookupStart, { "tidegate.chunks": plan.chunkKeys.length })
-      .end();
+    const h = this.#child("hash", s.hashStart, s.lookupStart, {
+      "tidegate.chunks": plan.chunkKeys.length,
+      ...(plan.keysError ? { "error.message": plan.keysError } : {}),
+    });
+    if (plan.keysError) h.span.setStatus({ code: SpanStatusCode.ERROR, message: plan.keysError });
+    h.end();
   }
 
   #lookupSpan(plan: DispatchPlan): void {

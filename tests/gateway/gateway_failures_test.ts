@@ -1,5 +1,6 @@
 /** Failures inside the router's own request path, and the answers around them. */
 import { assert, assertEquals } from "../assert.ts";
+import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import type { RequestTrace, RequestTracer } from "../../src/contracts.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
@@ -108,5 +109,30 @@ Deno.test("an admin body that is not JSON is a 400 in OpenAI's shape thrown from
     }
   } finally {
     await t.close();
+  }
+});
+
+Deno.test("a LoRA or cache_salt request on a model whose hash has no extra keys is dispatched by load, not failed", async () => {
+  const engine = startFakeEngine({
+    id: "e0",
+    model: "m",
+    timeScale: 0.001,
+    loraModules: ["m-lora"],
+  });
+  const { router, url } = await startRouter([loadOnlyModel("m", {
+    loras: [{ name: "m-lora", adapter: "lora-1" }],
+    kv: { store: "none", hash: "sha256_hex", chunkSize: 4, minPromptTokens: 0 },
+    instances: [{ id: "e0", url: engine.url }],
+  })], { background: false });
+  try {
+    for (const body of [{ model: "m-lora" }, { model: "m", cache_salt: "tenant-1" }]) {
+      const response = await completion(url, { ...body, prompt: range(1, 16) });
+      assertEquals(response.status, 200, JSON.stringify(body));
+      await response.body?.cancel();
+      assertEquals(response.headers.get("x-tidegate-instance"), "e0");
+    }
+  } finally {
+    await router.close();
+    await engine.close();
   }
 });
