@@ -11,7 +11,6 @@ import type {
 import type { ExtraKeys } from "../hashing/types.ts";
 import { HttpError } from "../openai/errors.ts";
 import { type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
-import { RequestTracing } from "../telemetry/tracing.ts";
 import { planDispatch } from "./dispatch_plan.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -31,7 +30,7 @@ export interface GatewayDeps {
 export interface GatewayCollaborators {
   /** Told once per finished request (metrics, experiment stats, decision log, dashboard). */
   observers?: readonly RequestObserver[];
-  /** Span trees per request (default: a no-op unless a global tracer provider records). */
+  /** Span trees per request (default: none; routes/app.ts gives the OpenTelemetry one). */
   tracing?: RequestTracer;
   /** A/B arm per request (default: every request gets the model's own policy). */
   arms?: ArmSelector;
@@ -54,6 +53,12 @@ interface InFlight {
   loraName?: string;
   selection?: ArmSelection;
 }
+
+const NO_TRACE: RequestTrace = {
+  planned() {},
+  attempt: () => ({ run: (fn) => fn(), end() {} }),
+  finish() {},
+};
 
 const DEFAULT_ARMS: ArmSelector = {
   select: (model) => ({ arm: "default", policy: model.defaultPolicy }),
@@ -83,7 +88,7 @@ export class Gateway {
     this.#runtimes = runtimes;
     this.#deps = deps;
     this.#observers = [...(collaborators.observers ?? [])];
-    this.#tracing = collaborators.tracing ?? new RequestTracing();
+    this.#tracing = collaborators.tracing ?? { begin: () => NO_TRACE };
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#indexNames();
   }
