@@ -1,5 +1,5 @@
 /**
- * Pure readers that turn an engine's own load page into one `EngineLoadReport` (compat.md §6):
+ * Pure readers that turn an engine's own load page into one `EngineLoadReport` (docs/compat.md §6):
  * vLLM `/metrics` (Prometheus text, new and old gauge names, summed over `engine` labels), SGLang
  * `/get_load` (JSON, summed over data-parallel ranks) and SGLang `/metrics`.
  */

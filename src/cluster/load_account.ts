@@ -1,5 +1,5 @@
 /**
- * The router's own account of work it sent to each instance (compat.md §5): prefill tokens not
+ * The router's own account of work it sent to each instance (docs/compat.md §5): prefill tokens not
  * yet computed (added at dispatch, removed at the first token) and requests decoding. Every
  * request holds a lease that is released exactly once, however the request ends.
  */

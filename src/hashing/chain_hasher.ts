@@ -1,6 +1,6 @@
 import type { ExtraKeys, HashAlgorithm } from "./types.ts";
 
-/** Every chain algorithm of compat.md §2. */
+/** Every chain algorithm of docs/compat.md §2. */
 export const HASH_ALGORITHMS = [
   "sha256_cbor",
   "sha256",
@@ -19,7 +19,7 @@ export interface ChainOptions {
   saveUnfullChunk?: boolean;
 }
 
-/** A chain of compat.md §2 with its root computed once; reuses its buffers across calls. */
+/** A chain of docs/compat.md §2 with its root computed once; reuses its buffers across calls. */
 export interface ChainHasher {
   readonly hash: HashAlgorithm;
   /** Raw digest of each hashed chunk (32 bytes for SHA-256, 16 for XXH3-128, 8 for XXH64). */

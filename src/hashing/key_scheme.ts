@@ -14,7 +14,7 @@ export {
 } from "./key_format.ts";
 
 /**
- * The chain hash + store-key layout of one engine deployment (compat.md §2-3). Synchronous and
+ * The chain hash + store-key layout of one engine deployment (docs/compat.md §2-3). Synchronous and
  * reusable: the root hash, key templates and encode buffers are built once here. Throws one
  * error listing every invalid option.
  *

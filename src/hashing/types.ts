@@ -1,4 +1,4 @@
-/** Chain hash algorithms of compat.md §2, by the name engines use for them. */
+/** Chain hash algorithms of docs/compat.md §2, by the name engines use for them. */
 export type HashAlgorithm =
   | "sha256_cbor"
   | "sha256"
@@ -7,10 +7,10 @@ export type HashAlgorithm =
   | "sha256_hex"
   | "xxh64_cumulative";
 
-/** Store key layouts of compat.md §3; any other string is a custom template. */
+/** Store key layouts of docs/compat.md §3; any other string is a custom template. */
 export type KeyFormatPreset = "llumnix" | "vllm-mooncake-store" | "lmcache" | "sglang-hicache";
 
-/** vLLM `extra_keys` a request can carry (compat.md §2, last paragraph). */
+/** vLLM `extra_keys` a request can carry (docs/compat.md §2, last paragraph). */
 export interface ExtraKeys {
   /** LoRA adapter name: part of every block's hash. */
   loraName?: string;

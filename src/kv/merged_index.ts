@@ -1,7 +1,7 @@
 import type { KeyLocation, KvIndex, LookupResult } from "./types.ts";
 
 /**
- * The store's answer plus the router's own predictions (issue 4): per key, the union of the two
+ * The store's answer plus the router's own predictions: per key, the union of the two
  * (present if either says so, memory hosts of both). The prediction answers even when the store
  * is down, skipped or too slow, so a burst sharing a new prefix follows its first request.
  * `outcome`, `batches` and `attempts` are the store's; `locations` are always usable.

@@ -1,9 +1,9 @@
 /**
- * Building `GET /batch_query_keys?keys=k1,k2,...` URLs (compat.md §4). Pure.
+ * Building `GET /batch_query_keys?keys=k1,k2,...` URLs (docs/compat.md §4). Pure.
  *
  * v0.3.12+ percent-decodes the `keys` value once; v0.3.9-0.3.11 take it raw (and so do some later
  * builds whose handler still writes JSON by hand with `get_query_value`). Keys made only of
- * `[A-Za-z0-9_.~@/:-]` (every key preset of compat.md §3 with ordinary model names) mean the same
+ * `[A-Za-z0-9_.~@/:-]` (every key preset of docs/compat.md §3 with ordinary model names) mean the same
  * to both, so they go out unescaped. Any other key is percent-encoded, which only v0.3.12+ reads
  * back correctly: an older master looks the escaped text up and answers OBJECT_NOT_FOUND.
  * A key cannot contain a comma (the master splits on it) and cannot be empty.

@@ -7,7 +7,7 @@ export interface KvPlacement {
 }
 
 /**
- * Pool and per-instance local prefixes, in chunks, counted from chunk 0 only (compat.md §4,
+ * Pool and per-instance local prefixes, in chunks, counted from chunk 0 only (docs/compat.md §4,
  * "What a hit means"). A chunk counts when every one of its keys (all ranks, `_k`/`_v`) counts.
  * Pure: the lookup's answer in, prefixes out.
  */

@@ -1,5 +1,5 @@
 /**
- * Whether to ask the store at all (compat.md §5). Llumnix marks the store "down" for 30 s after a
+ * Whether to ask the store at all (docs/compat.md §5). Llumnix marks the store "down" for 30 s after a
  * lookup fails entirely and dispatches on load alone meanwhile; we do the same, then let a single
  * probe lookup decide whether the store is back.
  *

@@ -1,4 +1,4 @@
-/** Where one store key's bytes live, read from a `/batch_query_keys` entry (compat.md §4). */
+/** Where one store key's bytes live, read from a `/batch_query_keys` entry (docs/compat.md §4). */
 export interface KeyLocation {
   /** The key exists and at least one replica can be read. */
   present: boolean;

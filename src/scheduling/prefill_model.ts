@@ -5,7 +5,7 @@ import type { PrefillModelCoefficients } from "./types.ts";
  *
  *   T = a·n_new + b·n_new·(n_new + 2·n_cached) + r·n_cached + c
  *
- * Why this form (compat.md §8 reference points, LLaMA3-70B on 8×A800):
+ * Why this form (docs/compat.md §8 reference points, LLaMA3-70B on 8×A800):
  * - Without cache it is the paper fit `0.1157·n + 0.000775·n²` (128k tokens → 27.5 s).
  * - The new tokens' causal attention still runs over the cached context: the attention pairs of
  *   n_new tokens after n_cached are n_new·(n_new + 2·n_cached)/2, i.e. b·(total² − cached²).

@@ -1,7 +1,7 @@
 import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "./prefill_model.ts";
 import type { Candidate, PrefillModelCoefficients, ScheduleRequest } from "./types.ts";
 
-/** What a TTFT prediction needs besides the candidate (compat.md §8 defaults). */
+/** What a TTFT prediction needs besides the candidate (docs/compat.md §8 defaults). */
 export interface TtftModelParams {
   /** Used for candidates that carry no learned `prefillModel`. */
   prefillModel: PrefillModelCoefficients;

@@ -1,4 +1,4 @@
-/** One request of a Mooncake FAST'25 trace (compat.md §8). */
+/** One request of a Mooncake FAST'25 trace (docs/compat.md §8). */
 export interface TraceRequest {
   /** Arrival in milliseconds from the start of the trace. */
   timestampMs: number;

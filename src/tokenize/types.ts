@@ -19,7 +19,7 @@ export interface EncodeOptions {
   addSpecialTokens?: boolean;
 }
 
-/** Turns prompts into the token ids the engine will prefill (compat.md §1). */
+/** Turns prompts into the token ids the engine will prefill (docs/compat.md §1). */
 export interface PromptTokenizer {
   encode(text: string, options?: EncodeOptions): number[];
   encodeChat(messages: ChatMessage[], options?: ChatEncodeOptions): number[];

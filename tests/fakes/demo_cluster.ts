@@ -46,7 +46,7 @@ export interface DemoCluster {
   close(): Promise<void>;
 }
 
-/** Prompt tokens of an OpenAI body, as the engine computes them (compat.md §1). */
+/** Prompt tokens of an OpenAI body, as the engine computes them (docs/compat.md §1). */
 export function promptTokensOf(tokenizer: PromptTokenizer, body: OpenAiBody): number[] {
   const b = body as Record<string, unknown>;
   if (Array.isArray(b.messages)) {

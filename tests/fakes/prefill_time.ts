@@ -1,6 +1,6 @@
 /**
  * Prefill time of the fake engines: the same model the router's scheduler predicts with
- * (src/scheduling/prefill_model.ts, fitted to compat.md §8), so a simulated engine is exactly as
+ * (src/scheduling/prefill_model.ts, fitted to docs/compat.md §8), so a simulated engine is exactly as
  * fast as the TTFT policy believes unless a test gives it other coefficients.
  */
 import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../../src/scheduling/prefill_model.ts";

@@ -128,7 +128,7 @@ Deno.test("CborChainEncoder rejects fractional and unsafe token ids, naming the 
 
 Deno.test("the sha256_cbor chain hashes canonical CBOR of (parent, tokens, extra) from the seed's root", () => {
   const root = sha256(hexToBytes("6130")); // cbor("0")
-  strictEqual(root.slice(0, 8), "4e1195df"); // compat.md §2
+  strictEqual(root.slice(0, 8), "4e1195df"); // docs/compat.md §2
   const block = (parentHex: string, tokens: string, extra: string) =>
     sha256(hexToBytes("835820" + parentHex + tokens + extra));
   // Salt only: ("s",) on block 0, None afterwards.

@@ -121,7 +121,7 @@ Deno.test("the sha256 (pickle) chain puts LoRA on every block and cache_salt on 
   const loraOnly = golden.blocks.find((b) => b.name === "lora only")!;
   const seedPickle = hexToBytes(golden.strings.find((s) => s.text === "0")!.bytes!);
   const root = sha256(seedPickle);
-  strictEqual(root.slice(0, 8), "1973e238"); // compat.md §2: sha256 root of seed "0"
+  strictEqual(root.slice(0, 8), "1973e238"); // docs/compat.md §2: sha256 root of seed "0"
   const block = (goldenBytes: string, parentHex: string) => {
     const bytes = hexToBytes(goldenBytes);
     bytes.set(hexToBytes(parentHex), 13);

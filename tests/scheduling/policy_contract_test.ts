@@ -113,7 +113,7 @@ Deno.test("createPolicy() lists every invalid parameter at once", () => {
   }
 });
 
-Deno.test("POLICY_NAMES lists the seven policies of the issue", () => {
+Deno.test("POLICY_NAMES lists the seven policies", () => {
   assertEquals([...POLICY_NAMES].sort(), [
     "cache_aware",
     "kv_hit_len",

@@ -15,11 +15,11 @@ function near(actual: number, expected: number, tolerance: number) {
   );
 }
 
-Deno.test("prefillTimeS() gives 27.5 s for 128k uncached tokens (compat.md §8)", () => {
+Deno.test("prefillTimeS() gives 27.5 s for 128k uncached tokens (docs/compat.md §8)", () => {
   near(prefillTimeS(MOONCAKE_PREFILL_MODEL, 128_000, 0), 27.5, 0.05);
 });
 
-Deno.test("prefillTimeS() gives 2.3 s for 128k tokens with 95% cached (compat.md §8)", () => {
+Deno.test("prefillTimeS() gives 2.3 s for 128k tokens with 95% cached (docs/compat.md §8)", () => {
   near(prefillTimeS(MOONCAKE_PREFILL_MODEL, 6_400, 121_600), 2.3, 0.02);
 });
 

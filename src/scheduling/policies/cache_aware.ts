@@ -8,7 +8,7 @@ export interface CacheAwareOptions {
 }
 
 /**
- * Llumnix's chain (compat.md §5): lowest `prefixMissTokens + waitingPrefillTokens`, then lowest
+ * Llumnix's chain (docs/compat.md §5): lowest `prefixMissTokens + waitingPrefillTokens`, then lowest
  * `waitingPrefillTokens`, then a random draw. The miss counts from token 0, so an instance
  * without a hit misses the whole prompt (Llumnix scores it 0: a bug not copied).
  */

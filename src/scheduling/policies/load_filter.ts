@@ -2,7 +2,7 @@ import type { Candidate } from "../types.ts";
 import { demotionPenalty, healthyOf } from "./rank.ts";
 
 /**
- * Llumnix's prefill-load filter (compat.md §5): healthy instances whose waiting prefill tokens are
+ * Llumnix's prefill-load filter (docs/compat.md §5): healthy instances whose waiting prefill tokens are
  * at or above the threshold are set aside unless that would leave none. Returns their
  * `overLoadThreshold` term (a penalty that moves them behind every other candidate, given each
  * candidate's score without it), or undefined when the filter is off or sets nothing aside: then
