@@ -2,18 +2,29 @@ import type { KeyLocation } from "./types.ts";
 import { normalizeHost } from "./prefix.ts";
 
 /**
- * Reading a Mooncake master's `GET /batch_query_keys` answer (compat.md §4). Pure: status and body
- * in, per-key locations or a precise failure out. Never throws, whatever the body holds.
+ * Reading a Mooncake master's `GET /batch_query_keys` answer (docs/compat.md §4). Pure: status and
+ * body in, per-key locations or a precise failure out. Never throws, whatever the body holds.
  *
  * Shapes seen in Mooncake's source (all `{"success":true,"data":{<key>:<entry>}}`):
  * - hand-written JSON (v0.3.9-0.3.11 and some later builds): entries `{"ok":true,"values":[...]}`
  *   or `{"ok":false,"error":"OBJECT_NOT_FOUND"}`, keys echoed in request order (duplicates
  *   possible), memory replicas only;
- * - `struct_json` with optional fields (v0.3.12+): every field written, absent ones as `null`,
- *   `data` a sorted map; `disk_values` / `local_disk_values` / `nof_values` may carry replicas;
- * - newest admin server: `values` always an array, the other lists omitted when empty.
+ * - `struct_json` with optional fields (v0.3.12+, and the current admin server, e.g. commit
+ *   3b5a5941): `data` a map sorted by key bytes, one entry per distinct key, every field written.
+ *   An absent or not-ready key has `"ok":false`, its `error` and every location list as `null`
+ *   (`"values":null,"disk_values":null,"local_disk_values":null,"nof_values":null`); a present
+ *   key has `"error":null`, `values` an array (maybe `[]`) and `disk_values` /
+ *   `local_disk_values` / `nof_values` `null` unless they carry a replica. Nothing is omitted,
+ *   whatever Mooncake's http-service.md says; tests/data/mooncake_master_responses.txt holds real
+ *   answers. Omitted fields are still read like `null`, for the hand-written shape.
  * No master writes `data` as an array for this endpoint (`/query_key` does, for one key): an
  * array is reported as a failure rather than guessed at.
+ *
+ * Failures a real master sends: 400 `{"success":false,"error":"No keys provided. ..."}` (empty
+ * `keys`), 503 `{"success":false,"error_code":-1011,"error_message":"service plane is not
+ * active"}` (HA standby), a plain `404 Not Found` when the URL is not the admin port (e.g. the
+ * HTTP metadata port). A key that is not UTF-8 once percent-decoded makes its writer throw, which
+ * cinatra answers with a plain `503 Service Unavailable`: reported as a 503 like a standby.
  */
 export type BatchQueryParse =
   | { ok: true; locations: Map<string, KeyLocation> }

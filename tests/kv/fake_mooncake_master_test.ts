@@ -81,14 +81,35 @@ Deno.test("fake Mooncake master refuses connections when down and re-opens the s
 });
 
 Deno.test("fake Mooncake master plays an HA standby: 503 on queries, service_ready false on /health", async () => {
-  const master = await startFakeMooncakeMaster({ mode: "standby503" });
+  const master = await startFakeMooncakeMaster({
+    mode: "standby503",
+    leader: { address: "10.0.0.1:50051", viewVersion: 3 },
+  });
   try {
     const query = await get(`${master.url}/batch_query_keys?keys=a`);
     strictEqual(query.status, 503);
-    strictEqual(query.body, `{"success":false,"error":"service plane is not active"}`);
-    const health = JSON.parse((await get(`${master.url}/health`)).body);
-    strictEqual(health.service_ready, false);
+    strictEqual(
+      query.body,
+      `{"success":false,"error_code":-1011,"error_message":"service plane is not active"}`,
+    );
+    strictEqual((await get(`${master.url}/batch_query_keys?keys=`)).status, 503, "before the 400");
+    strictEqual(
+      (await get(`${master.url}/health`)).body,
+      `{"status":"ok","role":"standby","ha_state":"standby","service_ready":false,` +
+        `"leader_address":"10.0.0.1:50051","view_version":3}`,
+    );
     strictEqual((await get(`${master.url}/get_all_keys`)).status, 503);
+    deepStrictEqual(await get(`${master.url}/role`), {
+      status: 200,
+      body: "standby",
+      type: "text/plain; charset=utf-8",
+    });
+    await master.setMode("ok");
+    master.setLeader(undefined);
+    strictEqual(
+      (await get(`${master.url}/leader`)).body,
+      `{"present":false,"leader_address":null,"view_version":null}`,
+    );
   } finally {
     await master.close();
   }
@@ -139,6 +160,120 @@ Deno.test("fake Mooncake master accepts writes from other processes over /_fake 
     strictEqual(data.c.error, "REPLICA_IS_NOT_READY");
     strictEqual(await post("/_fake/clear", {}), 200);
     strictEqual((await get(`${master.url}/get_all_keys`)).body, "");
+  } finally {
+    await master.close();
+  }
+});
+
+/** One request over a plain socket, so that its bytes go out exactly as written. */
+async function raw(port: number, request: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(new TextEncoder().encode(request));
+    let text = "";
+    const buffer = new Uint8Array(65536);
+    for (let n = await conn.read(buffer); n !== null; n = await conn.read(buffer)) {
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+    return text;
+  } finally {
+    conn.close();
+  }
+}
+
+Deno.test("fake Mooncake master refuses what the real master refuses, the way cinatra does", async () => {
+  const master = await startFakeMooncakeMaster();
+  try {
+    const posted = await fetch(`${master.url}/batch_query_keys?keys=a`, { method: "POST" });
+    deepStrictEqual(
+      [posted.status, await posted.text(), posted.headers.get("content-type")],
+      [404, "404 Not Found", null],
+    );
+    const garbled = await raw(master.port, "HELLO\r\n\r\n");
+    ok(garbled.startsWith("HTTP/1.1 400 Bad Request\r\nServer: cinatra\r\n"), garbled);
+    ok(garbled.endsWith("\r\n\r\ninvalid http protocol"), garbled);
+    // A key that is not UTF-8 once decoded: struct_json throws, cinatra answers a bare 503.
+    const latin1 = await get(`${master.url}/batch_query_keys?keys=ok,caf%E9`);
+    deepStrictEqual(latin1, { status: 503, body: "503 Service Unavailable", type: null });
+    // cinatra decodes a path holding `%` before routing.
+    strictEqual((await get(`${master.url}/batch%5Fquery_keys?keys=a`)).status, 200);
+    strictEqual(master.count, 2, "the refused POST never reached the handler");
+  } finally {
+    await master.close();
+  }
+});
+
+Deno.test("fake Mooncake master decodes keys like cinatra and writes them like struct_json", async () => {
+  const master = await startFakeMooncakeMaster();
+  try {
+    master.put("uni\u00e9", "h:1", { size: 8 });
+    master.put('tab\tq"', "h:1", { size: 8 });
+    const { body } = await get(`${master.url}/batch_query_keys?keys=uni%C3%A9,tab%09q%22,a%zz,b`);
+    const data = body.slice(body.indexOf(`"data":{`) + 8);
+    // Byte order; non-ASCII as upper-case \u escapes; the malformed escape cut the list at "a?".
+    ok(data.startsWith(`"a?":{"ok":false,"error":"OBJECT_NOT_FOUND"`), data);
+    ok(data.includes(`,"tab\\tq\\"":{"ok":true,"error":null,"values":[{"size_":8,`), data);
+    ok(data.includes(`,"uni\\u00E9":{"ok":true,`), data);
+    deepStrictEqual(master.requests[0].keys, ["uni\u00e9", 'tab\tq"', "a?"]);
+    // U+FFFD sorts before U+1F600 in UTF-8 bytes (not in UTF-16 units).
+    const order = await get(`${master.url}/batch_query_keys?keys=%F0%9F%98%80,%EF%BF%BD`);
+    ok(order.body.indexOf("\\uFFFD") < order.body.indexOf("\\uD83D\\uDE00"), order.body);
+  } finally {
+    await master.close();
+  }
+});
+
+Deno.test("fake Mooncake master places replicas in their segment first fit and reports it like the master", async () => {
+  const master = await startFakeMooncakeMaster();
+  try {
+    master.mountSegment("10.0.0.1:15000", {
+      baseAddress: 0x7f0000000000,
+      size: 1 << 20,
+      segmentId: "1-2",
+      clientId: "3-4",
+    });
+    master.put("a", "10.0.0.1:15000", { size: 64 });
+    master.put("b", "10.0.0.1:15000", { size: 64 });
+    master.remove("a");
+    master.put("c", "10.0.0.1:15000", { size: 32 });
+    const { body } = await get(`${master.url}/query_key?key=c`);
+    strictEqual(
+      body,
+      `{"success":true,"data":[{"size_":32,"buffer_address_":${0x7f0000000000},` +
+        `"protocol_":"tcp","transport_endpoint_":"10.0.0.1:15000"}]}`,
+    );
+    strictEqual(
+      (await get(`${master.url}/get_segments_detail`)).body,
+      `{"total_segments":1,"segments":[{"segment_name":"10.0.0.1:15000","segment_id":"1-2",` +
+        `"client_id":"3-4","base_address":"0x7f0000000000","size_bytes":1048576,` +
+        `"size_human":"0.000976562 GiB","te_endpoint":"10.0.0.1:15000","protocol":"tcp",` +
+        `"status":"OK","allocator_used_bytes":96,"allocator_capacity_bytes":1048576,` +
+        `"allocator_usage_percent":9.1552734375E-3}]}`,
+    );
+    const missing = await get(`${master.url}/query_key?key=a`);
+    deepStrictEqual(missing, {
+      status: 404,
+      body: `{"success":false,"error_code":-704,"error_message":"OBJECT_NOT_FOUND"}`,
+      type: "application/json; charset=utf-8",
+    });
+    master.unmountSegment("10.0.0.1:15000");
+    strictEqual((await get(`${master.url}/get_all_segments`)).body, "");
+    strictEqual((await get(`${master.url}/get_all_keys`)).body, "");
+  } finally {
+    await master.close();
+  }
+});
+
+Deno.test("fake Mooncake master on its metadata port answers cinatra's 404 to every admin path", async () => {
+  const master = await startFakeMooncakeMaster({ mode: "metadata_port" });
+  try {
+    for (const path of ["/batch_query_keys?keys=a", "/health", "/get_all_keys"]) {
+      deepStrictEqual(await get(`${master.url}${path}`), {
+        status: 404,
+        body: "404 Not Found",
+        type: null,
+      });
+    }
   } finally {
     await master.close();
   }

@@ -115,7 +115,7 @@ Deno.test("parseBatchQueryKeysResponse() treats ok:true without any replica as n
   deepStrictEqual(answer(`{"success":true,"data":{"k":{"ok":true}}}`).get("k"), absent());
 });
 
-Deno.test("parseBatchQueryKeysResponse() reads the newest shape (values always an array, other lists omitted)", () => {
+Deno.test("parseBatchQueryKeysResponse() reads entries that omit the empty lists instead of writing null", () => {
   const body = `{"success":true,"data":{"a":{"ok":true,"values":[]},"b":{"ok":true,"values":[],` +
     `"local_disk_values":[{"client_id":"c","object_size":1,"transport_endpoint":"h:1"}]}}}`;
   const locations = answer(body);
