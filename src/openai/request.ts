@@ -4,11 +4,135 @@ import type { ChatMessage } from "../tokenize/types.ts";
 import { HttpError } from "./errors.ts";
 
 /**
- * The fields of OpenAI request bodies the router reads. Everything else passes through to the
- * engine untouched (the proxy forwards the client's original bytes), so unknown fields are kept.
+ * The fields of OpenAI request bodies the router reads or type-checks. Everything else passes
+ * through to the engine untouched (the proxy forwards the client's original bytes), so unknown
+ * fields are kept.
+ *
+ * Arrays and maps a client controls the length of (prompt, messages, stop, logit_bias ...) are
+ * checked by plain loops that stop at the first problem and never copy the value: zod's z.array,
+ * z.record and z.union record an issue (and allocate a result) per element, and a 32 MiB body holds
+ * 16.7 M token ids, enough to exhaust the heap.
  */
 
-const tokenIds = z.array(z.int().min(0).max(0x7fffffff));
+const MAX_TOKEN_ID = 0x7fffffff;
+const PROMPT_FORMS =
+  "must be a string, an array of strings, an array of token ids, or an array of token-id arrays";
+
+/** A problem found by a plain check: where inside the field, and why. */
+interface Problem {
+  path: (string | number)[];
+  message: string;
+}
+
+const WRONG_FORM: Problem = { path: [], message: PROMPT_FORMS };
+
+/** Takes the value as it is (no copy) and lets `check` report problems through `ctx`. */
+function checked<T>(check: (value: unknown, ctx: z.RefinementCtx) => void) {
+  return z.custom<T>().superRefine(check);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Token ids: integers in [0, 2^31-1]. A wrong type anywhere (reported for the whole prompt, as it
+ * fits none of the forms) outranks an id out of range (reported at its index).
+ */
+function tokenIdsProblem(ids: unknown[], at: number[]): Problem | undefined {
+  let found: Problem | undefined;
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (typeof id !== "number" || !Number.isInteger(id)) return WRONG_FORM;
+    if (found === undefined && (id < 0 || id > MAX_TOKEN_ID)) {
+      found = {
+        path: [...at, i],
+        message: id < 0
+          ? "Too small: expected number to be >=0"
+          : `Too big: expected number to be <=${MAX_TOKEN_ID}`,
+      };
+    }
+  }
+  return found;
+}
+
+/** Which of the four forms a prompt array takes is decided by its first element. */
+function promptArrayProblem(prompt: unknown[]): Problem | undefined {
+  const first = prompt[0];
+  if (typeof first === "string") {
+    for (let i = 1; i < prompt.length; i++) {
+      if (typeof prompt[i] !== "string") return WRONG_FORM;
+    }
+    return undefined;
+  }
+  if (typeof first === "number") return tokenIdsProblem(prompt, []);
+  if (!Array.isArray(first)) return WRONG_FORM;
+  let found: Problem | undefined;
+  for (let i = 0; i < prompt.length; i++) {
+    const ids = prompt[i];
+    if (!Array.isArray(ids)) return WRONG_FORM;
+    const problem = ids.length === 0
+      ? { path: [i], message: "Too small: expected array to have >=1 items" }
+      : tokenIdsProblem(ids, [i]);
+    if (problem === WRONG_FORM) return WRONG_FORM;
+    found ??= problem;
+  }
+  return found;
+}
+
+type Prompt = string | string[] | number[] | number[][];
+
+const prompt = checked<Prompt>((value, ctx) => {
+  if (typeof value === "string") return;
+  const problem = Array.isArray(value) && value.length > 0 ? promptArrayProblem(value) : WRONG_FORM;
+  // A fresh path: zod prefixes issue paths in place, and WRONG_FORM is shared.
+  if (problem) ctx.addIssue({ code: "custom", path: [...problem.path], message: problem.message });
+});
+
+/** An array of anything (its elements are the engine's business). */
+const anyArray = checked<unknown[]>((value, ctx) => {
+  if (!Array.isArray(value)) {
+    ctx.addIssue({ code: "invalid_type", expected: "array", input: value });
+  }
+});
+
+/** An object of anything, keyed by strings. */
+const anyRecord = checked<Record<string, unknown>>((value, ctx) => {
+  if (!isRecord(value)) ctx.addIssue({ code: "invalid_type", expected: "record", input: value });
+});
+
+/** `stop`: one stop sequence or several. */
+const stop = checked<string | string[]>((value, ctx) => {
+  if (typeof value === "string") return;
+  if (!Array.isArray(value)) {
+    ctx.addIssue({ code: "custom", message: "must be a string or an array of strings" });
+    return;
+  }
+  for (let i = 0; i < value.length; i++) {
+    if (typeof value[i] !== "string") {
+      ctx.addIssue({ code: "invalid_type", expected: "string", input: value[i], path: [i] });
+      return;
+    }
+  }
+});
+
+/** `logit_bias`: token id (as a string key) to a bias. */
+const logitBias = checked<Record<string, number>>((value, ctx) => {
+  if (!isRecord(value)) {
+    ctx.addIssue({ code: "invalid_type", expected: "record", input: value });
+    return;
+  }
+  for (const key in value) {
+    if (typeof value[key] !== "number") {
+      ctx.addIssue({ code: "invalid_type", expected: "number", input: value[key], path: [key] });
+      return;
+    }
+  }
+});
+
+/** Seeds are integers, whatever their size (engines take 64-bit seeds). */
+const seed = z.number().refine(Number.isInteger, "Invalid input: expected int, received number");
+
 const common = {
   model: z.string().min(1, "must not be empty"),
   stream: z.boolean().nullish(),
@@ -17,19 +141,24 @@ const common = {
   n: z.int().min(1).nullish(),
   user: z.string().nullish(),
   cache_salt: z.string().nullish(),
+  // OpenAI's sampling parameters, checked by type only: their ranges are the engine's to judge.
+  temperature: z.number().nullish(),
+  top_p: z.number().nullish(),
+  presence_penalty: z.number().nullish(),
+  frequency_penalty: z.number().nullish(),
+  seed: seed.nullish(),
+  stop: stop.nullish(),
+  logit_bias: logitBias.nullish(),
 };
 
 export const CompletionRequestSchema = z.looseObject({
   ...common,
-  prompt: z.union([
-    z.string(),
-    z.array(z.string()).min(1),
-    tokenIds.min(1),
-    z.array(tokenIds.min(1)).min(1),
-  ], {
-    error:
-      "must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
-  }),
+  prompt,
+  /** Completions count log probabilities; chat turns them on with a boolean. */
+  logprobs: z.int().nullish(),
+  best_of: z.int().nullish(),
+  echo: z.boolean().nullish(),
+  suffix: z.string().nullish(),
 });
 
 const message = z.looseObject({
@@ -37,12 +166,34 @@ const message = z.looseObject({
   content: z.unknown().optional(),
 });
 
+/** Messages are checked one by one without copies; zod explains only the first bad one. */
+const messages = checked<z.infer<typeof message>[]>((value, ctx) => {
+  if (!Array.isArray(value)) {
+    ctx.addIssue({ code: "invalid_type", expected: "array", input: value });
+    return;
+  }
+  if (value.length === 0) {
+    ctx.addIssue({ code: "custom", message: "must contain at least one message" });
+    return;
+  }
+  for (let i = 0; i < value.length; i++) {
+    const item = value[i];
+    if (isRecord(item) && typeof item.role === "string" && item.role !== "") continue;
+    const result = message.safeParse(item);
+    if (result.success) continue;
+    for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: [i, ...issue.path] });
+    return;
+  }
+});
+
 export const ChatRequestSchema = z.looseObject({
   ...common,
-  messages: z.array(message).min(1, "must contain at least one message"),
-  tools: z.array(z.unknown()).nullish(),
-  chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
+  messages,
+  tools: anyArray.nullish(),
+  chat_template_kwargs: anyRecord.nullish(),
   max_completion_tokens: z.int().min(0).nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.int().nullish(),
 });
 
 export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;
