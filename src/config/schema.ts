@@ -3,7 +3,10 @@ import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 
 /**
  * The router's configuration, validated in one pass so every problem is reported at start with
- * its field path. Defaults follow compat.md (Llumnix's settings, Mooncake's ports) and design.md.
+ * its field path. Defaults follow docs/compat.md (Llumnix's settings, Mooncake's ports).
+ *
+ * Each default is written once, on its field: a section left out is `.prefault({})`, i.e. parsed
+ * from `{}`, so it takes its fields' defaults.
  */
 
 const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
@@ -61,7 +64,7 @@ export const KvSchema = z.strictObject({
   saveUnfullChunk: z.boolean().default(false),
   /** A preset (llumnix, vllm-mooncake-store, lmcache, sglang-hicache) or a custom template. */
   keyFormat: z.string().min(1).default("llumnix"),
-  keyParams: KeyParamsSchema.default({}),
+  keyParams: KeyParamsSchema.prefault({}),
   requireAllRanks: z.boolean().default(false),
   minPromptTokens: z.int().min(0).default(1024),
   timeoutMs: z.int().min(1).max(60_000).default(50),
@@ -72,7 +75,7 @@ export const KvSchema = z.strictObject({
     enabled: z.boolean().default(true),
     ttlMs: z.int().min(1).default(5_000),
     maxKeys: z.int().min(1).default(200_000),
-  }).default({ enabled: true, ttlMs: 5_000, maxKeys: 200_000 }),
+  }).prefault({}),
 });
 
 export const TokenizerSchema = z.strictObject({
@@ -182,31 +185,20 @@ export const ModelSchema = z.strictObject({
   loras: z.array(z.strictObject({ name: z.string().min(1), adapter: z.string().min(1) })).default(
     [],
   ),
-  tokenizer: TokenizerSchema.default({
-    mode: "local",
-    fastPath: true,
-    cacheMaxTokens: 4_000_000,
-    timeoutMs: 2_000,
-  }),
+  tokenizer: TokenizerSchema.prefault({}),
   kv: KvSchema,
   policy: PolicySchema.default("cache_aware"),
   /** An A/B experiment between policies (replaces `policy` while it runs). */
   experiment: ExperimentSchema.optional(),
-  slo: SloSchema.default({ admission: false }),
+  slo: SloSchema.prefault({}),
   /** Overrides of the prefill-time model T(n_new, n_cached) (seconds, n in thousands). */
   prefillModel: z.strictObject({
     linear: z.number().nonnegative(),
     quadratic: z.number().nonnegative(),
     constant: z.number().nonnegative().optional(),
   }).optional(),
-  health: HealthSchema.default({
-    intervalMs: 3_000,
-    timeoutMs: 1_000,
-    failuresToOpen: 3,
-    successesToClose: 2,
-    openCooldownMs: 5_000,
-  }),
-  load: LoadSchema.default({ pollIntervalMs: 1_000, staleAfterMs: 5_000, leaseExpiryMs: 10_000 }),
+  health: HealthSchema.prefault({}),
+  load: LoadSchema.prefault({}),
   instances: z.array(InstanceSchema).default([]),
   discovery: z.array(DiscoverySchema).default([]),
 });
@@ -215,98 +207,129 @@ export const ConfigSchema = z.strictObject({
   listen: z.strictObject({
     host: z.string().min(1).default("127.0.0.1"),
     port: z.int().min(0).max(65535).default(8080),
-  }).default({ host: "127.0.0.1", port: 8080 }),
+  }).prefault({}),
   limits: z.strictObject({
     maxBodyBytes: z.int().min(1).default(32 * 1024 * 1024),
     /** Upstream must send response headers within this time, else the attempt is a timeout. */
     upstreamHeadersTimeoutMs: z.int().min(1).default(60_000),
     /** Attempts per request: the first try plus at most this many retries elsewhere. */
     maxRetries: z.int().min(0).max(10).default(2),
-  }).default({ maxBodyBytes: 32 * 1024 * 1024, upstreamHeadersTimeoutMs: 60_000, maxRetries: 2 }),
+  }).prefault({}),
   admin: z.strictObject({
     /** Bearer token for /admin; `env:NAME` reads it from the environment. */
     token: z.string().min(1).optional(),
-  }).default({}),
+  }).prefault({}),
   models: z.array(ModelSchema).min(1, "at least one model is required"),
 }).superRefine((config, ctx) => {
   const names = new Map<string, number>();
   config.models.forEach((model, m) => {
-    for (const name of [model.name, ...model.aliases, ...model.loras.map((l) => l.name)]) {
-      const seen = names.get(name);
-      if (seen !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["models", m, "name"],
-          message: `model name "${name}" is already used by models[${seen}]`,
-        });
-      } else names.set(name, m);
-    }
-    const ids = new Set<string>();
-    model.instances.forEach((instance, i) => {
-      if (ids.has(instance.id)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["models", m, "instances", i, "id"],
-          message: `duplicate instance id "${instance.id}"`,
-        });
-      }
-      ids.add(instance.id);
-    });
-    const groups = new Set<string>();
-    model.discovery.forEach((entry, d) => {
-      if (groups.has(entry.name)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["models", m, "discovery", d, "name"],
-          message: `duplicate discovery name "${entry.name}" (instance ids derive from it)`,
-        });
-      }
-      groups.add(entry.name);
-      if (entry.recordType !== "SRV" && entry.port === undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["models", m, "discovery", d, "port"],
-          message: `required for ${entry.recordType} records (only SRV records carry ports)`,
-        });
-      }
-    });
-    if (model.instances.length === 0 && model.discovery.length === 0) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["models", m, "instances"],
-        message: "a model needs at least one instance or a discovery entry",
-      });
-    }
-    if (model.kv.store === "mooncake" && !model.kv.url) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["models", m, "kv", "url"],
-        message: 'required when kv.store is "mooncake" (the master\'s HTTP port, default 9003)',
-      });
-    }
-    if (model.tokenizer.mode === "local" && !model.tokenizer.path) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["models", m, "tokenizer", "path"],
-        message: 'required when tokenizer.mode is "local" (a directory with tokenizer.json)',
-      });
-    }
-    if (model.slo.admission && model.slo.ttftS === undefined && model.slo.tbtS === undefined) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["models", m, "slo", "admission"],
-        message: "admission needs slo.ttftS and/or slo.tbtS",
-      });
-    }
-    if (model.experiment?.overrideHeader && !config.admin.token) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["models", m, "experiment", "overrideHeader"],
-        message: "needs admin.token: the override is honoured only with the admin token",
-      });
-    }
+    checkModelNames(model, m, names, ctx);
+    checkInstanceIds(model, m, ctx);
+    checkDiscovery(model, m, ctx);
+    checkModelNeeds(model, m, ctx);
+    checkExperimentOverride(model, m, config.admin.token, ctx);
   });
 });
+
+type Model = z.output<typeof ModelSchema>;
+
+function addIssue(ctx: z.RefinementCtx, path: PropertyKey[], message: string): void {
+  ctx.addIssue({ code: "custom", path, message });
+}
+
+/** Names, aliases and LoRA names share one namespace across all models (`names`: name → index). */
+function checkModelNames(
+  model: Model,
+  m: number,
+  names: Map<string, number>,
+  ctx: z.RefinementCtx,
+): void {
+  for (const name of [model.name, ...model.aliases, ...model.loras.map((l) => l.name)]) {
+    const seen = names.get(name);
+    if (seen !== undefined) {
+      addIssue(
+        ctx,
+        ["models", m, "name"],
+        `model name "${name}" is already used by models[${seen}]`,
+      );
+    } else names.set(name, m);
+  }
+}
+
+function checkInstanceIds(model: Model, m: number, ctx: z.RefinementCtx): void {
+  const ids = new Set<string>();
+  model.instances.forEach((instance, i) => {
+    if (ids.has(instance.id)) {
+      addIssue(ctx, ["models", m, "instances", i, "id"], `duplicate instance id "${instance.id}"`);
+    }
+    ids.add(instance.id);
+  });
+}
+
+function checkDiscovery(model: Model, m: number, ctx: z.RefinementCtx): void {
+  const groups = new Set<string>();
+  model.discovery.forEach((entry, d) => {
+    if (groups.has(entry.name)) {
+      addIssue(
+        ctx,
+        ["models", m, "discovery", d, "name"],
+        `duplicate discovery name "${entry.name}" (instance ids derive from it)`,
+      );
+    }
+    groups.add(entry.name);
+    if (entry.recordType !== "SRV" && entry.port === undefined) {
+      addIssue(
+        ctx,
+        ["models", m, "discovery", d, "port"],
+        `required for ${entry.recordType} records (only SRV records carry ports)`,
+      );
+    }
+  });
+}
+
+/** Fields one setting of a model makes required. */
+function checkModelNeeds(model: Model, m: number, ctx: z.RefinementCtx): void {
+  if (model.instances.length === 0 && model.discovery.length === 0) {
+    addIssue(
+      ctx,
+      ["models", m, "instances"],
+      "a model needs at least one instance or a discovery entry",
+    );
+  }
+  if (model.kv.store === "mooncake" && !model.kv.url) {
+    addIssue(
+      ctx,
+      ["models", m, "kv", "url"],
+      'required when kv.store is "mooncake" (the master\'s HTTP port, default 9003)',
+    );
+  }
+  if (model.tokenizer.mode === "local" && !model.tokenizer.path) {
+    addIssue(
+      ctx,
+      ["models", m, "tokenizer", "path"],
+      'required when tokenizer.mode is "local" (a directory with tokenizer.json)',
+    );
+  }
+  if (model.slo.admission && model.slo.ttftS === undefined && model.slo.tbtS === undefined) {
+    addIssue(ctx, ["models", m, "slo", "admission"], "admission needs slo.ttftS and/or slo.tbtS");
+  }
+}
+
+/** The arm-override header is honoured only with the admin token, so it needs one. */
+function checkExperimentOverride(
+  model: Model,
+  m: number,
+  adminToken: string | undefined,
+  ctx: z.RefinementCtx,
+): void {
+  if (model.experiment?.overrideHeader && !adminToken) {
+    addIssue(
+      ctx,
+      ["models", m, "experiment", "overrideHeader"],
+      "needs admin.token: the override is honoured only with the admin token",
+    );
+  }
+}
 
 export type Config = z.infer<typeof ConfigSchema>;
 export type ModelConfig = Config["models"][number];
