@@ -10,7 +10,7 @@ import type {
 } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
 import { HttpError } from "../openai/errors.ts";
-import { type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
+import { InvalidRequestError, type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
 import { planDispatch } from "./dispatch_plan.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -216,7 +216,15 @@ export class Gateway {
   /** Parses the body and resolves its model and arm; throws HttpError for the client. */
   #parse(flight: InFlight, endpoint: Endpoint, bytes: Uint8Array): ParsedRequest {
     const { record } = flight;
-    const parsed = parseOpenAIRequest(endpoint, bytes);
+    let parsed: ParsedRequest;
+    try {
+      parsed = parseOpenAIRequest(endpoint, bytes);
+    } catch (error) {
+      // A refusal is counted under the model it names, when the router serves that model.
+      const named = error instanceof InvalidRequestError ? error.model : undefined;
+      record.model = (named && this.resolveModel(named)?.runtime.config.name) || "unknown";
+      throw error;
+    }
     record.stream = parsed.stream;
     const resolved = this.resolveModel(parsed.model);
     if (!resolved) {

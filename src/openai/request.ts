@@ -221,6 +221,17 @@ export interface ParsedRequest {
   body: Record<string, unknown>;
 }
 
+/**
+ * A body that parsed as JSON but does not validate; carries the `model` it names (when it names
+ * one), so that the refusal is counted under that model rather than as "unknown".
+ */
+export class InvalidRequestError extends HttpError {
+  constructor(message: string, param: string, code: string, readonly model?: string) {
+    super(400, message, { param, code });
+    this.name = "InvalidRequestError";
+  }
+}
+
 /** Parses raw body bytes; throws HttpError(400) naming the field at fault. */
 export function parseOpenAIRequest(
   endpoint: "completions" | "chat",
@@ -245,10 +256,12 @@ export function parseOpenAIRequest(
     const missing = issue.code === "invalid_type" &&
       (json as Record<string, unknown>)[String(issue.path[0])] === undefined &&
       issue.path.length === 1;
-    throw new HttpError(
-      400,
+    const model = (json as Record<string, unknown>).model;
+    throw new InvalidRequestError(
       missing ? `Missing required parameter: '${param}'` : `Invalid '${param}': ${issue.message}`,
-      { param, code: missing ? "missing_required_parameter" : "invalid_value" },
+      param,
+      missing ? "missing_required_parameter" : "invalid_value",
+      typeof model === "string" ? model : undefined,
     );
   }
   const body = result.data as Record<string, unknown>;

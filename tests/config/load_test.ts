@@ -34,7 +34,7 @@ function problemsOf(fn: () => unknown): string[] {
   throw new Error("expected a ConfigError");
 }
 
-Deno.test("resolveConfig() accepts the issue's example shape and fills defaults", () => {
+Deno.test("resolveConfig() accepts a full example config and fills defaults", () => {
   const config = resolveConfig(structuredClone(ISSUE_EXAMPLE), { baseDir: "/etc/tidegate" });
   assertEquals(config.models[0].kv.batchSize, 128);
   assertEquals(config.models[0].kv.downWindowMs, 30_000);

@@ -2,6 +2,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { resolveConfig } from "../../src/config/load.ts";
+import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import type { RequestTrace, RequestTracer } from "../../src/contracts.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { ModelRuntime } from "../../src/gateway/model_runtime.ts";
@@ -134,5 +135,24 @@ Deno.test("a LoRA or cache_salt request on a model whose hash has no extra keys 
   } finally {
     await router.close();
     await engine.close();
+  }
+});
+
+Deno.test("a 400 is counted under the model the body names when the router serves it, else under unknown", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    for (const model of [MODEL, "not-served"]) {
+      const response = await completion(t.url, { model, prompt: [1, 2], temperature: "hot" });
+      assertEquals(response.status, 400);
+      assertEquals((await response.json()).error.param, "temperature");
+    }
+    const samples = parsePrometheusText(await (await fetch(`${t.url}/metrics`)).text()).samples
+      .filter((s) => s.name === "tidegate_requests_total" && s.labels.status === "400");
+    assertEquals(
+      samples.map((s) => [s.labels.model, s.value]).sort(),
+      [[MODEL, 1], ["unknown", 1]],
+    );
+  } finally {
+    await t.close();
   }
 });
