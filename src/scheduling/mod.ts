@@ -25,3 +25,12 @@ export type {
 } from "./admission.ts";
 export { decodeStepS, DEFAULT_DECODE_MODEL, predictTbtS } from "./decode_model.ts";
 export type { DecodeModel } from "./decode_model.ts";
+export { DECODE_POLICY_NAMES, selectDecode } from "./decode_policy.ts";
+export type {
+  DecodeCandidate,
+  DecodeDecision,
+  DecodePolicyName,
+  DecodeScore,
+} from "./decode_policy.ts";
+export { admitPd, EARLY_REJECTION_MODES, forecastDecodeLoad } from "./pd_admission.ts";
+export type { DecodeLoadForecast, EarlyRejection, PdAdmissionInput } from "./pd_admission.ts";

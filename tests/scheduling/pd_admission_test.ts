@@ -1,0 +1,57 @@
+import { assert, assertEquals } from "../assert.ts";
+import { decodeStepS, DEFAULT_DECODE_MODEL } from "../../src/scheduling/decode_model.ts";
+import { admitPd, forecastDecodeLoad } from "../../src/scheduling/pd_admission.ts";
+
+const decodeModel = DEFAULT_DECODE_MODEL;
+// 30 ms + 0.5 ms per request: a 50 ms TBT SLO holds up to 39 requests in the batch.
+const options = { enabled: true, ttftSloS: 10, tbtSloS: 0.05, decodeModel } as const;
+
+Deno.test("forecastDecodeLoad() adds the requests joining before then and removes the ones expected to leave", () => {
+  const forecast = { runningNow: 40, joiningInS: [0.5, 1, 4], meanDecodeS: 8 };
+  assertEquals(forecastDecodeLoad(forecast, 0), 0 + 40);
+  assertEquals(forecastDecodeLoad(forecast, 2), 40 * (1 - 2 / 8) + 2);
+  assertEquals(forecastDecodeLoad(forecast, 16), 3, "every running request has left by then");
+});
+
+Deno.test("admitPd() early: a decode instance over its TBT SLO now refuses before any prefill", () => {
+  const decode = { instanceId: "d0", forecast: { runningNow: 60, joiningInS: [], meanDecodeS: 4 } };
+  const { verdict, decodeBatch, predictedTbtS } = admitPd(
+    { predictedTtftS: 2, prefillInstanceId: "p0", decode },
+    { ...options, mode: "early" },
+  );
+  assert(!verdict.admit);
+  assertEquals(verdict.reason, "tbt_slo");
+  assertEquals([decodeBatch, predictedTbtS], [60, decodeStepS(decodeModel, 61)]);
+});
+
+Deno.test("admitPd() predicted: the same load admits when it will have drained by the end of the prefill", () => {
+  const decode = { instanceId: "d0", forecast: { runningNow: 60, joiningInS: [], meanDecodeS: 4 } };
+  const { verdict, decodeBatch } = admitPd(
+    { predictedTtftS: 2, prefillInstanceId: "p0", decode },
+    { ...options, mode: "predicted" },
+  );
+  assert(verdict.admit, JSON.stringify(verdict));
+  assertEquals(decodeBatch, 30);
+});
+
+Deno.test("admitPd() predicted: requests about to join count against the SLO although the batch is small now", () => {
+  const joiningInS = Array.from({ length: 45 }, (_, i) => i * 0.01);
+  const decode = { instanceId: "d0", forecast: { runningNow: 2, joiningInS, meanDecodeS: 4 } };
+  const early = admitPd({ predictedTtftS: 1, decode }, { ...options, mode: "early" });
+  const predicted = admitPd({ predictedTtftS: 1, decode }, { ...options, mode: "predicted" });
+  assert(early.verdict.admit);
+  assert(!predicted.verdict.admit);
+});
+
+Deno.test("admitPd() refuses on the prefill side's TTFT first, and admits everything when disabled", () => {
+  const decode = { instanceId: "d0", forecast: { runningNow: 0, joiningInS: [], meanDecodeS: 4 } };
+  const slow = admitPd({ predictedTtftS: 30, decode }, { ...options, mode: "early" });
+  assert(!slow.verdict.admit);
+  assertEquals(slow.verdict.reason, "ttft_slo");
+  const off = admitPd({ predictedTtftS: 30, decode }, {
+    ...options,
+    enabled: false,
+    mode: "early",
+  });
+  assert(off.verdict.admit);
+});
