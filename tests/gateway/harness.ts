@@ -154,3 +154,107 @@ export async function eventually(
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** Polls until `find` returns a value (not undefined) and returns it; fails after `timeoutMs`. */
+export async function waitFor<T>(
+  find: () => T | undefined,
+  timeoutMs = 2_000,
+  what = "condition",
+): Promise<T> {
+  let found: T | undefined;
+  await eventually(() => (found = find()) !== undefined, timeoutMs, what);
+  return found!;
+}
+
+/** What the router sent to an instance, or a breaker change, or a test's own milestone. */
+export type TimelineEvent =
+  | { kind: "probe" | "load_poll" | "inference" | "other"; instance: string; path: string }
+  | { kind: "breaker"; instance: string; from: string; to: string; reason: string }
+  | { kind: "mark"; label: string };
+
+/**
+ * One ordered record of everything the router does to its instances (each fetch, by kind) and
+ * of its breaker changes, with the test's milestones in between: assertions on the order of
+ * events instead of on wall time, so they hold however slow the machine is.
+ */
+export interface Timeline {
+  readonly events: TimelineEvent[];
+  /** The router's `fetch` (RouterOptions): records, then fetches. */
+  readonly fetch: typeof fetch;
+  /** The router's `log` (RouterOptions): records breaker changes, then calls `next`. */
+  readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Records a milestone of the test; returns its position. */
+  mark(label: string): number;
+  /** Position of the first event after `from` that matches, or undefined. */
+  find(match: (event: TimelineEvent) => boolean, from?: number): number | undefined;
+  /** Events strictly after position `from` and before `to` (default: up to now). */
+  between(from: number, to?: number): TimelineEvent[];
+  /** How many requests of `kind` went to `instance` strictly between `from` and `to`. */
+  count(kind: TimelineEvent["kind"], instance: string, from: number, to?: number): number;
+}
+
+const PATH_KINDS: Record<string, TimelineEvent["kind"]> = {
+  "/health": "probe",
+  "/health_generate": "probe",
+  "/metrics": "load_poll",
+  "/get_load": "load_poll",
+  "/v1/completions": "inference",
+  "/v1/chat/completions": "inference",
+};
+
+/** A Timeline for instances at `urls` (instance id → base URL). */
+export function recordTimeline(
+  urls: Record<string, string>,
+  options: {
+    fetch?: typeof fetch;
+    next?: (message: string, fields?: Record<string, unknown>) => void;
+  } = {},
+): Timeline {
+  const events: TimelineEvent[] = [];
+  const byOrigin = new Map(Object.entries(urls).map(([id, url]) => [new URL(url).origin, id]));
+  const inner = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const between = (from: number, to = events.length) => events.slice(from + 1, to);
+  return {
+    events,
+    fetch: (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      const instance = byOrigin.get(url.origin);
+      if (instance !== undefined) {
+        const kind = PATH_KINDS[url.pathname] ?? "other";
+        events.push({ kind, instance, path: url.pathname } as TimelineEvent);
+      }
+      return inner(input, init);
+    },
+    log: (message, fields) => {
+      if (message === "instance breaker changed" && fields) {
+        events.push({
+          kind: "breaker",
+          instance: String(fields.instance),
+          from: String(fields.from),
+          to: String(fields.to),
+          reason: String(fields.reason),
+        });
+      }
+      options.next?.(message, fields);
+    },
+    mark(label) {
+      events.push({ kind: "mark", label });
+      return events.length - 1;
+    },
+    find(match, from = -1) {
+      for (let i = from + 1; i < events.length; i++) if (match(events[i])) return i;
+      return undefined;
+    },
+    between,
+    count(kind, instance, from, to) {
+      return between(from, to).filter((e) =>
+        e.kind === kind && "instance" in e && e.instance === instance
+      ).length;
+    },
+  };
+}
+
+/** Matches the breaker of `instance` changing to `state`. */
+export function breakerTo(instance: string, state: string): (event: TimelineEvent) => boolean {
+  return (event) => event.kind === "breaker" && event.instance === instance && event.to === state;
+}

@@ -5,9 +5,11 @@ import { createRouter, type Router } from "../../routes/app.ts";
 import type { AttemptRecord } from "../../src/proxy/forward.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { eventually } from "./harness.ts";
-import { sleep, steadyLoad } from "./steady_load.ts";
+import { steadyLoad } from "./steady_load.ts";
 
 const MODEL = "reload-model";
+/** How long a wait may take on a busy machine before the test gives up (not a timing bound). */
+const PATIENCE_MS = 15_000;
 
 Deno.test("editing the config file adds and removes an instance under steady load with zero failed requests", async () => {
   // Engine seconds: ~50 ms per request, so requests are in flight on e0 when it is removed.
@@ -26,7 +28,8 @@ Deno.test("editing the config file adds and removes an instance under steady loa
         "    tokenizer: { mode: none }",
         "    kv: { store: none }",
         "    policy: least_load",
-        "    health: { intervalMs: 5000, timeoutMs: 300 }",
+        // A generous deadline: the probe that admits e2 must not time out on a busy machine.
+        "    health: { intervalMs: 5000, timeoutMs: 2000 }",
         "    instances:",
         ...ids.map((i) => `      - { id: e${i}, url: "${engines[i].url}" }`),
       ].join("\n"),
@@ -48,16 +51,28 @@ Deno.test("editing the config file adds and removes an instance under steady loa
   const cluster = router.gateway.runtime(MODEL)!.cluster;
   const load = steadyLoad(`http://127.0.0.1:${port}`, { model: MODEL, workers: 6, maxTokens: 3 });
   try {
-    await sleep(300);
+    await eventually(
+      () => load.results.length >= 20 && engines[0].stats.served > 0 && engines[1].stats.served > 0,
+      PATIENCE_MS,
+      "20 requests served by e0 and e1",
+    );
     assertEquals(engines[2].stats.requests.length, 0, "e2 is not configured yet");
     await write([1, 2]);
-    await eventually(() => appliedAt < Infinity, 3_000, "the reload");
+    await eventually(() => appliedAt < Infinity, PATIENCE_MS, "the reload");
     await eventually(
       () => cluster.get("e0") === undefined,
-      3_000,
+      PATIENCE_MS,
       "e0 to drain and go",
     );
-    await sleep(300);
+    // Steady traffic after the reload: 20 requests sent since, and e2's first answers.
+    await eventually(
+      () => {
+        const since = load.results.filter((r) => r.startedAt > appliedAt);
+        return since.length >= 20 && since.some((r) => r.instance === "e2");
+      },
+      PATIENCE_MS,
+      "20 requests after the reload, some served by e2",
+    );
     const results = await load.stop();
 
     assertEquals(results.filter((r) => r.status !== 200), [], "no failed request");
