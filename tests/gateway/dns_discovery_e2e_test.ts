@@ -16,8 +16,10 @@ Deno.test("a model given as a DNS name gets its instances from the resolver, and
     "A pool-a.svc": ["127.0.0.1"],
     "A pool-b.svc": ["127.0.0.1"],
   };
+  let failedLookups = 0;
   const resolveDns: ResolveDns = (query, type) => {
     const answer = answers[`${type} ${query}`];
+    if (!answer) failedLookups++;
     return answer ? Promise.resolve(answer) : Promise.reject(new Error(`NXDOMAIN ${query}`));
   };
   const model = (discovery: unknown[]) =>
@@ -45,7 +47,7 @@ Deno.test("a model given as a DNS name gets its instances from the resolver, and
 
     // The resolver failing keeps the last answer.
     delete answers["A pool-b.svc"];
-    await new Promise((r) => setTimeout(r, 250));
+    await eventually(() => failedLookups >= 2, 2_000, "two failed lookups of group b");
     assertEquals(ids(), [idA, idB]);
 
     const breakerA = cluster.get(idA)!.breaker;

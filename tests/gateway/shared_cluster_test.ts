@@ -5,7 +5,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { completion, eventually, loadOnlyModel, range } from "./harness.ts";
-import { sleep } from "./steady_load.ts";
 
 const MODEL = "shared-model";
 const PROMPT = 3000; // tokens per request; ~1.4 s of prefill each at the time scale below
@@ -77,6 +76,7 @@ async function startRouterProcess(configPath: string): Promise<RouterProcess> {
 
 interface View {
   id: string;
+  engineReport: { ageMs: number | null } | null;
   load: { waitingPrefillTokens: number; basis: string; terms: { ourPrefillTokens: number } };
 }
 
@@ -124,9 +124,19 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
       5_000,
       "every request to reach its engine",
     );
-    await sleep(2 * POLL_MS); // one poll by each router after the queues formed
-
-    const [viewA, viewB] = await Promise.all([views(a), views(b)]);
+    // One poll by each router after the queues formed: every report younger than that moment.
+    const formedAt = performance.now();
+    let viewA = new Map<string, View>();
+    let viewB = new Map<string, View>();
+    const polledSince = (view: Map<string, View>) =>
+      [...view.values()].every((v) =>
+        (v.engineReport?.ageMs ?? Infinity) < performance.now() - formedAt
+      );
+    const deadline = performance.now() + 5_000;
+    do {
+      [viewA, viewB] = await Promise.all([views(a), views(b)]);
+    } while (!(polledSince(viewA) && polledSince(viewB)) && performance.now() < deadline);
+    assert(polledSince(viewA) && polledSince(viewB), "both routers polled every engine");
     let localDisagreement = 0;
     for (const engine of engines) {
       const fromA = viewA.get(engine.id)!.load;

@@ -66,11 +66,3 @@ export function steadyLoad(
     },
   };
 }
-
-/**
- * A fixed wait. Not for synchronising with the router (a busy machine stretches everything):
- * wait on a condition instead (`eventually` / `waitFor` in harness.ts).
- */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
