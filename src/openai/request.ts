@@ -237,6 +237,21 @@ export function parseOpenAIRequest(
   endpoint: "completions" | "chat",
   bytes: Uint8Array,
 ): ParsedRequest {
+  const body = validated(endpoint, jsonObject(bytes));
+  return {
+    endpoint,
+    model: body.model as string,
+    stream: body.stream === true,
+    cacheSalt: (body.cache_salt as string | null | undefined) ?? undefined,
+    user: (body.user as string | null | undefined) ?? undefined,
+    body,
+    prompt: endpoint === "chat"
+      ? chatPrompt(body as ChatRequest)
+      : completionPrompt((body as CompletionRequest).prompt),
+  };
+}
+
+function jsonObject(bytes: Uint8Array): Record<string, unknown> {
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder().decode(bytes));
@@ -248,60 +263,47 @@ export function parseOpenAIRequest(
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     throw new HttpError(400, "Request body must be a JSON object", { code: "invalid_json" });
   }
+  return json as Record<string, unknown>;
+}
+
+/** The body checked against its endpoint's schema; the first problem becomes the 400. */
+function validated(
+  endpoint: "completions" | "chat",
+  json: Record<string, unknown>,
+): Record<string, unknown> {
   const schema = endpoint === "chat" ? ChatRequestSchema : CompletionRequestSchema;
   const result = schema.safeParse(json);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    const param = formatPath(issue.path);
-    const missing = issue.code === "invalid_type" &&
-      (json as Record<string, unknown>)[String(issue.path[0])] === undefined &&
-      issue.path.length === 1;
-    const model = (json as Record<string, unknown>).model;
-    throw new InvalidRequestError(
-      missing ? `Missing required parameter: '${param}'` : `Invalid '${param}': ${issue.message}`,
-      param,
-      missing ? "missing_required_parameter" : "invalid_value",
-      typeof model === "string" ? model : undefined,
-    );
-  }
-  const body = result.data as Record<string, unknown>;
-  const base = {
-    endpoint,
-    model: body.model as string,
-    stream: body.stream === true,
-    cacheSalt: (body.cache_salt as string | null | undefined) ?? undefined,
-    user: (body.user as string | null | undefined) ?? undefined,
-    body,
+  if (result.success) return result.data as Record<string, unknown>;
+  const issue = result.error.issues[0];
+  const param = formatPath(issue.path);
+  const missing = issue.code === "invalid_type" && json[String(issue.path[0])] === undefined &&
+    issue.path.length === 1;
+  throw new InvalidRequestError(
+    missing ? `Missing required parameter: '${param}'` : `Invalid '${param}': ${issue.message}`,
+    param,
+    missing ? "missing_required_parameter" : "invalid_value",
+    typeof json.model === "string" ? json.model : undefined,
+  );
+}
+
+function chatPrompt(chat: ChatRequest): PromptInput {
+  return {
+    kind: "chat",
+    messages: chat.messages as ChatMessage[],
+    tools: chat.tools ?? undefined,
+    chatTemplateKwargs: chat.chat_template_kwargs ?? undefined,
   };
-  if (endpoint === "chat") {
-    const chat = result.data as ChatRequest;
-    return {
-      ...base,
-      prompt: {
-        kind: "chat",
-        messages: chat.messages as ChatMessage[],
-        tools: chat.tools ?? undefined,
-        chatTemplateKwargs: chat.chat_template_kwargs ?? undefined,
-      },
-    };
-  }
-  const prompt = (result.data as CompletionRequest).prompt;
-  // A batch of prompts is routed by its first prompt; the rest only add prefill work.
-  if (typeof prompt === "string") {
-    return { ...base, prompt: { kind: "text", text: prompt, extraPromptCount: 0 } };
-  }
+}
+
+/** A batch of prompts is routed by its first prompt; the rest only add prefill work. */
+function completionPrompt(prompt: CompletionRequest["prompt"]): PromptInput {
+  if (typeof prompt === "string") return { kind: "text", text: prompt, extraPromptCount: 0 };
   if (typeof prompt[0] === "number") {
-    return { ...base, prompt: { kind: "tokens", tokens: prompt as number[], extraPromptCount: 0 } };
+    return { kind: "tokens", tokens: prompt as number[], extraPromptCount: 0 };
   }
   if (typeof prompt[0] === "string") {
-    return {
-      ...base,
-      prompt: { kind: "text", text: prompt[0], extraPromptCount: prompt.length - 1 },
-    };
+    return { kind: "text", text: prompt[0], extraPromptCount: prompt.length - 1 };
   }
   const batches = prompt as number[][];
-  return {
-    ...base,
-    prompt: { kind: "tokens", tokens: batches[0], extraPromptCount: batches.length - 1 },
-  };
+  return { kind: "tokens", tokens: batches[0], extraPromptCount: batches.length - 1 };
 }
