@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
+import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
+import { EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
 
 /**
  * The router's configuration, validated in one pass so every problem is reported at start with
@@ -22,6 +24,8 @@ export const InstanceSchema = z.strictObject({
   kvHost: z.string().min(1).optional(),
   role: z.enum(["neutral", "prefill", "decode"]).default("neutral"),
   engine: z.enum(["vllm", "sglang", "openai"]).default("vllm"),
+  /** A prefill instance's KV bootstrap server port (vllm-mooncake, sglang); 8998 when unset. */
+  bootstrapPort: z.int().min(1).max(65535).optional(),
 });
 
 /** An instance group resolved from DNS (e.g. a Kubernetes headless Service). */
@@ -36,6 +40,20 @@ export const DiscoverySchema = z.strictObject({
   intervalMs: z.int().min(100).default(10_000),
   role: z.enum(["neutral", "prefill", "decode"]).default("neutral"),
   engine: z.enum(["vllm", "sglang", "openai"]).default("vllm"),
+  bootstrapPort: z.int().min(1).max(65535).optional(),
+});
+
+/**
+ * Prefill/decode disaggregation (docs/compat.md §7): each request gets a prefill and a decode
+ * instance, driven through the protocol the engines speak.
+ */
+export const DisaggregationSchema = z.strictObject({
+  protocol: z.enum(["vllm-nixl", "vllm-mooncake", "sglang"]),
+  /** How the decode side is judged before any prefill work starts (Mooncake §7.2 / §7.4). */
+  earlyRejection: z.enum(EARLY_REJECTION_MODES).default("predicted"),
+  decodePolicy: z.enum(DECODE_POLICY_NAMES).default("least_running"),
+  /** Mean decode duration assumed until streamed P/D requests have measured it (seconds). */
+  meanDecodeS: z.number().positive().default(10),
 });
 
 export const KeyParamsSchema = z.strictObject({
@@ -201,6 +219,7 @@ export const ModelSchema = z.strictObject({
   load: LoadSchema.prefault({}),
   instances: z.array(InstanceSchema).default([]),
   discovery: z.array(DiscoverySchema).default([]),
+  disaggregation: DisaggregationSchema.optional(),
 });
 
 export const ConfigSchema = z.strictObject({
@@ -227,6 +246,7 @@ export const ConfigSchema = z.strictObject({
     checkInstanceIds(model, m, ctx);
     checkDiscovery(model, m, ctx);
     checkModelNeeds(model, m, ctx);
+    checkRoles(model, m, ctx);
     checkExperimentOverride(model, m, config.admin.token, ctx);
   });
 });
@@ -316,6 +336,40 @@ function checkModelNeeds(model: Model, m: number, ctx: z.RefinementCtx): void {
 }
 
 /** The arm-override header is honoured only with the admin token, so it needs one. */
+/**
+ * A disaggregated model needs a prefill and a decode instance (configured or discovered); prefill
+ * and decode roles mean nothing without the protocol that joins them.
+ */
+function checkRoles(model: Model, m: number, ctx: z.RefinementCtx): void {
+  const members = [...model.instances, ...model.discovery];
+  const count = (role: string) => members.filter((i) => i.role === role).length;
+  if (model.disaggregation) {
+    const missing = (["prefill", "decode"] as const).filter((role) => count(role) === 0);
+    if (missing.length === 0) return;
+    addIssue(
+      ctx,
+      ["models", m, "disaggregation"],
+      `needs at least one ${missing.join(" and one ")} instance (instances or discovery entries ` +
+        `with role "prefill" / "decode"); it has ${count("prefill")} prefill, ` +
+        `${count("decode")} decode and ${count("neutral")} neutral`,
+    );
+    return;
+  }
+  for (
+    const [key, list] of [["instances", model.instances], ["discovery", model.discovery]] as const
+  ) {
+    list.forEach((member, i) => {
+      if (member.role === "neutral") return;
+      addIssue(
+        ctx,
+        ["models", m, key, i, "role"],
+        `role "${member.role}" needs models[${m}].disaggregation (the P/D protocol the engines ` +
+          `speak: "vllm-nixl", "vllm-mooncake" or "sglang")`,
+      );
+    });
+  }
+}
+
 function checkExperimentOverride(
   model: Model,
   m: number,
@@ -340,3 +394,4 @@ export type HealthConfig = z.infer<typeof HealthSchema>;
 export type LoadConfig = z.infer<typeof LoadSchema>;
 export type ExperimentConfig = z.infer<typeof ExperimentSchema>;
 export type ArmConfig = z.infer<typeof ArmSchema>;
+export type DisaggregationConfig = z.infer<typeof DisaggregationSchema>;

@@ -1,0 +1,74 @@
+import { assert, assertEquals } from "../assert.ts";
+import { ConfigError, resolveConfig } from "../../src/config/load.ts";
+
+function problemsOf(raw: unknown): string[] {
+  try {
+    resolveConfig(raw);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+const model = (extra: Record<string, unknown>) => ({
+  models: [{ name: "m", tokenizer: { mode: "none" }, kv: { store: "none" }, ...extra }],
+});
+
+Deno.test("a disaggregated model takes its protocol, roles and bootstrap ports, with defaults", () => {
+  const config = resolveConfig(model({
+    disaggregation: { protocol: "sglang" },
+    instances: [
+      { id: "p0", url: "http://p0:30000", role: "prefill", bootstrapPort: 9000 },
+      { id: "d0", url: "http://d0:30000", role: "decode" },
+    ],
+    discovery: [{ name: "p", hostname: "p.svc", port: 30000, role: "prefill" }],
+  }));
+  const m = config.models[0];
+  assertEquals(m.disaggregation, {
+    protocol: "sglang",
+    earlyRejection: "predicted",
+    decodePolicy: "least_running",
+    meanDecodeS: 10,
+  });
+  assertEquals(m.instances.map((i) => [i.role, i.bootstrapPort]), [
+    ["prefill", 9000],
+    ["decode", undefined],
+  ]);
+});
+
+Deno.test("a disaggregated model without a decode instance is refused, saying what it has", () => {
+  const problems = problemsOf(model({
+    disaggregation: { protocol: "vllm-nixl" },
+    instances: [
+      { id: "p0", url: "http://p0:8000", role: "prefill" },
+      { id: "n0", url: "http://n0:8000" },
+    ],
+  }));
+  assertEquals(problems, [
+    "models[0].disaggregation: needs at least one decode instance (instances or discovery " +
+    'entries with role "prefill" / "decode"); it has 1 prefill, 0 decode and 1 neutral',
+  ]);
+  const none = problemsOf(model({
+    disaggregation: { protocol: "vllm-mooncake" },
+    instances: [{ id: "n0", url: "http://n0:8000" }],
+  }));
+  assert(none[0].includes("needs at least one prefill and one decode instance"), none[0]);
+});
+
+Deno.test("prefill and decode roles without disaggregation, and unknown protocols, are refused", () => {
+  const problems = problemsOf(model({
+    instances: [{ id: "p0", url: "http://p0:8000", role: "prefill" }],
+    discovery: [{ name: "d", hostname: "d.svc", port: 8000, role: "decode" }],
+  }));
+  assertEquals(problems.map((p) => p.split(":")[0]), [
+    "models[0].instances[0].role",
+    "models[0].discovery[0].role",
+  ]);
+  assert(problems[0].includes("needs models[0].disaggregation"), problems[0]);
+  const bad = problemsOf(model({
+    disaggregation: { protocol: "nixl" },
+    instances: [{ id: "n0", url: "http://n0:8000" }],
+  }));
+  assert(bad.some((p) => p.startsWith("models[0].disaggregation.protocol")), bad.join("\n"));
+});
