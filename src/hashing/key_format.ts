@@ -163,88 +163,121 @@ function render(t: Template): (hash: string, index: number) => string {
 }
 
 function presetLayout(preset: KeyFormatPreset, p: Params, problems: string[]): Layout | null {
-  const tps = range(p.tpSize);
-  const pps = range(p.ppSize);
   switch (preset) {
-    case "llumnix": {
-      // Llumnix HybridConnector writes `{hex}_{tp_rank}`; its own lookup asks for rank 0 only.
-      const key = (tp: number): Template => ["", HEX, `_${tp}`];
-      return { primary: key(p.tpRank), all: tps.map(key) };
-    }
-    case "vllm-mooncake-store": {
-      if (p.model === undefined) {
-        problems.push(
-          `keyFormat "vllm-mooncake-store" needs model (the engine's --model; keys use its last path component)`,
-        );
-        return null;
-      }
-      // vLLM KeyMetadata/PoolKey. `@group:{g}` exists only in newer vLLM (always written there,
-      // 0 for single-group models): set `group` to match. With MLA every TP rank holds the same
-      // bytes and newer vLLM keys them all as tp_rank:0.
-      const prefix = p.cachePrefix ? `${p.cachePrefix}@` : "";
-      const group = p.group === undefined ? "" : `@group:${p.group}`;
-      const key = (tp: number, pp: number): Template => [
-        `${prefix}${basename(p.model!)}@tp_rank:${tp}@pcp0@dcp0@pp_rank:${pp}${group}@`,
-        HEX,
-        "",
-      ];
-      const shards = p.mla ? [0] : tps;
-      return {
-        primary: key(p.mla ? 0 : p.tpRank, p.ppRank),
-        all: shards.flatMap((tp) => pps.map((pp) => key(tp, pp))),
-      };
-    }
-    case "lmcache": {
-      const missing = [p.model === undefined && "model", p.dtype === undefined && "dtype"]
-        .filter(Boolean);
-      if (missing.length > 0) {
-        problems.push(
-          `keyFormat "lmcache" needs ${missing.join(" and ")} (keys are ` +
-            `{model}@{world_size}@{worker_id}@{hex}@{dtype}, e.g. dtype "bfloat16")`,
-        );
-        return null;
-      }
-      // LMCache CacheEngineKey. With MLA only the first rank saves (save_only_first_rank) and the
-      // key's world_size collapses to 1.
-      const ws = p.mla ? 1 : p.worldSize;
-      const key = (worker: number): Template => [
-        `${p.model}@${ws}@${worker}@`,
-        HEX,
-        `@${p.dtype}`,
-      ];
-      return {
-        primary: key(p.mla ? 0 : p.workerId),
-        all: (p.mla ? [0] : range(p.worldSize)).map(key),
-      };
-    }
-    case "sglang-hicache": {
-      // SGLang MooncakeStore: `[{tag}_][{model with / as -}_]{hex}` then a per-rank suffix,
-      // MHA `_{tp}[_{pp}]_k` and `_v`, MLA `_[{pp}]_k` (so `{hex}__k` without PP). The `_{pp}`
-      // part is written only when pp_size > 1.
-      const parts = [p.tag, p.model === undefined ? undefined : p.model.split("/").join("-")]
-        .filter((s): s is string => Boolean(s));
-      const prefix = parts.length > 0 ? `${parts.join("_")}_` : "";
-      const ppPart = (pp: number) => (p.ppSize > 1 ? `_${pp}` : "");
-      if (p.mla) {
-        const key = (pp: number): Template => [prefix, HEX, `_${ppPart(pp).slice(1)}_k`];
-        return { primary: key(p.ppRank), all: pps.map(key) };
-      }
-      const key = (tp: number, pp: number, kv: "k" | "v"): Template => [
-        prefix,
-        HEX,
-        `_${tp}${ppPart(pp)}_${kv}`,
-      ];
-      return {
-        primary: key(p.tpRank, p.ppRank, "k"),
-        all: tps.flatMap((tp) => pps.flatMap((pp) => [key(tp, pp, "k"), key(tp, pp, "v")])),
-      };
-    }
+    case "llumnix":
+      return llumnixLayout(p);
+    case "vllm-mooncake-store":
+      return vllmMooncakeStoreLayout(p, problems);
+    case "lmcache":
+      return lmcacheLayout(p, problems);
+    case "sglang-hicache":
+      return sglangHicacheLayout(p);
   }
+}
+
+function llumnixLayout(p: Params): Layout {
+  // Llumnix HybridConnector writes `{hex}_{tp_rank}`; its own lookup asks for rank 0 only.
+  const key = (tp: number): Template => ["", HEX, `_${tp}`];
+  return { primary: key(p.tpRank), all: range(p.tpSize).map(key) };
+}
+
+function vllmMooncakeStoreLayout(p: Params, problems: string[]): Layout | null {
+  if (p.model === undefined) {
+    problems.push(
+      `keyFormat "vllm-mooncake-store" needs model (the engine's --model; keys use its last path component)`,
+    );
+    return null;
+  }
+  // vLLM KeyMetadata/PoolKey. `@group:{g}` exists only in newer vLLM (always written there,
+  // 0 for single-group models): set `group` to match. With MLA every TP rank holds the same
+  // bytes and newer vLLM keys them all as tp_rank:0.
+  const prefix = p.cachePrefix ? `${p.cachePrefix}@` : "";
+  const group = p.group === undefined ? "" : `@group:${p.group}`;
+  const key = (tp: number, pp: number): Template => [
+    `${prefix}${basename(p.model!)}@tp_rank:${tp}@pcp0@dcp0@pp_rank:${pp}${group}@`,
+    HEX,
+    "",
+  ];
+  const pps = range(p.ppSize);
+  const shards = p.mla ? [0] : range(p.tpSize);
+  return {
+    primary: key(p.mla ? 0 : p.tpRank, p.ppRank),
+    all: shards.flatMap((tp) => pps.map((pp) => key(tp, pp))),
+  };
+}
+
+function lmcacheLayout(p: Params, problems: string[]): Layout | null {
+  const missing = [p.model === undefined && "model", p.dtype === undefined && "dtype"]
+    .filter(Boolean);
+  if (missing.length > 0) {
+    problems.push(
+      `keyFormat "lmcache" needs ${missing.join(" and ")} (keys are ` +
+        `{model}@{world_size}@{worker_id}@{hex}@{dtype}, e.g. dtype "bfloat16")`,
+    );
+    return null;
+  }
+  // LMCache CacheEngineKey. With MLA only the first rank saves (save_only_first_rank) and the
+  // key's world_size collapses to 1.
+  const ws = p.mla ? 1 : p.worldSize;
+  const key = (worker: number): Template => [
+    `${p.model}@${ws}@${worker}@`,
+    HEX,
+    `@${p.dtype}`,
+  ];
+  return {
+    primary: key(p.mla ? 0 : p.workerId),
+    all: (p.mla ? [0] : range(p.worldSize)).map(key),
+  };
+}
+
+function sglangHicacheLayout(p: Params): Layout {
+  // SGLang MooncakeStore: `[{tag}_][{model with / as -}_]{hex}` then a per-rank suffix,
+  // MHA `_{tp}[_{pp}]_k` and `_v`, MLA `_[{pp}]_k` (so `{hex}__k` without PP). The `_{pp}`
+  // part is written only when pp_size > 1.
+  const parts = [p.tag, p.model === undefined ? undefined : p.model.split("/").join("-")]
+    .filter((s): s is string => Boolean(s));
+  const prefix = parts.length > 0 ? `${parts.join("_")}_` : "";
+  const ppPart = (pp: number) => (p.ppSize > 1 ? `_${pp}` : "");
+  const pps = range(p.ppSize);
+  if (p.mla) {
+    const key = (pp: number): Template => [prefix, HEX, `_${ppPart(pp).slice(1)}_k`];
+    return { primary: key(p.ppRank), all: pps.map(key) };
+  }
+  const key = (tp: number, pp: number, kv: "k" | "v"): Template => [
+    prefix,
+    HEX,
+    `_${tp}${ppPart(pp)}_${kv}`,
+  ];
+  return {
+    primary: key(p.tpRank, p.ppRank, "k"),
+    all: range(p.tpSize).flatMap((tp) => pps.flatMap((pp) => [key(tp, pp, "k"), key(tp, pp, "v")])),
+  };
 }
 
 function templateLayout(template: string, p: Params, problems: string[]): Layout | null {
   const before = problems.length;
   const tokens = template.split(/(\{[^{}]*\})/);
+  const used = templatePlaceholders(template, tokens, problems);
+  checkTemplateOptions(used, p, problems);
+  if (problems.length > before) return null;
+
+  const build = (tp: number, pp: number, worker: number): Template =>
+    templatePieces(tokens, placeholderValues(p, tp, pp, worker));
+  const tps = used.has("tp_rank") ? range(p.tpSize) : [p.tpRank];
+  const pps = used.has("pp_rank") ? range(p.ppSize) : [p.ppRank];
+  const workers = used.has("worker_id") ? range(p.worldSize) : [p.workerId];
+  return {
+    primary: build(p.tpRank, p.ppRank, p.workerId),
+    all: tps.flatMap((tp) => pps.flatMap((pp) => workers.map((w) => build(tp, pp, w)))),
+  };
+}
+
+/** The placeholder names a template uses; reports unknown ones and a missing `{hex}`. */
+function templatePlaceholders(
+  template: string,
+  tokens: readonly string[],
+  problems: string[],
+): Set<string> {
   const used = new Set<string>();
   for (const t of tokens) {
     if (!t.startsWith("{") || !t.endsWith("}")) continue;
@@ -264,6 +297,11 @@ function templateLayout(template: string, p: Params, problems: string[]): Layout
       }) nor a template containing {hex}`,
     );
   }
+  return used;
+}
+
+/** Reports placeholders whose option is not set. */
+function checkTemplateOptions(used: ReadonlySet<string>, p: Params, problems: string[]): void {
   const needs: [string, string, unknown][] = [
     ["model", "model", p.model],
     ["model_basename", "model", p.model],
@@ -278,41 +316,43 @@ function templateLayout(template: string, p: Params, problems: string[]): Layout
       problems.push(`Key template uses {${name}} but option ${option} is not set`);
     }
   }
-  if (problems.length > before) return null;
+}
 
-  const build = (tp: number, pp: number, worker: number): Template => {
-    const values: Record<string, string> = {
-      model: p.model ?? "",
-      model_basename: p.model === undefined ? "" : basename(p.model),
-      model_dashed: p.model === undefined ? "" : p.model.split("/").join("-"),
-      tp_rank: String(tp),
-      pp_rank: String(pp),
-      worker_id: String(worker),
-      tp_size: String(p.tpSize),
-      pp_size: String(p.ppSize),
-      world_size: String(p.worldSize),
-      dtype: p.dtype ?? "",
-      tag: p.tag ?? "",
-      cache_prefix: p.cachePrefix ?? "",
-      group: p.group === undefined ? "" : String(p.group),
-    };
-    // Merge literal runs so the common `prefix{hex}suffix` shape gets the fast renderer.
-    const pieces: Piece[] = [""];
-    for (const t of tokens) {
-      const name = t.startsWith("{") && t.endsWith("}") ? t.slice(1, -1) : null;
-      if (name === "hex") pieces.push(HEX, "");
-      else if (name === "i") pieces.push(INDEX, "");
-      else pieces[pieces.length - 1] += name === null ? t : values[name];
-    }
-    return pieces;
-  };
-  const tps = used.has("tp_rank") ? range(p.tpSize) : [p.tpRank];
-  const pps = used.has("pp_rank") ? range(p.ppSize) : [p.ppRank];
-  const workers = used.has("worker_id") ? range(p.worldSize) : [p.workerId];
+/** Every placeholder's text for one rank (`hex` and `i` are filled per chunk). */
+function placeholderValues(
+  p: Params,
+  tp: number,
+  pp: number,
+  worker: number,
+): Record<string, string> {
   return {
-    primary: build(p.tpRank, p.ppRank, p.workerId),
-    all: tps.flatMap((tp) => pps.flatMap((pp) => workers.map((w) => build(tp, pp, w)))),
+    model: p.model ?? "",
+    model_basename: p.model === undefined ? "" : basename(p.model),
+    model_dashed: p.model === undefined ? "" : p.model.split("/").join("-"),
+    tp_rank: String(tp),
+    pp_rank: String(pp),
+    worker_id: String(worker),
+    tp_size: String(p.tpSize),
+    pp_size: String(p.ppSize),
+    world_size: String(p.worldSize),
+    dtype: p.dtype ?? "",
+    tag: p.tag ?? "",
+    cache_prefix: p.cachePrefix ?? "",
+    group: p.group === undefined ? "" : String(p.group),
   };
+}
+
+/** The template with rank placeholders filled in, literal runs merged. */
+function templatePieces(tokens: readonly string[], values: Record<string, string>): Template {
+  // Merged runs give the common `prefix{hex}suffix` shape the fast renderer.
+  const pieces: Piece[] = [""];
+  for (const t of tokens) {
+    const name = t.startsWith("{") && t.endsWith("}") ? t.slice(1, -1) : null;
+    if (name === "hex") pieces.push(HEX, "");
+    else if (name === "i") pieces.push(INDEX, "");
+    else pieces[pieces.length - 1] += name === null ? t : values[name];
+  }
+  return pieces;
 }
 
 /** Defaults and checks for the numeric and string parameters (invalid ones fall back to defaults). */

@@ -84,6 +84,34 @@ export class PickleChainEncoder {
     extra: ExtraTuple,
   ): Uint8Array {
     const n = end - start;
+    if (this.#reserve(n, extra)) return this.#encodeFramed(tokens, start, end, extra);
+
+    const b = this.#buf;
+    let p = this.#tokensAt;
+    if (n > 3) b[p++] = MARK;
+    p = writeTokenInts(b, p, tokens, start, end);
+    let memo = 1;
+    if (n === 0) {
+      b[p++] = EMPTY_TUPLE; // the empty tuple is a singleton: CPython does not memoize it
+    } else {
+      b[p++] = n > 3 ? TUPLE : TUPLE1 + n - 1;
+      b[p++] = MEMOIZE;
+      memo++;
+    }
+    if (extra === null) b[p++] = NONE;
+    else p = writeExtraOneFrame(b, p, extra, memo);
+    b[p++] = TUPLE3;
+    b[p++] = MEMOIZE;
+    b[p++] = STOP;
+    writeU64(b, FRAME_AT + 1, p - FRAME_AT - FRAME_HEADER);
+    return b.subarray(0, p);
+  }
+
+  /**
+   * Grows the buffer to hold a block of `n` tokens; true when the block needs the framed path
+   * (one frame would pass 64 KiB, or a string bypasses framing).
+   */
+  #reserve(n: number, extra: ExtraTuple): boolean {
     // Upper bound of the frame content: LONG1 of a 2^53 token is 9 bytes + MARK/opcode slack.
     let content = this.#tokensAt - FRAME_AT - FRAME_HEADER + 10 * n + 8;
     let largeString = false;
@@ -95,68 +123,7 @@ export class PickleChainEncoder {
     }
     const need = FRAME_AT + content + FRAME_HEADER * (3 + Math.ceil(content / FRAME_SIZE_TARGET));
     if (need > this.#buf.length) this.#grow(need);
-    if (content >= FRAME_SIZE_TARGET || largeString) {
-      return this.#encodeFramed(tokens, start, end, extra);
-    }
-
-    const b = this.#buf;
-    let p = this.#tokensAt;
-    if (n > 3) b[p++] = MARK;
-    for (let i = start; i < end; i++) {
-      const t = tokens[i];
-      if ((t >>> 0) !== t || t >= 0x80000000) {
-        p = writeWideInt(b, p, t, i);
-      } else {
-        // Opcode from the leading-zero count instead of a mispredicting branch ladder; always
-        // store 4 little-endian bytes and advance by the real size.
-        const z = Math.clz32(t);
-        b[p] = INT_OPCODE[z];
-        b[p + 1] = t;
-        b[p + 2] = t >> 8;
-        b[p + 3] = t >> 16;
-        b[p + 4] = t >>> 24;
-        p += INT_STEP[z];
-      }
-    }
-    let memo = 1;
-    if (n === 0) {
-      b[p++] = EMPTY_TUPLE; // the empty tuple is a singleton: CPython does not memoize it
-    } else {
-      b[p++] = n > 3 ? TUPLE : TUPLE1 + n - 1;
-      b[p++] = MEMOIZE;
-      memo++;
-    }
-    if (extra === null) {
-      b[p++] = NONE;
-    } else {
-      const firstIndex: number[] = [];
-      for (let k = 0; k < extra.length; k++) {
-        const dup = cachedDuplicate(extra, k);
-        if (dup >= 0) {
-          p = writeGet(b, p, firstIndex[dup]);
-          firstIndex.push(firstIndex[dup]);
-          continue;
-        }
-        const u = extra[k].utf8;
-        if (u.length <= 0xff) {
-          b[p++] = SHORT_BINUNICODE;
-          b[p++] = u.length;
-        } else {
-          b[p++] = BINUNICODE;
-          p = writeU32(b, p, u.length);
-        }
-        b.set(u, p);
-        p += u.length;
-        b[p++] = MEMOIZE;
-        firstIndex.push(memo++);
-      }
-      p = writeTupleEnd(b, p, extra.length);
-    }
-    b[p++] = TUPLE3;
-    b[p++] = MEMOIZE;
-    b[p++] = STOP;
-    writeU64(b, FRAME_AT + 1, p - FRAME_AT - FRAME_HEADER);
-    return b.subarray(0, p);
+    return content >= FRAME_SIZE_TARGET || largeString;
   }
 
   /** The general path: CPython's framing rules applied at every `save()` boundary. */
@@ -320,6 +287,64 @@ function writeGet(b: Uint8Array, p: number, index: number): number {
   }
   b[p++] = LONG_BINGET;
   return writeU32(b, p, index);
+}
+
+/** The tokens of a one-frame block, each as BININT1 / BININT2 / BININT (LONG1 beyond int32). */
+function writeTokenInts(
+  b: Uint8Array,
+  p: number,
+  tokens: ArrayLike<number>,
+  start: number,
+  end: number,
+): number {
+  for (let i = start; i < end; i++) {
+    const t = tokens[i];
+    if ((t >>> 0) !== t || t >= 0x80000000) {
+      p = writeWideInt(b, p, t, i);
+    } else {
+      // Opcode from the leading-zero count instead of a mispredicting branch ladder; always
+      // store 4 little-endian bytes and advance by the real size.
+      const z = Math.clz32(t);
+      b[p] = INT_OPCODE[z];
+      b[p + 1] = t;
+      b[p + 2] = t >> 8;
+      b[p + 3] = t >> 16;
+      b[p + 4] = t >>> 24;
+      p += INT_STEP[z];
+    }
+  }
+  return p;
+}
+
+/** The extra-keys tuple of a one-frame block; `memo` is the next memo index. */
+function writeExtraOneFrame(
+  b: Uint8Array,
+  p: number,
+  extra: readonly ExtraItem[],
+  memo: number,
+): number {
+  const firstIndex: number[] = [];
+  for (let k = 0; k < extra.length; k++) {
+    const dup = cachedDuplicate(extra, k);
+    if (dup >= 0) {
+      p = writeGet(b, p, firstIndex[dup]);
+      firstIndex.push(firstIndex[dup]);
+      continue;
+    }
+    const u = extra[k].utf8;
+    if (u.length <= 0xff) {
+      b[p++] = SHORT_BINUNICODE;
+      b[p++] = u.length;
+    } else {
+      b[p++] = BINUNICODE;
+      p = writeU32(b, p, u.length);
+    }
+    b.set(u, p);
+    p += u.length;
+    b[p++] = MEMOIZE;
+    firstIndex.push(memo++);
+  }
+  return writeTupleEnd(b, p, extra.length);
 }
 
 /** TUPLE1-3 for short tuples, else MARK ... TUPLE (the MARK must already be written). */

@@ -4,7 +4,7 @@ import { parseBatchQueryKeysResponse } from "./mooncake_response.ts";
 import { StoreHealth } from "./store_health.ts";
 
 /**
- * Asks a Mooncake master where keys live (compat.md §4-5): one logical
+ * Asks a Mooncake master where keys live (docs/compat.md §4-5): one logical
  * `GET /batch_query_keys?keys=...` cut into batches sent concurrently, retried inside one
  * per-lookup deadline, gated by `StoreHealth`. Fails open: it never throws, and whatever
  * answered before the deadline is returned.
@@ -36,6 +36,17 @@ interface LookupRun {
   attempts: number;
   errors: string[];
   locations: Map<string, KeyLocation>;
+}
+
+/** A lookup's result before `keysQueried` and `elapsedMs` are filled in. */
+type LookupOutcome = Omit<LookupResult, "keysQueried" | "elapsedMs">;
+
+interface SentBatches {
+  batches: number;
+  /** Per batch; undefined where the deadline or the caller's abort came first. */
+  outcomes: (BatchOutcome | undefined)[];
+  run: LookupRun;
+  timedOut: boolean;
 }
 
 /** An attempt needs at least this much time left to be worth starting. */
@@ -76,37 +87,65 @@ export class MooncakeClient implements KvIndex {
   ): Promise<LookupResult> {
     const started = this.#now();
     const unique = [...new Set(keys)];
-    const finish = (partial: Omit<LookupResult, "keysQueried" | "elapsedMs">): LookupResult => ({
+    const finish = (partial: LookupOutcome): LookupResult => ({
       ...partial,
       keysQueried: unique.length,
       elapsedMs: Math.max(0, this.#now() - started),
     });
-    const empty = { locations: new Map<string, KeyLocation>(), batches: 0, attempts: 0 };
+    const admission = this.#admit(unique, started, options.signal);
+    if ("refused" in admission) return finish(admission.refused);
+    const deadlineMs = positive(options.deadlineMs, this.#deadlineMs);
+    return finish(await this.#query(unique, started, deadlineMs, admission.probe, options.signal));
+  }
 
-    if (unique.length === 0) return finish({ outcome: "skipped", ...empty });
+  /**
+   * Why no request is sent (no keys, a key the master cannot read, an aborted caller, a store
+   * marked down), or whether the request is the health gate's probe.
+   */
+  #admit(
+    unique: readonly string[],
+    started: number,
+    signal: AbortSignal | undefined,
+  ): { refused: LookupOutcome } | { probe: boolean } {
+    const empty = { locations: new Map<string, KeyLocation>(), batches: 0, attempts: 0 };
+    if (unique.length === 0) return { refused: { outcome: "skipped", ...empty } };
     for (const key of unique) {
       const problem = storeKeyProblem(key);
       // A key the master cannot read is our configuration's fault, not the store's: no request.
-      if (problem !== undefined) return finish({ outcome: "failed", ...empty, error: problem });
+      if (problem !== undefined) {
+        return { refused: { outcome: "failed", ...empty, error: problem } };
+      }
     }
-    if (options.signal?.aborted) {
-      return finish({ outcome: "deadline", ...empty, error: "lookup aborted by the caller" });
+    if (signal?.aborted) {
+      return { refused: { outcome: "deadline", ...empty, error: "lookup aborted by the caller" } };
     }
-
     const admission = this.#health.admit(started);
     if (admission === "skip") {
       const until = this.#health.downUntil ?? started;
       const reason = this.#health.lastError ?? "earlier lookups failed";
-      return finish({
-        outcome: "store_down",
-        ...empty,
-        error: `store marked down for another ${Math.max(0, Math.round(until - started))} ms ` +
-          `(${reason}); dispatching on load only`,
-      });
+      return {
+        refused: {
+          outcome: "store_down",
+          ...empty,
+          error: `store marked down for another ${Math.max(0, Math.round(until - started))} ms ` +
+            `(${reason}); dispatching on load only`,
+        },
+      };
     }
-    const probe = admission === "probe";
+    return { probe: admission === "probe" };
+  }
 
-    const deadlineMs = positive(options.deadlineMs, this.#deadlineMs);
+  /**
+   * Sends every batch concurrently and waits for all of them, the deadline or the caller's abort;
+   * judged at once, so answers arriving after that are not counted.
+   */
+  async #query(
+    unique: string[],
+    started: number,
+    deadlineMs: number,
+    probe: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<LookupOutcome> {
     const deadlineAt = started + deadlineMs;
     const controller = new AbortController();
     let timedOut = false;
@@ -115,7 +154,7 @@ export class MooncakeClient implements KvIndex {
       controller.abort();
     }, deadlineMs);
     const onCallerAbort = () => controller.abort();
-    options.signal?.addEventListener("abort", onCallerAbort, { once: true });
+    signal?.addEventListener("abort", onCallerAbort, { once: true });
 
     const batches = splitIntoBatches(unique, this.#batchSize);
     const run: LookupRun = { attempts: 0, errors: [], locations: new Map() };
@@ -127,55 +166,59 @@ export class MooncakeClient implements KvIndex {
     );
     await Promise.race([all, abortedPromise(controller.signal)]);
     clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onCallerAbort);
+    signal?.removeEventListener("abort", onCallerAbort);
     // Stragglers (deadline or caller abort) are cancelled; their late answers are dropped.
     controller.abort();
+    return this.#judge({ batches: batches.length, outcomes, run, timedOut }, deadlineMs, probe);
+  }
 
+  /** The lookup's outcome from its batches' outcomes; tells the health gate how the store did. */
+  #judge(sent: SentBatches, deadlineMs: number, probe: boolean): LookupOutcome {
+    const { batches, outcomes, run, timedOut } = sent;
     const now = this.#now();
     const answered = outcomes.filter((o) => o?.kind === "answered").length;
     const failed = outcomes.filter((o) => o?.kind === "failed").length;
-    const settled = answered + failed === batches.length;
-    const base = { locations: run.locations, batches: batches.length, attempts: run.attempts };
+    const settled = answered + failed === batches;
+    const base = { locations: run.locations, batches, attempts: run.attempts };
 
     if (!settled && !timedOut) {
       this.#health.recordAbandoned(now, probe);
-      return finish({ outcome: "deadline", ...base, error: "lookup aborted by the caller" });
+      return { outcome: "deadline", ...base, error: "lookup aborted by the caller" };
     }
     if (!settled) {
-      const pending = batches.length - answered - failed;
+      const pending = batches - answered - failed;
       const firstError = run.errors[0];
       // Nothing answered and something already failed: the store is failing, not just slow.
       if (answered === 0 && firstError !== undefined) {
         this.#health.recordFailure(now, firstError, probe);
       } else this.#health.recordDeadline(now, probe);
-      return finish({
+      return {
         outcome: "deadline",
         ...base,
-        error: `deadline of ${deadlineMs} ms passed with ${pending} of ${batches.length} ` +
+        error: `deadline of ${deadlineMs} ms passed with ${pending} of ${batches} ` +
           `batches unanswered` + (firstError === undefined ? "" : `; first error: ${firstError}`),
-      });
+      };
     }
     if (failed === 0) {
       this.#health.recordSuccess(now, probe);
-      return finish({ outcome: "ok", ...base });
+      return { outcome: "ok", ...base };
     }
     const firstError = run.errors[0] ?? "unknown error";
     if (answered === 0) {
       this.#health.recordFailure(now, firstError, probe);
-      return finish({
+      return {
         outcome: "failed",
         ...base,
-        error:
-          `every attempt failed (${run.attempts} over ${batches.length} batches): ${firstError}`,
-      });
+        error: `every attempt failed (${run.attempts} over ${batches} batches): ${firstError}`,
+      };
     }
     // The store answers, so it is not down; the failed batches' keys are simply unanswered.
     this.#health.recordSuccess(now, probe);
-    return finish({
+    return {
       outcome: "failed",
       ...base,
-      error: `${failed} of ${batches.length} batches failed: ${firstError}`,
-    });
+      error: `${failed} of ${batches} batches failed: ${firstError}`,
+    };
   }
 
   async #runBatch(

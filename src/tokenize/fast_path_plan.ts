@@ -99,33 +99,99 @@ export function planFastPath(
   options: FastPathPlanOptions = {},
 ): FastPathDecision {
   const model = (tokenizerJson.model ?? {}) as Json;
-  if (model.type !== undefined && model.type !== "BPE") {
-    return no(`model ${String(model.type)} is not BPE`);
-  }
-  if (!model.vocab || !Array.isArray(model.merges)) return no("BPE model without vocab/merges");
-  if (model.byte_fallback) return no("BPE with byte_fallback (SentencePiece style)");
-  if (model.dropout) return no("BPE dropout is set");
-  if (model.continuing_subword_prefix || model.end_of_word_suffix) {
-    return no("BPE with a subword prefix/suffix");
-  }
+  const modelReason = unsupportedModel(model);
+  if (modelReason !== undefined) return no(modelReason);
   const nfc = normalizerUsesNfc(tokenizerJson.normalizer);
   if (nfc === undefined) return no("normalizer other than NFC");
   const pattern = preTokenizerPattern(tokenizerJson.pre_tokenizer);
   if (typeof pattern !== "string") return pattern;
-  for (const t of (tokenizerJson.added_tokens ?? []) as Json[]) {
-    if (t.lstrip || t.rstrip || t.single_word) {
-      return no(`added token ${String(t.content)} strips whitespace or matches single words only`);
-    }
-  }
+  const addedReason = unsupportedAddedToken((tokenizerJson.added_tokens ?? []) as Json[]);
+  if (addedReason !== undefined) return no(addedReason);
   const ignoreMerges = model.ignore_merges === true;
 
-  // Vocabulary: byte-level strings; id -> string.
-  const vocab = model.vocab as Record<string, number>;
+  const vocab = readVocabulary(model.vocab as Record<string, number>);
+  if (typeof vocab === "string") return no(vocab);
+  const merges = readMerges(model.merges as (string | [string, string])[], vocab.ids);
+  if (typeof merges === "string") return no(merges);
+  const tieHazards = findTieHazards(vocab, merges);
+  const verify = options.verifyEveryToken === true;
+  const selection = selectTokens(vocab, merges, ignoreMerges, verify);
+  if (typeof selection === "string") return no(selection);
+  const disagreement = mergeDisagreement(vocab, merges, selection, ignoreMerges, verify);
+  if (disagreement !== undefined) return no(disagreement);
+
+  return {
+    ok: true,
+    plan: {
+      pattern,
+      nfc,
+      bpeRanks: bpeRanksText(vocab.tokens, selection.included),
+      excludedTokens: vocab.excluded + selection.excluded,
+      ignoreMerges,
+      tieHazards,
+    },
+  };
+}
+
+/** Byte-level tokens of the vocabulary, both ways. */
+interface Vocabulary {
+  ids: Map<string, number>;
+  /** id -> token string (holes where a token is not byte-level). */
+  tokens: string[];
+  /** Entries that are not byte-level: BPE over byte-level characters never produces them. */
+  excluded: number;
+}
+
+interface Merges {
+  /** left -> right -> merge index */
+  mergeRank: Map<number, Map<number, number>>;
+  /** merge index -> token id */
+  mergeResult: number[];
+  /** token id -> the pairs that merge into it */
+  mergesOf: Map<number, [number, number][]>;
+}
+
+/** The tokens tiktoken gets, and the pairs it may merge beyond the registered merges. */
+interface TokenSelection {
+  included: Uint8Array;
+  /** Characters of every included multi-character token, as token ids. */
+  charIds: number[][];
+  /** left -> right -> token id, for every split of a token (filled only when verifying). */
+  concat: Map<number, Map<number, number>>;
+  /** Tokens left out beyond the vocabulary's own exclusions. */
+  excluded: number;
+}
+
+/** Why the model is not a plain byte-level BPE, if it is not. */
+function unsupportedModel(model: Json): string | undefined {
+  if (model.type !== undefined && model.type !== "BPE") {
+    return `model ${String(model.type)} is not BPE`;
+  }
+  if (!model.vocab || !Array.isArray(model.merges)) return "BPE model without vocab/merges";
+  if (model.byte_fallback) return "BPE with byte_fallback (SentencePiece style)";
+  if (model.dropout) return "BPE dropout is set";
+  if (model.continuing_subword_prefix || model.end_of_word_suffix) {
+    return "BPE with a subword prefix/suffix";
+  }
+  return undefined;
+}
+
+function unsupportedAddedToken(addedTokens: readonly Json[]): string | undefined {
+  for (const t of addedTokens) {
+    if (t.lstrip || t.rstrip || t.single_word) {
+      return `added token ${String(t.content)} strips whitespace or matches single words only`;
+    }
+  }
+  return undefined;
+}
+
+/** The byte-level vocabulary, or why it cannot be used. */
+function readVocabulary(vocab: Record<string, number>): Vocabulary | string {
   const ids = new Map<string, number>();
   const tokens: string[] = [];
   let excluded = 0;
   for (const [token, id] of Object.entries(vocab)) {
-    if (!Number.isInteger(id) || id < 0 || id >= 2097152) return no(`token id ${id} out of range`);
+    if (!Number.isInteger(id) || id < 0 || id >= 2097152) return `token id ${id} out of range`;
     if (!isByteLevelToken(token)) {
       excluded++; // not byte-level: BPE over byte-level characters never produces it
       continue;
@@ -134,15 +200,20 @@ export function planFastPath(
     tokens[id] = token;
   }
   for (let b = 0; b < 256; b++) {
-    if (!ids.has(BYTE_TO_CHAR[b])) return no(`byte 0x${b.toString(16)} has no token`);
+    if (!ids.has(BYTE_TO_CHAR[b])) return `byte 0x${b.toString(16)} has no token`;
   }
+  return { ids, tokens, excluded };
+}
 
-  // Merges: the rank order must follow token ids.
-  const mergeRank = new Map<number, Map<number, number>>(); // left -> right -> merge index
-  const mergeResult: number[] = []; // merge index -> token id
+/** The merges by pair and by result; their rank order must follow token ids. */
+function readMerges(
+  merges: readonly (string | [string, string])[],
+  ids: ReadonlyMap<string, number>,
+): Merges | string {
+  const mergeRank = new Map<number, Map<number, number>>();
+  const mergeResult: number[] = [];
   const mergesOf = new Map<number, [number, number][]>();
   let previous = -1;
-  const merges = model.merges as (string | [string, string])[];
   for (let i = 0; i < merges.length; i++) {
     const m = merges[i];
     const [a, b] = Array.isArray(m) ? m : m.split(" ", 2);
@@ -150,9 +221,9 @@ export function planFastPath(
     const ib = ids.get(b);
     const it = ids.get(a + b);
     if (ia === undefined || ib === undefined || it === undefined) {
-      return no(`merge ${i} (${a} ${b}) uses a token missing from the vocabulary`);
+      return `merge ${i} (${a} ${b}) uses a token missing from the vocabulary`;
     }
-    if (it < previous) return no(`merge ranks do not follow token ids (merge ${i}: ${a} ${b})`);
+    if (it < previous) return `merge ranks do not follow token ids (merge ${i}: ${a} ${b})`;
     previous = it;
     mergeResult[i] = it;
     let row = mergeRank.get(ia);
@@ -162,9 +233,14 @@ export function planFastPath(
     if (list) list.push([ia, ib]);
     else mergesOf.set(it, [[ia, ib]]);
   }
+  return { mergeRank, mergeResult, mergesOf };
+}
 
-  // Two merges of one token can overlap ([ab][a][ba]): tiktoken then takes the left pair, HF the
-  // lower-ranked one. Counted, and their characters go into the load-time probe.
+/**
+ * Two merges of one token can overlap ([ab][a][ba]): tiktoken then takes the left pair, HF the
+ * lower-ranked one. Their characters go into the load-time probe.
+ */
+function findTieHazards({ ids, tokens }: Vocabulary, { mergeRank, mergesOf }: Merges): string[] {
   const tieHazards: string[] = [];
   for (const [token, list] of mergesOf) {
     if (list.length < 2) continue;
@@ -179,12 +255,24 @@ export function planFastPath(
       }
     }
   }
+  return tieHazards;
+}
 
-  // Every split of every token into two tokens is a pair tiktoken may merge (registered or not).
-  const verify = options.verifyEveryToken === true;
-  const concat = new Map<number, Map<number, number>>(); // left -> right -> token id
+/**
+ * Which tokens tiktoken may produce: single characters and tokens some merge yields. When
+ * verifying, every split of a token into two tokens is a pair tiktoken may merge (registered or
+ * not), collected into `concat`.
+ */
+function selectTokens(
+  { ids, tokens }: Vocabulary,
+  { mergesOf }: Merges,
+  ignoreMerges: boolean,
+  verify: boolean,
+): TokenSelection | string {
+  const concat = new Map<number, Map<number, number>>();
   const included = new Uint8Array(tokens.length);
   const charIds: number[][] = [];
+  let excluded = 0;
   for (let id = 0; id < tokens.length; id++) {
     const token = tokens[id];
     if (token === undefined) continue;
@@ -194,7 +282,7 @@ export function planFastPath(
       continue;
     }
     if (!mergesOf.has(id)) {
-      if (ignoreMerges) return no(`token ${token} has no merge but a whole piece may match it`);
+      if (ignoreMerges) return `token ${token} has no merge but a whole piece may match it`;
       excluded++; // unreachable in HF: tiktoken must not produce it either
       continue;
     }
@@ -212,68 +300,90 @@ export function planFastPath(
       row.set(right, id);
     }
   }
+  return { included, charIds, concat, excluded };
+}
 
-  // Token by token, both procedures must split the token's own bytes alike, and with merges
-  // always applied (ignore_merges false) every token must be reachable.
+/**
+ * Token by token, both procedures must split the token's own bytes alike, and with merges
+ * always applied (ignore_merges false) every token must be reachable. Says where they differ.
+ */
+function mergeDisagreement(
+  { tokens }: Vocabulary,
+  merges: Merges,
+  { charIds, concat }: TokenSelection,
+  ignoreMerges: boolean,
+  verify: boolean,
+): string | undefined {
   const hf: number[] = [];
   const tk: number[] = [];
   for (let id = 0; id < tokens.length; id++) {
     const start = charIds[id];
     if (start === undefined || start.length < 3) continue; // two characters: one pair, same result
     if (ignoreMerges && !verify) continue;
-    hf.length = 0;
-    hf.push(...start);
-    while (hf.length > 1) {
-      let best = Infinity;
-      let at = -1;
-      for (let i = 0; i < hf.length - 1; i++) {
-        const r = mergeRank.get(hf[i])?.get(hf[i + 1]);
-        if (r !== undefined && r < best) {
-          best = r;
-          at = i;
-        }
-      }
-      if (at < 0) break;
-      hf.splice(at, 2, mergeResult[best]);
-    }
+    mergeLikeHf(hf, start, merges);
     if (!ignoreMerges && (hf.length !== 1 || hf[0] !== id)) {
-      return no(`token ${tokens[id]} is not reachable through merges (ignore_merges is false)`);
+      return `token ${tokens[id]} is not reachable through merges (ignore_merges is false)`;
     }
     if (!verify) continue;
-    tk.length = 0;
-    tk.push(...start);
-    while (tk.length > 1) {
-      let best = Infinity;
-      let at = -1;
-      for (let i = 0; i < tk.length - 1; i++) {
-        const m = mergeRank.get(tk[i])?.get(tk[i + 1]);
-        const r = m !== undefined ? mergeResult[m] : concat.get(tk[i])?.get(tk[i + 1]);
-        if (r !== undefined && r < best) {
-          best = r;
-          at = i;
-        }
-      }
-      if (at < 0) break;
-      tk.splice(at, 2, best);
-    }
+    mergeLikeTiktoken(tk, start, merges, concat);
     if (tk.length !== hf.length || tk.some((t, i) => t !== hf[i])) {
-      return no(`tiktoken and merges split token ${tokens[id]} differently`);
+      return `tiktoken and merges split token ${tokens[id]} differently`;
     }
   }
+  return undefined;
+}
 
+/** Hugging Face BPE on `start` into `out`: merge the lowest-indexed listed pair until none is left. */
+function mergeLikeHf(out: number[], start: readonly number[], merges: Merges): void {
+  const { mergeRank, mergeResult } = merges;
+  out.length = 0;
+  out.push(...start);
+  while (out.length > 1) {
+    let best = Infinity;
+    let at = -1;
+    for (let i = 0; i < out.length - 1; i++) {
+      const r = mergeRank.get(out[i])?.get(out[i + 1]);
+      if (r !== undefined && r < best) {
+        best = r;
+        at = i;
+      }
+    }
+    if (at < 0) break;
+    out.splice(at, 2, mergeResult[best]);
+  }
+}
+
+/** tiktoken on `start` into `out`: merge the pair whose concatenation has the lowest id. */
+function mergeLikeTiktoken(
+  out: number[],
+  start: readonly number[],
+  merges: Merges,
+  concat: ReadonlyMap<number, ReadonlyMap<number, number>>,
+): void {
+  const { mergeRank, mergeResult } = merges;
+  out.length = 0;
+  out.push(...start);
+  while (out.length > 1) {
+    let best = Infinity;
+    let at = -1;
+    for (let i = 0; i < out.length - 1; i++) {
+      const m = mergeRank.get(out[i])?.get(out[i + 1]);
+      const r = m !== undefined ? mergeResult[m] : concat.get(out[i])?.get(out[i + 1]);
+      if (r !== undefined && r < best) {
+        best = r;
+        at = i;
+      }
+    }
+    if (at < 0) break;
+    out.splice(at, 2, best);
+  }
+}
+
+/** tiktoken's mergeable ranks: `base64(bytes) id` per included token. */
+function bpeRanksText(tokens: readonly string[], included: Uint8Array): string {
   const lines: string[] = [];
   for (let id = 0; id < tokens.length; id++) {
     if (included[id]) lines.push(`${byteLevelTokenBase64(tokens[id])} ${id}`);
   }
-  return {
-    ok: true,
-    plan: {
-      pattern,
-      nfc,
-      bpeRanks: lines.join("\n") + "\n",
-      excludedTokens: excluded,
-      ignoreMerges,
-      tieHazards,
-    },
-  };
+  return lines.join("\n") + "\n";
 }

@@ -1,6 +1,6 @@
 /**
  * A model's tokenizer, local and synchronous after load: `encode` (completions) and `encodeChat`
- * (chat template, then encode without special tokens), exactly as vLLM/SGLang do (compat.md §1).
+ * (chat template, then encode without special tokens), exactly as vLLM/SGLang do (docs/compat.md §1).
  *
  * Text is split on added tokens first (as Hugging Face does); each segment between them is
  * tokenized on its own, by the fast path (tiktoken WASM) when the vocabulary allows it, else by
@@ -307,7 +307,6 @@ export async function createLocalTokenizer(
   const { tokenizerJson, tokenizerConfig } = files;
   const addedTokens =
     (Array.isArray(tokenizerJson.added_tokens) ? tokenizerJson.added_tokens : []) as Json[];
-  const vocab = ((tokenizerJson.model as Json | undefined)?.vocab ?? {}) as Record<string, number>;
   if (!tokenizerJson.model) {
     throw new TokenizerLoadError(
       `Cannot load tokenizer: ${files.source}/tokenizer.json has no "model"`,
@@ -317,125 +316,27 @@ export async function createLocalTokenizer(
   // split_special_tokens: special tokens typed in text are tokenized as text (transformers).
   const splitSpecial = tokenizerConfig.split_special_tokens === true;
   const matchable = addedTokens.filter((t) => !(splitSpecial && t.special));
-  let hf: Tokenizer;
-  try {
-    hf = new Tokenizer(
-      splitSpecial ? { ...tokenizerJson, added_tokens: matchable } : tokenizerJson,
-      tokenizerConfig,
-    );
-  } catch (error) {
-    throw new TokenizerLoadError(
-      `Cannot load tokenizer: ${files.source}/tokenizer.json is not supported: ${
-        (error as Error).message
-      }`,
-      { cause: error },
-    );
-  }
-
-  // Only the special-token frame looks ids up (BOS/EOS at most): no vocabulary-sized map.
-  const addedIds = new Map(addedTokens.map((t) => [t.content as string, t.id as number]));
-  const tokenToId = (token: string) =>
-    addedIds.get(token) ?? (Object.hasOwn(vocab, token) ? vocab[token] : undefined);
-
-  // Which added tokens are matched on raw text, and which after normalization (as the library does).
-  const hasNormalizer = tokenizerJson.normalizer !== null && tokenizerJson.normalizer !== undefined;
-  const toEntry = (t: Json) => ({ content: t.content as string, id: t.id as number });
-  const rawTokens = matchable.filter((t) => !(t.normalized && hasNormalizer)).map(toEntry);
-  const normalizedTokens = matchable.filter((t) => t.normalized && hasNormalizer).map(toEntry);
-
+  const hf = libraryTokenizer(files, splitSpecial ? matchable : undefined);
   const segmentProblem = segmentationProblem(tokenizerJson);
-  const splitter = segmentProblem ? undefined : new AddedTokenSplitter(rawTokens);
-  const normalizedSplitter = new AddedTokenSplitter(normalizedTokens);
-
-  // Special tokens around a completions prompt; checked against the library when it can add them.
-  let frame: SpecialTokenFrame | undefined;
-  const frameResult = resolveSpecialTokenFrame(tokenizerJson, tokenizerConfig, tokenToId);
-  if (frameResult.ok) {
-    frame = frameResult.frame;
-    if (frame.source.startsWith("tokenizer.json") || frame.source === "no post_processor") {
-      const probe = "Hello world";
-      const expected = hf.encode(probe, { add_special_tokens: true }).ids;
-      const inner = hf.encode(probe, { add_special_tokens: false }).ids;
-      const framed = [...frame.prefix, ...inner, ...frame.suffix];
-      if (framed.join() !== expected.join()) frame = undefined;
-    }
-  }
-
-  // Template renderer.
-  const sources = chatTemplateSources(tokenizerConfig, files.chatTemplateJinja);
-  if (!sources.ok) {
-    throw new TokenizerLoadError(`Cannot load tokenizer: ${files.source}: ${sources.reason}`);
-  }
-  let renderer: ChatTemplateRenderer;
-  try {
-    renderer = new ChatTemplateRenderer({
-      sources: sources.sources,
-      specialTokens: specialTokenVariables(tokenizerConfig),
-      flavor: options.chatFlavor ?? "vllm",
-      contentFormat: options.contentFormat ?? "auto",
-      clock: options.clock ?? (() => new Date()),
-    });
-  } catch (error) {
-    throw new TokenizerLoadError(
-      `Cannot load tokenizer: ${files.source}: ${(error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
-  }
-
-  // Fast path.
-  let fast: FastBpeEncoder | undefined;
-  let reason: string;
-  if (options.fastPath === false) reason = "disabled by configuration";
-  else if (!splitter) reason = `text cannot be split on added tokens: ${segmentProblem}`;
-  else {
-    const decision = planFastPath(tokenizerJson, {
-      verifyEveryToken: options.verifyFastPath === "every-token",
-    });
-    if (!decision.ok) reason = decision.reason;
-    else {
-      try {
-        fast = await FastBpeEncoder.create(decision.plan);
-        reason =
-          "byte-level BPE with merge ranks following token ids; probe texts match the exact path";
-      } catch (error) {
-        reason = `tiktoken rejected the vocabulary or pattern: ${(error as Error).message}`;
-      }
-    }
-    if (fast && decision.ok) {
-      const mismatch = probeMismatch(
-        hf,
-        splitter,
-        normalizedSplitter,
-        fast,
-        fastPathProbeTexts(decision.plan.tieHazards),
-      );
-      if (mismatch !== undefined) {
-        fast.dispose();
-        fast = undefined;
-        reason = `probe text ${
-          JSON.stringify(mismatch.slice(0, 40))
-        } encodes differently on the fast path`;
-      }
-    }
-  }
-
-  const cache = !splitter
-    ? undefined
-    : options.cache ?? ((options.cacheMaxTokens ?? DEFAULT_CACHE_TOKENS) > 0
-      ? new TokenSegmentCache({ maxTokens: options.cacheMaxTokens ?? DEFAULT_CACHE_TOKENS })
-      : undefined);
+  const splitters = addedTokenSplitters(tokenizerJson, matchable, segmentProblem);
+  const { splitter, normalizedSplitter } = splitters;
+  const frame = checkedSpecialTokenFrame(files, hf, addedTokens);
+  const renderer = templateRenderer(files, options);
+  const { fast, reason } = await fastPathEncoder(
+    hf,
+    splitters,
+    segmentProblem,
+    tokenizerJson,
+    options,
+  );
+  const cache = segmentCache(splitter, options);
 
   const info: TokenizerInfo = {
     source: files.source,
     fastPath: fast !== undefined,
     reason,
     segmentCache: cache !== undefined,
-    segmentReason: segmentProblem ??
-      (cache
-        ? "segments between added tokens are tokenized independently"
-        : "cache disabled by configuration"),
+    segmentReason: segmentProblem ?? segmentCacheReason(cache),
     specialTokens: frame ?? null,
     chatTemplates: renderer.templateNames,
     contentFormat: renderer.templateNames.length > 0 ? safeContentFormat(renderer) : null,
@@ -455,6 +356,163 @@ export async function createLocalTokenizer(
   });
   info.loadMs = Math.round(performance.now() - started);
   return tokenizer;
+}
+
+/** `@huggingface/tokenizers` on the files; `matchable` replaces the added tokens when given. */
+function libraryTokenizer(files: TokenizerFiles, matchable: Json[] | undefined): Tokenizer {
+  const { tokenizerJson, tokenizerConfig } = files;
+  try {
+    return new Tokenizer(
+      matchable ? { ...tokenizerJson, added_tokens: matchable } : tokenizerJson,
+      tokenizerConfig,
+    );
+  } catch (error) {
+    throw new TokenizerLoadError(
+      `Cannot load tokenizer: ${files.source}/tokenizer.json is not supported: ${
+        (error as Error).message
+      }`,
+      { cause: error },
+    );
+  }
+}
+
+interface AddedTokenSplitters {
+  splitter: AddedTokenSplitter | undefined;
+  normalizedSplitter: AddedTokenSplitter;
+}
+
+/**
+ * Which added tokens are matched on raw text, and which after normalization (as the library
+ * does). No raw splitter when segments cannot be encoded on their own.
+ */
+function addedTokenSplitters(
+  tokenizerJson: Json,
+  matchable: readonly Json[],
+  segmentProblem: string | undefined,
+): AddedTokenSplitters {
+  const hasNormalizer = tokenizerJson.normalizer !== null && tokenizerJson.normalizer !== undefined;
+  const toEntry = (t: Json) => ({ content: t.content as string, id: t.id as number });
+  const rawTokens = matchable.filter((t) => !(t.normalized && hasNormalizer)).map(toEntry);
+  const normalizedTokens = matchable.filter((t) => t.normalized && hasNormalizer).map(toEntry);
+  return {
+    splitter: segmentProblem ? undefined : new AddedTokenSplitter(rawTokens),
+    normalizedSplitter: new AddedTokenSplitter(normalizedTokens),
+  };
+}
+
+/**
+ * Special tokens around a completions prompt; a frame read from tokenizer.json is dropped when
+ * the library, which can add it itself, disagrees on a probe.
+ */
+function checkedSpecialTokenFrame(
+  files: TokenizerFiles,
+  hf: Tokenizer,
+  addedTokens: readonly Json[],
+): SpecialTokenFrame | undefined {
+  // Only the frame looks ids up (BOS/EOS at most): no vocabulary-sized map.
+  const model = files.tokenizerJson.model as Json | undefined;
+  const vocab = (model?.vocab ?? {}) as Record<string, number>;
+  const addedIds = new Map(addedTokens.map((t) => [t.content as string, t.id as number]));
+  const tokenToId = (token: string) =>
+    addedIds.get(token) ?? (Object.hasOwn(vocab, token) ? vocab[token] : undefined);
+  const result = resolveSpecialTokenFrame(files.tokenizerJson, files.tokenizerConfig, tokenToId);
+  if (!result.ok) return undefined;
+  const frame = result.frame;
+  if (frame.source.startsWith("tokenizer.json") || frame.source === "no post_processor") {
+    const probe = "Hello world";
+    const expected = hf.encode(probe, { add_special_tokens: true }).ids;
+    const inner = hf.encode(probe, { add_special_tokens: false }).ids;
+    const framed = [...frame.prefix, ...inner, ...frame.suffix];
+    if (framed.join() !== expected.join()) return undefined;
+  }
+  return frame;
+}
+
+function templateRenderer(
+  files: TokenizerFiles,
+  options: LocalTokenizerOptions,
+): ChatTemplateRenderer {
+  const sources = chatTemplateSources(files.tokenizerConfig, files.chatTemplateJinja);
+  if (!sources.ok) {
+    throw new TokenizerLoadError(`Cannot load tokenizer: ${files.source}: ${sources.reason}`);
+  }
+  try {
+    return new ChatTemplateRenderer({
+      sources: sources.sources,
+      specialTokens: specialTokenVariables(files.tokenizerConfig),
+      flavor: options.chatFlavor ?? "vllm",
+      contentFormat: options.contentFormat ?? "auto",
+      clock: options.clock ?? (() => new Date()),
+    });
+  } catch (error) {
+    throw new TokenizerLoadError(
+      `Cannot load tokenizer: ${files.source}: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
+
+/** The tiktoken encoder when the plan allows it and the probe texts agree, and why (not). */
+async function fastPathEncoder(
+  hf: Tokenizer,
+  { splitter, normalizedSplitter }: AddedTokenSplitters,
+  segmentProblem: string | undefined,
+  tokenizerJson: Json,
+  options: LocalTokenizerOptions,
+): Promise<{ fast: FastBpeEncoder | undefined; reason: string }> {
+  if (options.fastPath === false) return { fast: undefined, reason: "disabled by configuration" };
+  if (!splitter) {
+    return {
+      fast: undefined,
+      reason: `text cannot be split on added tokens: ${segmentProblem}`,
+    };
+  }
+  const decision = planFastPath(tokenizerJson, {
+    verifyEveryToken: options.verifyFastPath === "every-token",
+  });
+  if (!decision.ok) return { fast: undefined, reason: decision.reason };
+  let fast: FastBpeEncoder;
+  try {
+    fast = await FastBpeEncoder.create(decision.plan);
+  } catch (error) {
+    return {
+      fast: undefined,
+      reason: `tiktoken rejected the vocabulary or pattern: ${(error as Error).message}`,
+    };
+  }
+  const probes = fastPathProbeTexts(decision.plan.tieHazards);
+  const mismatch = probeMismatch(hf, splitter, normalizedSplitter, fast, probes);
+  if (mismatch !== undefined) {
+    fast.dispose();
+    return {
+      fast: undefined,
+      reason: `probe text ${
+        JSON.stringify(mismatch.slice(0, 40))
+      } encodes differently on the fast path`,
+    };
+  }
+  return {
+    fast,
+    reason: "byte-level BPE with merge ranks following token ids; probe texts match the exact path",
+  };
+}
+
+function segmentCacheReason(cache: TokenSegmentCache | undefined): string {
+  return cache
+    ? "segments between added tokens are tokenized independently"
+    : "cache disabled by configuration";
+}
+
+/** The segment cache to use, when segments can be cached and the cache is not turned off. */
+function segmentCache(
+  splitter: AddedTokenSplitter | undefined,
+  options: LocalTokenizerOptions,
+): TokenSegmentCache | undefined {
+  if (!splitter) return undefined;
+  const maxTokens = options.cacheMaxTokens ?? DEFAULT_CACHE_TOKENS;
+  return options.cache ?? (maxTokens > 0 ? new TokenSegmentCache({ maxTokens }) : undefined);
 }
 
 function safeContentFormat(renderer: ChatTemplateRenderer): ContentFormat | null {

@@ -80,43 +80,8 @@ function applyProcessor(processor: Json, frame: SpecialTokenFrame): SpecialToken
   switch (processor.type) {
     case "ByteLevel":
       return { ok: true, frame }; // offsets only
-    case "TemplateProcessing": {
-      const single = processor.single as Json[] | undefined;
-      const specials = (processor.special_tokens ?? {}) as Record<string, { ids?: number[] }>;
-      if (!Array.isArray(single)) {
-        return { ok: false, reason: "TemplateProcessing without `single`" };
-      }
-      const prefix: number[] = [];
-      const suffix: number[] = [];
-      let seen = false;
-      for (const item of single) {
-        if (item.Sequence) {
-          if ((item.Sequence as Json).id !== "A" || seen) {
-            return { ok: false, reason: "TemplateProcessing `single` must hold sequence A once" };
-          }
-          seen = true;
-          continue;
-        }
-        const name = (item.SpecialToken as Json | undefined)?.id;
-        const ids = typeof name === "string" ? specials[name]?.ids : undefined;
-        if (!Array.isArray(ids)) {
-          return {
-            ok: false,
-            reason: `TemplateProcessing special token ${String(name)} has no ids`,
-          };
-        }
-        (seen ? suffix : prefix).push(...ids);
-      }
-      if (!seen) return { ok: false, reason: "TemplateProcessing `single` lacks sequence A" };
-      return {
-        ok: true,
-        frame: {
-          prefix: [...prefix, ...frame.prefix],
-          suffix: [...frame.suffix, ...suffix],
-          source: frame.source,
-        },
-      };
-    }
+    case "TemplateProcessing":
+      return applyTemplateProcessing(processor, frame);
     case "RobertaProcessing":
     case "BertProcessing": {
       const cls = processor.cls as [string, number] | undefined;
@@ -142,6 +107,48 @@ function applyProcessor(processor: Json, frame: SpecialTokenFrame): SpecialToken
     default:
       return { ok: false, reason: `post-processor ${String(processor.type)} is not supported` };
   }
+}
+
+/** TemplateProcessing's `single`: the special tokens before and after sequence A. */
+function applyTemplateProcessing(
+  processor: Json,
+  frame: SpecialTokenFrame,
+): SpecialTokenFrameResult {
+  const single = processor.single as Json[] | undefined;
+  const specials = (processor.special_tokens ?? {}) as Record<string, { ids?: number[] }>;
+  if (!Array.isArray(single)) {
+    return { ok: false, reason: "TemplateProcessing without `single`" };
+  }
+  const prefix: number[] = [];
+  const suffix: number[] = [];
+  let seen = false;
+  for (const item of single) {
+    if (item.Sequence) {
+      if ((item.Sequence as Json).id !== "A" || seen) {
+        return { ok: false, reason: "TemplateProcessing `single` must hold sequence A once" };
+      }
+      seen = true;
+      continue;
+    }
+    const name = (item.SpecialToken as Json | undefined)?.id;
+    const ids = typeof name === "string" ? specials[name]?.ids : undefined;
+    if (!Array.isArray(ids)) {
+      return {
+        ok: false,
+        reason: `TemplateProcessing special token ${String(name)} has no ids`,
+      };
+    }
+    (seen ? suffix : prefix).push(...ids);
+  }
+  if (!seen) return { ok: false, reason: "TemplateProcessing `single` lacks sequence A" };
+  return {
+    ok: true,
+    frame: {
+      prefix: [...prefix, ...frame.prefix],
+      suffix: [...frame.suffix, ...suffix],
+      source: frame.source,
+    },
+  };
 }
 
 /** Resolves the special-token frame, or says why it cannot be reproduced outside the library. */
