@@ -24,6 +24,47 @@ export function ttftCdfSvg(
   series: readonly CdfSeries[],
   options: { sloS?: number; title?: string } = {},
 ): string {
+  const plot = cdfPlot(series, options.sloS);
+  const { m, width, height, plotW, plotH } = plot;
+  const out: string[] = [svgOpen(width, height, options.title ?? "TTFT CDF per policy")];
+  out.push(frame(m.left, m.top, plotW, plotH));
+  out.push(...cdfGrid(plot));
+  if (options.sloS !== undefined) {
+    const sx = r(plot.x(options.sloS));
+    out.push(
+      `<line x1="${sx}" y1="${m.top}" x2="${sx}" y2="${
+        m.top + plotH
+      }" stroke="#555" stroke-dasharray="5,4"/>`,
+      `<text x="${sx + 4}" y="${m.top + 14}">SLO ${options.sloS} s</text>`,
+    );
+  }
+  series.forEach((s, k) => out.push(...cdfCurve(plot, s, k)));
+  out.push(
+    `<text x="${m.left + plotW / 2}" y="${
+      height - 10
+    }" text-anchor="middle">TTFT (s, log scale)</text>`,
+    `<text x="16" y="${m.top + plotH / 2}" text-anchor="middle" transform="rotate(-90 16 ${
+      m.top + plotH / 2
+    })">fraction of requests</text>`,
+    "</svg>\n",
+  );
+  return out.join("\n");
+}
+
+/** The CDF chart's geometry: margins, the log time axis [lo, hi] and the value-to-pixel maps. */
+interface CdfPlot {
+  m: { left: number; right: number; top: number; bottom: number };
+  width: number;
+  height: number;
+  plotW: number;
+  plotH: number;
+  lo: number;
+  hi: number;
+  x: (seconds: number) => number;
+  y: (fraction: number) => number;
+}
+
+function cdfPlot(series: readonly CdfSeries[], sloS: number | undefined): CdfPlot {
   const longest = Math.max(0, ...series.map((s) => s.label.length));
   const m = { left: 60, right: Math.max(190, 60 + 7 * longest), top: 40, bottom: 50 };
   const width = 570 + m.right, height = 440;
@@ -32,12 +73,16 @@ export function ttftCdfSvg(
     s,
   ) => (s.values.length ? [s.values[0], s.values[s.values.length - 1]] : []));
   const lo = Math.max(1e-2, Math.min(...all, 0.1));
-  const hi = Math.max(...all, options.sloS ?? 1, lo * 10);
+  const hi = Math.max(...all, sloS ?? 1, lo * 10);
   const logLo = Math.log10(lo), logHi = Math.log10(hi);
   const x = (v: number) => m.left + (Math.log10(Math.max(v, lo)) - logLo) / (logHi - logLo) * plotW;
   const y = (f: number) => m.top + (1 - f) * plotH;
-  const out: string[] = [svgOpen(width, height, options.title ?? "TTFT CDF per policy")];
-  out.push(frame(m.left, m.top, plotW, plotH));
+  return { m, width, height, plotW, plotH, lo, hi, x, y };
+}
+
+/** Vertical lines at the time ticks, horizontal ones at the marked fractions, with labels. */
+function cdfGrid({ m, plotW, plotH, lo, hi, x, y }: CdfPlot): string[] {
+  const out: string[] = [];
   for (const tick of logTicks(lo, hi)) {
     out.push(
       `<line x1="${r(x(tick))}" y1="${m.top}" x2="${r(x(tick))}" y2="${
@@ -54,47 +99,33 @@ export function ttftCdfSvg(
       `<text x="${m.left - 8}" y="${r(y(f)) + 4}" text-anchor="end">${f}</text>`,
     );
   }
-  if (options.sloS !== undefined) {
-    const sx = r(x(options.sloS));
+  return out;
+}
+
+/** Series `k`: its curve (at most 400 points) and its legend entry. */
+function cdfCurve({ m, width, x, y }: CdfPlot, s: CdfSeries, k: number): string[] {
+  const out: string[] = [];
+  const color = PALETTE[k % PALETTE.length];
+  const share = s.servedShare ?? 1;
+  const points: string[] = [];
+  const steps = Math.min(400, s.values.length);
+  for (let j = 1; j <= steps; j++) {
+    const index = Math.max(0, Math.ceil(j / steps * s.values.length) - 1);
+    points.push(`${r(x(s.values[index]))},${r(y((index + 1) / s.values.length * share))}`);
+  }
+  if (points.length > 0) {
     out.push(
-      `<line x1="${sx}" y1="${m.top}" x2="${sx}" y2="${
-        m.top + plotH
-      }" stroke="#555" stroke-dasharray="5,4"/>`,
-      `<text x="${sx + 4}" y="${m.top + 14}">SLO ${options.sloS} s</text>`,
+      `<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.join(" ")}"/>`,
     );
   }
-  series.forEach((s, k) => {
-    const color = PALETTE[k % PALETTE.length];
-    const share = s.servedShare ?? 1;
-    const points: string[] = [];
-    const steps = Math.min(400, s.values.length);
-    for (let j = 1; j <= steps; j++) {
-      const index = Math.max(0, Math.ceil(j / steps * s.values.length) - 1);
-      points.push(`${r(x(s.values[index]))},${r(y((index + 1) / s.values.length * share))}`);
-    }
-    if (points.length > 0) {
-      out.push(
-        `<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.join(" ")}"/>`,
-      );
-    }
-    const ly = m.top + 10 + k * 22;
-    out.push(
-      `<line x1="${width - m.right + 16}" y1="${ly}" x2="${
-        width - m.right + 40
-      }" y2="${ly}" stroke="${color}" stroke-width="3"/>`,
-      `<text x="${width - m.right + 46}" y="${ly + 4}">${escapeXml(s.label)}</text>`,
-    );
-  });
+  const ly = m.top + 10 + k * 22;
   out.push(
-    `<text x="${m.left + plotW / 2}" y="${
-      height - 10
-    }" text-anchor="middle">TTFT (s, log scale)</text>`,
-    `<text x="16" y="${m.top + plotH / 2}" text-anchor="middle" transform="rotate(-90 16 ${
-      m.top + plotH / 2
-    })">fraction of requests</text>`,
-    "</svg>\n",
+    `<line x1="${width - m.right + 16}" y1="${ly}" x2="${
+      width - m.right + 40
+    }" y2="${ly}" stroke="${color}" stroke-width="3"/>`,
+    `<text x="${width - m.right + 46}" y="${ly + 4}">${escapeXml(s.label)}</text>`,
   );
-  return out.join("\n");
+  return out;
 }
 
 export interface LoadPanel {

@@ -12,10 +12,11 @@ import {
   type KvPoolMode,
   type PolicyRun,
   type SimConfig,
+  type SimResult,
   simulate,
 } from "./simulator.ts";
 import { type PolicySummary, summarize } from "./summary.ts";
-import { parseMooncakeTrace } from "./trace.ts";
+import { parseMooncakeTrace, type TraceRequest } from "./trace.ts";
 
 const USAGE = `Replays a Mooncake trace through the scheduling policies on a simulated cluster.
 
@@ -67,18 +68,54 @@ interface CliOptions {
 
 /** Runs the simulator CLI; returns the process exit code. */
 export async function runSimCli(args: string[]): Promise<number> {
-  let options: CliOptions;
+  const options = cliOptions(args);
+  if (typeof options === "number") return options;
+  const inputs = await readInputs(options);
+  if (typeof inputs === "number") return inputs;
+  const { trace, experiment } = inputs;
+  const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
+  const perTokenS = prefillTimeS(options.config.ttft.prefillModel, meanPrompt, 0) / meanPrompt;
+  const config: SimConfig = {
+    ...options.config,
+    // Baseline: the queue the model drains within the SLO, in requests of the trace's mean size.
+    loadThresholdTokens: options.config.loadThresholdTokens ??
+      Math.floor(options.config.sloTtftS / perTokenS),
+  };
+
+  const { summaries, results } = runPolicies(trace, config, options.runs);
+  const command = ["deno task sim", ...args].join(" ");
+  if (experiment) {
+    await runExperiment(trace, config, experiment, options, command);
+    if (options.runs.length === 0) {
+      console.log(`Wrote ${options.out}/experiment.json`);
+      return 0;
+    }
+  }
+  const settings = settingsTable(options, trace, meanPrompt, config);
+  await writeResults(options.out, summaries, results, { settings, command, config });
+  console.log(`Wrote ${options.out}/results.json, results.md, ttft_cdf.svg, instance_load.svg`);
+  return 0;
+}
+
+/** The parsed options, or the exit code after printing the usage (0 for --help, 2 for errors). */
+function cliOptions(args: string[]): CliOptions | number {
   try {
     const parsed = parseArgs(args);
     if (parsed === "help") {
       console.log(USAGE);
       return 0;
     }
-    options = parsed;
+    return parsed;
   } catch (error) {
     console.error(`${(error as Error).message}\n\n${USAGE}`);
     return 2;
   }
+}
+
+/** The trace and the experiment file, or the exit code after saying what went wrong. */
+async function readInputs(
+  options: CliOptions,
+): Promise<{ trace: TraceRequest[]; experiment: ExperimentConfig | undefined } | number> {
   let text: string;
   try {
     text = await Deno.readTextFile(options.trace);
@@ -103,18 +140,18 @@ export async function runSimCli(args: string[]): Promise<number> {
     console.error(`Trace ${options.trace} has no requests.`);
     return 1;
   }
-  const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
-  const perTokenS = prefillTimeS(options.config.ttft.prefillModel, meanPrompt, 0) / meanPrompt;
-  const config: SimConfig = {
-    ...options.config,
-    // Baseline: the queue the model drains within the SLO, in requests of the trace's mean size.
-    loadThresholdTokens: options.config.loadThresholdTokens ??
-      Math.floor(options.config.sloTtftS / perTokenS),
-  };
+  return { trace, experiment };
+}
 
+/** Simulates each run in turn, printing a line per run. */
+function runPolicies(
+  trace: readonly TraceRequest[],
+  config: SimConfig,
+  runs: readonly PolicyRun[],
+): { summaries: Record<string, PolicySummary>; results: SimResult[] } {
   const summaries: Record<string, PolicySummary> = {};
-  const results = [];
-  for (const run of options.runs) {
+  const results: SimResult[] = [];
+  for (const run of runs) {
     const started = performance.now();
     const result = simulate(trace, config, run);
     const summary = summarize(result, config.sloTtftS);
@@ -130,36 +167,50 @@ export async function runSimCli(args: string[]): Promise<number> {
         } s)`,
     );
   }
+  return { summaries, results };
+}
 
-  const command = ["deno task sim", ...args].join(" ");
-  if (experiment) {
-    await Deno.mkdir(options.out, { recursive: true });
-    const split = splitTrace(trace, experiment, {
-      blockTokens: config.blockTokens,
-      seed: config.seed,
-    });
-    const result = simulate(trace, config, {
-      label: "experiment",
-      policy: armPolicy(experiment.arms[0].policy).name,
-      admission: options.admission,
-      arms: { policies: experiment.arms.map((arm) => armPolicy(arm.policy)), of: split.of },
-    });
-    const report = simExperimentReport(result, experiment, split);
-    if (split.note) console.log(`Note: ${split.note}.`);
-    console.log(experimentReportText(
-      report,
-      `Experiment on ${trace.length} requests, ${config.instances} instances (one cluster)`,
-    ));
-    await Deno.writeTextFile(
-      `${options.out}/experiment.json`,
-      JSON.stringify({ experiment, report, command, note: split.note ?? null }, rounded, 2) + "\n",
-    );
-    if (options.runs.length === 0) {
-      console.log(`Wrote ${options.out}/experiment.json`);
-      return 0;
-    }
-  }
-  const settings: Record<string, string | number | boolean> = {
+/** Splits the trace between the experiment's arms on one cluster; prints and writes the report. */
+async function runExperiment(
+  trace: readonly TraceRequest[],
+  config: SimConfig,
+  experiment: ExperimentConfig,
+  options: CliOptions,
+  command: string,
+): Promise<void> {
+  await Deno.mkdir(options.out, { recursive: true });
+  const split = splitTrace(trace, experiment, {
+    blockTokens: config.blockTokens,
+    seed: config.seed,
+  });
+  const result = simulate(trace, config, {
+    label: "experiment",
+    policy: armPolicy(experiment.arms[0].policy).name,
+    admission: options.admission,
+    arms: { policies: experiment.arms.map((arm) => armPolicy(arm.policy)), of: split.of },
+  });
+  const report = simExperimentReport(result, experiment, split);
+  if (split.note) console.log(`Note: ${split.note}.`);
+  console.log(experimentReportText(
+    report,
+    `Experiment on ${trace.length} requests, ${config.instances} instances (one cluster)`,
+  ));
+  await Deno.writeTextFile(
+    `${options.out}/experiment.json`,
+    JSON.stringify({ experiment, report, command, note: split.note ?? null }, rounded, 2) + "\n",
+  );
+}
+
+type Settings = Record<string, string | number | boolean>;
+
+/** The settings results.json and results.md list. */
+function settingsTable(
+  options: CliOptions,
+  trace: readonly TraceRequest[],
+  meanPrompt: number,
+  config: SimConfig,
+): Settings {
+  return {
     trace: `${options.trace} (${trace.length} requests, mean prompt ${
       Math.round(meanPrompt)
     } tokens)`,
@@ -179,20 +230,26 @@ export async function runSimCli(args: string[]): Promise<number> {
     "decode instances": config.decodeInstances,
     "load admission threshold (tokens)": config.loadThresholdTokens,
   };
-  await Deno.mkdir(options.out, { recursive: true });
+}
+
+/** results.json, results.md and the two charts. */
+async function writeResults(
+  out: string,
+  summaries: Record<string, PolicySummary>,
+  results: readonly SimResult[],
+  { settings, command, config }: { settings: Settings; command: string; config: SimConfig },
+): Promise<void> {
+  await Deno.mkdir(out, { recursive: true });
   const json = {
     policies: summaries,
     settings,
     command,
     exampleDecisions: Object.fromEntries(results.map((r) => [r.label, r.exampleDecision])),
   };
-  await Deno.writeTextFile(`${options.out}/results.json`, JSON.stringify(json, rounded, 2) + "\n");
+  await Deno.writeTextFile(`${out}/results.json`, JSON.stringify(json, rounded, 2) + "\n");
+  await Deno.writeTextFile(`${out}/results.md`, resultsMarkdown(summaries, { command, settings }));
   await Deno.writeTextFile(
-    `${options.out}/results.md`,
-    resultsMarkdown(summaries, { command, settings }),
-  );
-  await Deno.writeTextFile(
-    `${options.out}/ttft_cdf.svg`,
+    `${out}/ttft_cdf.svg`,
     ttftCdfSvg(
       results.map((r) => {
         const values = Array.from(r.ttftS).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
@@ -205,40 +262,18 @@ export async function runSimCli(args: string[]): Promise<number> {
     ),
   );
   await Deno.writeTextFile(
-    `${options.out}/instance_load.svg`,
+    `${out}/instance_load.svg`,
     instanceLoadSvg(results.map((r) => ({ label: r.label, ...r.timeline }))),
   );
-  console.log(`Wrote ${options.out}/results.json, results.md, ttft_cdf.svg, instance_load.svg`);
-  return 0;
 }
 
 function parseArgs(args: string[]): CliOptions | "help" {
-  const values = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--help" || arg === "-h") return "help";
-    if (!arg.startsWith("--")) {
-      throw new Error(`Unexpected argument "${arg}": options start with --.`);
-    }
-    const eq = arg.indexOf("=");
-    if (eq > 0) values.set(arg.slice(2, eq), arg.slice(eq + 1));
-    else if (i + 1 < args.length) values.set(arg.slice(2), args[++i]);
-    else throw new Error(`Option ${arg} needs a value.`);
-  }
+  const values = readFlags(args);
+  if (values === "help") return "help";
   const problems: string[] = [];
   const known = new Set(USAGE.match(/--[a-z-]+/g)!.map((flag) => flag.slice(2)));
   for (const key of values.keys()) if (!known.has(key)) problems.push(`unknown option --${key}`);
-  const num = (key: string, fallback: number, check: (v: number) => boolean, what: string) => {
-    const raw = values.get(key);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!Number.isFinite(value) || !check(value)) {
-      problems.push(`--${key} must be ${what} (got "${raw}")`);
-    }
-    return value;
-  };
-  const positive = (v: number) => v > 0;
-  const count = (v: number) => Number.isInteger(v) && v >= 1;
+  const num = numberReader(values, problems);
   const trace = values.get("trace");
   if (trace === undefined) problems.push("--trace FILE is required");
   const admission = (values.get("admission") ?? "off") as AdmissionMode;
@@ -251,36 +286,86 @@ function parseArgs(args: string[]): CliOptions | "help" {
   }
   const refine = values.get("refine") ?? "on";
   if (!["on", "off"].includes(refine)) problems.push(`--refine must be on or off`);
-
-  let prefillModel: PrefillModelCoefficients = { ...MOONCAKE_PREFILL_MODEL };
-  const rawModel = values.get("prefill-model");
-  if (rawModel !== undefined) {
-    const parts = rawModel.split(",").map(Number);
-    if (
-      parts.length < 2 || parts.length > 4 || parts.some((v) => !(Number.isFinite(v) && v >= 0))
-    ) {
-      problems.push(
-        `--prefill-model must be a,b[,r[,c]] with non-negative numbers (got "${rawModel}")`,
-      );
-    } else {
-      prefillModel = {
-        linear: parts[0],
-        quadratic: parts[1],
-        cachedLinear: parts[2] ?? 0,
-        constant: parts[3] ?? 0,
-      };
-    }
-  }
+  const prefillModel = parsePrefillModel(values.get("prefill-model"), problems);
   const limitRaw = values.get("limit");
   const limit = limitRaw === undefined ? undefined : num("limit", 0, count, "a positive integer");
-  const loadThresholdRaw = values.get("load-threshold-tokens");
-  const loadFilterRaw = values.get("load-filter-tokens");
-
-  const runs: PolicyRun[] = [];
   const experiment = values.get("experiment");
   // With --experiment alone, only the experiment runs.
   const policies = values.get("policies") ??
     (experiment === undefined ? "random,least_load,cache_aware,mooncake_ttft" : "");
+  const runs = parseRuns(policies, admission, problems);
+  const config = simConfigOf(values, num, { kvPool, prefillModel, refine: refine === "on" });
+  if (problems.length > 0) throw new Error(`Cannot run the simulator:\n- ${problems.join("\n- ")}`);
+  return {
+    trace: trace!,
+    out: values.get("out") ?? "sim_out",
+    runs,
+    admission,
+    experiment,
+    limit,
+    config,
+  };
+}
+
+/** `--name value` and `--name=value` pairs, or "help". */
+function readFlags(args: string[]): Map<string, string> | "help" {
+  const values = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--help" || arg === "-h") return "help";
+    if (!arg.startsWith("--")) {
+      throw new Error(`Unexpected argument "${arg}": options start with --.`);
+    }
+    const eq = arg.indexOf("=");
+    if (eq > 0) values.set(arg.slice(2, eq), arg.slice(eq + 1));
+    else if (i + 1 < args.length) values.set(arg.slice(2), args[++i]);
+    else throw new Error(`Option ${arg} needs a value.`);
+  }
+  return values;
+}
+
+type NumberReader = (
+  key: string,
+  fallback: number,
+  check: (v: number) => boolean,
+  what: string,
+) => number;
+
+/** Reads numeric options, adding a problem for each value that fails its check. */
+function numberReader(values: ReadonlyMap<string, string>, problems: string[]): NumberReader {
+  return (key, fallback, check, what) => {
+    const raw = values.get(key);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || !check(value)) {
+      problems.push(`--${key} must be ${what} (got "${raw}")`);
+    }
+    return value;
+  };
+}
+
+const positive = (v: number) => v > 0;
+const count = (v: number) => Number.isInteger(v) && v >= 1;
+
+/** `--prefill-model a,b[,r[,c]]`, or the Mooncake model when absent or invalid. */
+function parsePrefillModel(raw: string | undefined, problems: string[]): PrefillModelCoefficients {
+  if (raw === undefined) return { ...MOONCAKE_PREFILL_MODEL };
+  const parts = raw.split(",").map(Number);
+  if (parts.length < 2 || parts.length > 4 || parts.some((v) => !(Number.isFinite(v) && v >= 0))) {
+    problems.push(`--prefill-model must be a,b[,r[,c]] with non-negative numbers (got "${raw}")`);
+    return { ...MOONCAKE_PREFILL_MODEL };
+  }
+  return {
+    linear: parts[0],
+    quadratic: parts[1],
+    cachedLinear: parts[2] ?? 0,
+    constant: parts[3] ?? 0,
+  };
+}
+
+/** `--policies`: comma-separated NAME[:ADMISSION[:TOKENS]], ADMISSION defaulting to `admission`. */
+function parseRuns(policies: string, admission: AdmissionMode, problems: string[]): PolicyRun[] {
+  const runs: PolicyRun[] = [];
   for (const spec of policies ? policies.split(",") : []) {
     const [policy, mode = admission, threshold] = spec.trim().split(":");
     if (!isPolicyName(policy)) {
@@ -300,8 +385,18 @@ function parseArgs(args: string[]): CliOptions | "help" {
       ...(threshold === undefined ? {} : { loadThresholdTokens: Number(threshold) }),
     });
   }
+  return runs;
+}
 
-  const config = {
+/** The cluster and model options (numbers read in the order problems are listed). */
+function simConfigOf(
+  values: ReadonlyMap<string, string>,
+  num: NumberReader,
+  parsed: { kvPool: KvPoolMode; prefillModel: PrefillModelCoefficients; refine: boolean },
+): CliOptions["config"] {
+  const loadThresholdRaw = values.get("load-threshold-tokens");
+  const loadFilterRaw = values.get("load-filter-tokens");
+  return {
     instances: num("instances", 16, count, "a positive integer"),
     cacheBlocks: num("cache-blocks", 6000, count, "a positive integer"),
     chunkTokens: num("chunk-tokens", 8192, count, "a positive integer"),
@@ -310,16 +405,16 @@ function parseArgs(args: string[]): CliOptions | "help" {
     seed: num("seed", 1, Number.isInteger, "an integer"),
     sloTtftS: num("slo-ttft", 30, positive, "a positive number"),
     sloTbtS: num("slo-tbt", 0.1, positive, "a positive number"),
-    kvPool,
+    kvPool: parsed.kvPool,
     ttft: resolveTtftParams({
-      prefillModel,
+      prefillModel: parsed.prefillModel,
       kvBytesPerToken: num("kv-bytes-per-token", 327_680, positive, "a positive number"),
       transferBytesPerS: num("transfer-gbps", 85, positive, "a positive number") * 1e9,
       balancingThreshold: num("balancing-threshold", 1, (v) => v >= 1, "at least 1"),
     }),
-    engineModel: prefillModel,
+    engineModel: parsed.prefillModel,
     heterogeneity: num("heterogeneity", 0, (v) => v >= 0 && v < 1, "in [0, 1)"),
-    refine: refine === "on",
+    refine: parsed.refine,
     decodeInstances: num(
       "decode-instances",
       0,
@@ -334,16 +429,6 @@ function parseArgs(args: string[]): CliOptions | "help" {
       ? undefined
       : num("load-filter-tokens", 0, positive, "a positive number"),
     timelinePoints: 200,
-  };
-  if (problems.length > 0) throw new Error(`Cannot run the simulator:\n- ${problems.join("\n- ")}`);
-  return {
-    trace: trace!,
-    out: values.get("out") ?? "sim_out",
-    runs,
-    admission,
-    experiment,
-    limit,
-    config,
   };
 }
 

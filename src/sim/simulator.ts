@@ -1,12 +1,12 @@
 import { LoadAccount, type LoadLease } from "../cluster/load_account.ts";
-import { computePrefixHits } from "../kv/prefix.ts";
-import type { KeyLocation } from "../kv/types.ts";
+import { computePrefixHits, type KvPlacement } from "../kv/prefix.ts";
+import type { KeyLocation, PrefixHits } from "../kv/types.ts";
 import { type AdmissionVerdict, admit, admitByLoad } from "../scheduling/admission.ts";
 import { type DecodeModel, predictTbtS } from "../scheduling/decode_model.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy } from "../scheduling/registry.ts";
 import { estimateTtft, type TtftModelParams } from "../scheduling/ttft_estimate.ts";
-import type { Candidate, Decision, PrefillModelCoefficients } from "../scheduling/types.ts";
+import type { Candidate, Decision, Policy, PrefillModelCoefficients } from "../scheduling/types.ts";
 import { BlockCache } from "./block_cache.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
 import { EventQueue } from "./event_queue.ts";
@@ -101,38 +101,302 @@ export function simulate(
   config: SimConfig,
   run: PolicyRun,
 ): SimResult {
-  const n = trace.length;
-  const policy = createPolicy(run.policy, {
-    ...config.ttft,
-    loadFilterTokens: config.loadFilterTokens,
-  });
-  const armPolicies = (run.arms?.policies ?? []).map((arm) =>
-    createPolicy(arm.name, {
+  return new ClusterReplay(trace, config, run).replay();
+}
+
+/** One replay: the simulated engines, the router's state and the results, on clock `#nowS`. */
+class ClusterReplay {
+  readonly #trace: readonly TraceRequest[];
+  readonly #config: SimConfig;
+  readonly #run: PolicyRun;
+  readonly #policy: Policy;
+  readonly #armPolicies: Policy[];
+  readonly #random: () => number;
+  readonly #account: LoadAccount;
+  readonly #names: string[];
+  readonly #indexOf: Map<string, number>;
+  readonly #engines: SimPrefillEngine[];
+  readonly #placements: KvPlacement[];
+  readonly #estimators: PrefillModelEstimator[];
+  readonly #decoders: SimDecodeEngine[];
+  readonly #result: SimResult;
+  readonly #arrivalS: number[];
+  readonly #leases: (LoadLease | undefined)[];
+  readonly #events = new EventQueue<SimEvent>();
+  readonly #lastArrival: number;
+  readonly #periodS: number;
+  #nowS = 0;
+  #nextSampleS = 0;
+  #sequence = 0;
+
+  constructor(trace: readonly TraceRequest[], config: SimConfig, run: PolicyRun) {
+    const n = trace.length;
+    this.#trace = trace;
+    this.#config = config;
+    this.#run = run;
+    this.#policy = createPolicy(run.policy, {
       ...config.ttft,
       loadFilterTokens: config.loadFilterTokens,
-      ...arm.params,
-    })
-  );
-  const random = seededRandom(config.seed);
-  const engineRandom = seededRandom(config.seed ^ 0x5eed);
-  let nowS = 0;
-  const account = new LoadAccount({
-    now: () => nowS * 1000,
-    // The simulated engines always report a first token: nothing to expire.
-    expireAfterMs: Number.POSITIVE_INFINITY,
-  });
+    });
+    this.#armPolicies = (run.arms?.policies ?? []).map((arm) =>
+      createPolicy(arm.name, {
+        ...config.ttft,
+        loadFilterTokens: config.loadFilterTokens,
+        ...arm.params,
+      })
+    );
+    this.#random = seededRandom(config.seed);
+    this.#account = new LoadAccount({
+      now: () => this.#nowS * 1000,
+      // The simulated engines always report a first token: nothing to expire.
+      expireAfterMs: Number.POSITIVE_INFINITY,
+    });
+    const names = Array.from(
+      { length: config.instances },
+      (_, i) => `prefill-${String(i).padStart(2, "0")}`,
+    );
+    this.#names = names;
+    this.#indexOf = new Map(names.map((name, i) => [name, i]));
+    this.#engines = prefillEngines(names, config, (blocks) => this.#poolPrefix(blocks));
+    this.#placements = names.map((name) => ({ id: name, kvHost: name }));
+    this.#estimators = names.map(() => new PrefillModelEstimator(config.ttft.prefillModel));
+    this.#decoders = Array.from(
+      { length: config.decodeInstances },
+      (_, i) => new SimDecodeEngine(`decode-${String(i).padStart(2, "0")}`, config.decodeModel),
+    );
+    this.#arrivalS = trace.map((r) => r.timestampMs / 1000 / config.speed);
+    this.#leases = new Array(n);
+    this.#lastArrival = n > 0 ? this.#arrivalS[n - 1] : 0;
+    this.#periodS = Math.max(this.#lastArrival / Math.max(1, config.timelinePoints), 1e-3);
+    this.#result = emptyResult(n, run, names, this.#periodS);
+  }
 
-  const names = Array.from(
-    { length: config.instances },
-    (_, i) => `prefill-${String(i).padStart(2, "0")}`,
-  );
-  const indexOf = new Map(names.map((name, i) => [name, i]));
-  const poolPrefix = (blocks: readonly number[]) => {
+  /** Runs arrivals and engine events in time order to the end; returns the results. */
+  replay(): SimResult {
+    const n = this.#trace.length;
+    const events = this.#events;
+    let next = 0;
+    while (next < n || events.size > 0) {
+      const eventS = events.peekTime();
+      const arriveS = next < n ? this.#arrivalS[next] : Number.POSITIVE_INFINITY;
+      this.#sample(Math.min(eventS, arriveS));
+      // Completions first at equal times: their blocks are visible to a request arriving then.
+      if (eventS <= arriveS) {
+        const event = events.pop()!;
+        this.#nowS = event.time;
+        if (event.value.kind === "prefill") this.#prefillDone(event.value.engine);
+        else this.#decodeDone(event.value.engine);
+      } else {
+        this.#nowS = arriveS;
+        this.#dispatch(next++);
+      }
+    }
+    const result = this.#result;
+    result.endS = this.#nowS;
+    result.busyS = this.#engines.map((e) => e.busyS);
+    result.evictions = this.#engines.reduce((sum, e) => sum + e.cache.evictions, 0);
+    return result;
+  }
+
+  /** Blocks from the first one held by some instance (what a pool-reading engine can load). */
+  #poolPrefix(blocks: readonly number[]): number {
     let length = 0;
-    while (length < blocks.length && engines.some((e) => e.cache.has(blocks[length]))) length++;
+    while (
+      length < blocks.length && this.#engines.some((e) => e.cache.has(blocks[length]))
+    ) length++;
     return length;
-  };
-  const engines = names.map((name) =>
+  }
+
+  #startPrefill(engine: number): void {
+    const duration = this.#engines[engine].startIteration(this.#nowS);
+    if (duration !== undefined) {
+      this.#events.push(this.#nowS + duration, { kind: "prefill", engine });
+    }
+  }
+
+  #startDecode(engine: number): void {
+    const duration = this.#decoders[engine].startStep();
+    if (duration !== undefined) {
+      this.#events.push(this.#nowS + duration, { kind: "decode", engine });
+    }
+  }
+
+  /** Request `i` arrives: lookup, plan, admit, then queue it on the chosen instance. */
+  #dispatch(i: number): void {
+    const config = this.#config;
+    const result = this.#result;
+    const request = this.#trace[i];
+    const prompt = request.inputLength;
+    result.promptTokens[i] = prompt;
+    const hits = this.#lookup(request.hashIds);
+    const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
+    const scheduleRequest = {
+      promptTokens: prompt,
+      poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
+    };
+    const candidates = this.#candidates(hits, tokens);
+    const planner = this.#run.arms ? this.#armPolicies[this.#run.arms.of[i]] : this.#policy;
+    const decision = planner.select(scheduleRequest, candidates, {
+      random: this.#random,
+      sequence: this.#sequence++,
+    });
+    // A representative explanation: past the warm-up, a prefix to reuse, instances busy.
+    if (
+      result.exampleDecision === undefined && i >= this.#trace.length / 2 &&
+      scheduleRequest.poolPrefixTokens > 0 && candidates.some((c) => c.waitingPrefillTokens > 0)
+    ) result.exampleDecision = decision;
+    const chosenId = decision.ranking[0];
+    const k = this.#indexOf.get(chosenId)!;
+    const plannedTransfer = decision.scores.find((s) => s.id === chosenId)?.transferTokens ?? 0;
+    const usePool = config.kvPool === "always" ||
+      (config.kvPool === "planned" && plannedTransfer > 0);
+    const estimate = estimateTtft(scheduleRequest, candidates[k], config.ttft, {
+      allowTransfer: usePool,
+    });
+    const predicted = decision.predictedTtftS ?? estimate.totalS;
+    result.predictedTtftS[i] = predicted;
+
+    const verdict = this.#admit(predicted, chosenId, candidates);
+    if (!verdict.admit) {
+      result.rejectedByReason[verdict.reason] = (result.rejectedByReason[verdict.reason] ?? 0) + 1;
+      return;
+    }
+    // account: the uncomputed tokens the router expects, released at the first token.
+    this.#leases[i] = this.#account.lease(chosenId, prompt - estimate.reusedTokens);
+    result.instance[i] = k;
+    this.#engines[k].enqueue(newPrefillJob(i, prompt, request.hashIds, usePool));
+    this.#startPrefill(k);
+  }
+
+  /**
+   * The trace's hash ids are the store keys; each instance's KV host is its own name. Keys past
+   * the first absent block cannot extend any prefix: the lookup stops there.
+   */
+  #lookup(hashIds: readonly number[]): PrefixHits {
+    const chunkKeys: string[][] = [];
+    const locations = new Map<string, KeyLocation>();
+    for (const id of hashIds) {
+      const key = String(id);
+      chunkKeys.push([key]);
+      const memoryHosts: string[] = [];
+      for (const engine of this.#engines) if (engine.cache.has(id)) memoryHosts.push(engine.name);
+      locations.set(key, {
+        present: memoryHosts.length > 0,
+        memoryHosts,
+        localDiskHosts: [],
+        sharedDisk: false,
+      });
+      if (memoryHosts.length === 0) break;
+    }
+    return computePrefixHits(chunkKeys, locations, this.#placements);
+  }
+
+  /** Candidates from the router's own load account, the lookup and the learned models. */
+  #candidates(hits: PrefixHits, tokens: (chunks: number) => number): Candidate[] {
+    return this.#names.map((name, k) => {
+      const load = this.#account.load(name);
+      const candidate: Candidate = {
+        id: name,
+        healthy: true,
+        localPrefixTokens: tokens(hits.localChunks.get(name) ?? 0),
+        waitingPrefillTokens: load.prefillTokens,
+        waitingPrefillRequests: load.prefillRequests,
+        runningRequests: load.decodeRequests,
+      };
+      if (this.#config.refine) candidate.prefillModel = this.#estimators[k].model();
+      return candidate;
+    });
+  }
+
+  /** The run's admission mode applied to the planned dispatch. */
+  #admit(predicted: number, chosenId: string, candidates: Candidate[]): AdmissionVerdict {
+    const config = this.#config;
+    if (this.#run.admission === "ttft") {
+      return admit({
+        predictedTtftS: predicted,
+        predictedTbtS: this.#decoders.length > 0
+          ? predictTbtS(config.decodeModel, this.#decoders.map((d) => d.runningRequests))
+          : undefined,
+        instanceId: chosenId,
+      }, { enabled: true, ttftSloS: config.sloTtftS, tbtSloS: config.sloTbtS });
+    }
+    if (this.#run.admission === "load") {
+      const minWaiting = Math.min(...candidates.map((c) => c.waitingPrefillTokens));
+      return admitByLoad(minWaiting, {
+        enabled: true,
+        maxWaitingPrefillTokens: this.#run.loadThresholdTokens ?? config.loadThresholdTokens,
+      });
+    }
+    return { admit: true };
+  }
+
+  #prefillDone(engine: number): void {
+    for (const job of this.#engines[engine].finishIteration()) this.#finishPrefill(engine, job);
+    this.#startPrefill(engine);
+  }
+
+  #decodeDone(engine: number): void {
+    for (const job of this.#decoders[engine].finishStep()) {
+      this.#result.tpotS[job.requestIndex] = (this.#nowS - job.joinS) / job.outputTokens;
+    }
+    this.#startDecode(engine);
+  }
+
+  /** First token: record it, teach the instance's model, then hand the request to a decoder. */
+  #finishPrefill(engine: number, job: PrefillJob): void {
+    const result = this.#result;
+    const i = job.requestIndex;
+    result.ttftS[i] = this.#nowS - this.#arrivalS[i];
+    result.reusedTokens[i] = job.cachedTokens;
+    result.transferTokens[i] = job.transferTokens;
+    this.#estimators[engine].observe({
+      newTokens: job.newTokens,
+      cachedTokens: job.cachedTokens,
+      seconds: job.computeS,
+    });
+    const lease = this.#leases[i]!;
+    lease.firstToken();
+    lease.release(); // the prefill instance is done with it; decode is tracked by the decoders
+    this.#leases[i] = undefined;
+    const output = this.#trace[i].outputLength;
+    const decoders = this.#decoders;
+    if (decoders.length === 0 || output <= 1) return;
+    let best = 0;
+    for (let d = 1; d < decoders.length; d++) {
+      if (decoders[d].runningRequests < decoders[best].runningRequests) best = d;
+    }
+    const decodeJob: DecodeJob = {
+      requestIndex: i,
+      remainingTokens: output - 1,
+      outputTokens: output - 1,
+      joinS: this.#nowS,
+    };
+    decoders[best].add(decodeJob);
+    this.#startDecode(best);
+  }
+
+  /** Samples every instance's waiting tokens at each period boundary up to `untilS`. */
+  #sample(untilS: number): void {
+    while (this.#nextSampleS <= untilS && this.#nextSampleS <= this.#lastArrival) {
+      const saved = this.#nowS;
+      this.#nowS = this.#nextSampleS;
+      this.#names.forEach((name, k) =>
+        this.#result.timeline.waitingTokens[k].push(this.#account.load(name).prefillTokens)
+      );
+      this.#nowS = saved;
+      this.#nextSampleS += this.#periodS;
+    }
+  }
+}
+
+/** The prefill instances, with compute slowdowns drawn from the engine seed. */
+function prefillEngines(
+  names: readonly string[],
+  config: SimConfig,
+  poolPrefix: (blocks: readonly number[]) => number,
+): SimPrefillEngine[] {
+  const engineRandom = seededRandom(config.seed ^ 0x5eed);
+  return names.map((name) =>
     new SimPrefillEngine(name, new BlockCache(config.cacheBlocks), {
       model: config.engineModel,
       slowdown: 1 + config.heterogeneity * (2 * engineRandom() - 1),
@@ -142,14 +406,15 @@ export function simulate(
       transferBytesPerS: config.ttft.transferBytesPerS,
     }, poolPrefix)
   );
-  const placements = names.map((name) => ({ id: name, kvHost: name }));
-  const estimators = names.map(() => new PrefillModelEstimator(config.ttft.prefillModel));
-  const decoders = Array.from(
-    { length: config.decodeInstances },
-    (_, i) => new SimDecodeEngine(`decode-${String(i).padStart(2, "0")}`, config.decodeModel),
-  );
+}
 
-  const result: SimResult = {
+function emptyResult(
+  n: number,
+  run: PolicyRun,
+  names: string[],
+  periodS: number,
+): SimResult {
+  return {
     label: run.label,
     policy: run.policy,
     admission: run.admission,
@@ -162,184 +427,9 @@ export function simulate(
     transferTokens: new Float64Array(n),
     instance: new Int32Array(n).fill(-1),
     rejectedByReason: {},
-    timeline: { periodS: 1, waitingTokens: names.map(() => []) },
+    timeline: { periodS, waitingTokens: names.map(() => []) },
     busyS: [],
     evictions: 0,
     endS: 0,
   };
-  const arrivalS = trace.map((r) => r.timestampMs / 1000 / config.speed);
-  const leases: (LoadLease | undefined)[] = new Array(n);
-  const events = new EventQueue<SimEvent>();
-  const lastArrival = n > 0 ? arrivalS[n - 1] : 0;
-  const periodS = Math.max(lastArrival / Math.max(1, config.timelinePoints), 1e-3);
-  result.timeline.periodS = periodS;
-  let nextSampleS = 0;
-  let sequence = 0;
-
-  const startPrefill = (engine: number) => {
-    const duration = engines[engine].startIteration(nowS);
-    if (duration !== undefined) events.push(nowS + duration, { kind: "prefill", engine });
-  };
-  const startDecode = (engine: number) => {
-    const duration = decoders[engine].startStep();
-    if (duration !== undefined) events.push(nowS + duration, { kind: "decode", engine });
-  };
-
-  const dispatch = (i: number) => {
-    const request = trace[i];
-    const prompt = request.inputLength;
-    result.promptTokens[i] = prompt;
-    // lookup: the trace's hash ids are the store keys; each instance's KV host is its own name.
-    // Keys past the first absent block cannot extend any prefix: stop there.
-    const chunkKeys: string[][] = [];
-    const locations = new Map<string, KeyLocation>();
-    for (const id of request.hashIds) {
-      const key = String(id);
-      chunkKeys.push([key]);
-      const memoryHosts: string[] = [];
-      for (const engine of engines) if (engine.cache.has(id)) memoryHosts.push(engine.name);
-      locations.set(key, {
-        present: memoryHosts.length > 0,
-        memoryHosts,
-        localDiskHosts: [],
-        sharedDisk: false,
-      });
-      if (memoryHosts.length === 0) break;
-    }
-    const hits = computePrefixHits(chunkKeys, locations, placements);
-    const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
-    const scheduleRequest = {
-      promptTokens: prompt,
-      poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
-    };
-    // candidates: the router's own load account, the lookup, the learned models.
-    const candidates: Candidate[] = names.map((name, k) => {
-      const load = account.load(name);
-      const candidate: Candidate = {
-        id: name,
-        healthy: true,
-        localPrefixTokens: tokens(hits.localChunks.get(name) ?? 0),
-        waitingPrefillTokens: load.prefillTokens,
-        waitingPrefillRequests: load.prefillRequests,
-        runningRequests: load.decodeRequests,
-      };
-      if (config.refine) candidate.prefillModel = estimators[k].model();
-      return candidate;
-    });
-    const planner = run.arms ? armPolicies[run.arms.of[i]] : policy;
-    const decision = planner.select(scheduleRequest, candidates, { random, sequence: sequence++ });
-    // A representative explanation: past the warm-up, a prefix to reuse, instances busy.
-    if (
-      result.exampleDecision === undefined && i >= n / 2 && scheduleRequest.poolPrefixTokens > 0 &&
-      candidates.some((c) => c.waitingPrefillTokens > 0)
-    ) result.exampleDecision = decision;
-    const chosenId = decision.ranking[0];
-    const k = indexOf.get(chosenId)!;
-    const chosen = candidates[k];
-    const plannedTransfer = decision.scores.find((s) => s.id === chosenId)?.transferTokens ?? 0;
-    const usePool = config.kvPool === "always" ||
-      (config.kvPool === "planned" && plannedTransfer > 0);
-    const estimate = estimateTtft(scheduleRequest, chosen, config.ttft, { allowTransfer: usePool });
-    const predicted = decision.predictedTtftS ?? estimate.totalS;
-    result.predictedTtftS[i] = predicted;
-
-    let verdict: AdmissionVerdict = { admit: true };
-    if (run.admission === "ttft") {
-      verdict = admit({
-        predictedTtftS: predicted,
-        predictedTbtS: decoders.length > 0
-          ? predictTbtS(config.decodeModel, decoders.map((d) => d.runningRequests))
-          : undefined,
-        instanceId: chosenId,
-      }, { enabled: true, ttftSloS: config.sloTtftS, tbtSloS: config.sloTbtS });
-    } else if (run.admission === "load") {
-      const minWaiting = Math.min(...candidates.map((c) => c.waitingPrefillTokens));
-      verdict = admitByLoad(minWaiting, {
-        enabled: true,
-        maxWaitingPrefillTokens: run.loadThresholdTokens ?? config.loadThresholdTokens,
-      });
-    }
-    if (!verdict.admit) {
-      result.rejectedByReason[verdict.reason] = (result.rejectedByReason[verdict.reason] ?? 0) + 1;
-      return;
-    }
-    // account: the uncomputed tokens the router expects, released at the first token.
-    leases[i] = account.lease(chosenId, prompt - estimate.reusedTokens);
-    result.instance[i] = k;
-    engines[k].enqueue(newPrefillJob(i, prompt, request.hashIds, usePool));
-    startPrefill(k);
-  };
-
-  const prefillDone = (engine: number) => {
-    for (const job of engines[engine].finishIteration()) finishPrefill(engine, job);
-    startPrefill(engine);
-  };
-
-  const finishPrefill = (engine: number, job: PrefillJob) => {
-    const i = job.requestIndex;
-    result.ttftS[i] = nowS - arrivalS[i];
-    result.reusedTokens[i] = job.cachedTokens;
-    result.transferTokens[i] = job.transferTokens;
-    estimators[engine].observe({
-      newTokens: job.newTokens,
-      cachedTokens: job.cachedTokens,
-      seconds: job.computeS,
-    });
-    const lease = leases[i]!;
-    lease.firstToken();
-    lease.release(); // the prefill instance is done with it; decode is tracked by the decoders
-    leases[i] = undefined;
-    const output = trace[i].outputLength;
-    if (decoders.length === 0 || output <= 1) return;
-    let best = 0;
-    for (let d = 1; d < decoders.length; d++) {
-      if (decoders[d].runningRequests < decoders[best].runningRequests) best = d;
-    }
-    const decodeJob: DecodeJob = {
-      requestIndex: i,
-      remainingTokens: output - 1,
-      outputTokens: output - 1,
-      joinS: nowS,
-    };
-    decoders[best].add(decodeJob);
-    startDecode(best);
-  };
-
-  const sample = (untilS: number) => {
-    while (nextSampleS <= untilS && nextSampleS <= lastArrival) {
-      const saved = nowS;
-      nowS = nextSampleS;
-      names.forEach((name, k) =>
-        result.timeline.waitingTokens[k].push(account.load(name).prefillTokens)
-      );
-      nowS = saved;
-      nextSampleS += periodS;
-    }
-  };
-
-  let next = 0;
-  while (next < n || events.size > 0) {
-    const eventS = events.peekTime();
-    const arriveS = next < n ? arrivalS[next] : Number.POSITIVE_INFINITY;
-    sample(Math.min(eventS, arriveS));
-    // Completions first at equal times: their blocks are visible to a request arriving then.
-    if (eventS <= arriveS) {
-      const event = events.pop()!;
-      nowS = event.time;
-      if (event.value.kind === "prefill") prefillDone(event.value.engine);
-      else {
-        for (const job of decoders[event.value.engine].finishStep()) {
-          result.tpotS[job.requestIndex] = (nowS - job.joinS) / job.outputTokens;
-        }
-        startDecode(event.value.engine);
-      }
-    } else {
-      nowS = arriveS;
-      dispatch(next++);
-    }
-  }
-  result.endS = nowS;
-  result.busyS = engines.map((e) => e.busyS);
-  result.evictions = engines.reduce((sum, e) => sum + e.cache.evictions, 0);
-  return result;
 }
