@@ -4,6 +4,10 @@
  * chunk keys), charge prefill time only for what they do not hold, and write every prefilled
  * chunk into a fake Mooncake master pinned to their own host (`local_first` allocation).
  * Used by the demo (`deno task demo`) and by end-to-end tests.
+ *
+ * With `pd` the cluster is disaggregated: `pd.prefill` prefill and `pd.decode` decode fakes of one
+ * P/D protocol (docs/compat.md §7), meeting in a registry of their own. The prefill engines hold the
+ * KV cache and write the store as above; the decode engines only receive KV.
  */
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import type { KeyScheme } from "../../src/hashing/types.ts";
@@ -11,6 +15,18 @@ import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import type { PromptTokenizer } from "../../src/tokenize/types.ts";
 import { type FakeEngine, type OpenAiBody, startFakeEngine } from "./fake_engine.ts";
 import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "./fake_mooncake_master.ts";
+import type { PdProtocol, PdRole } from "./pd_protocol.ts";
+import { PdRegistry } from "./pd_registry.ts";
+
+export interface DemoPdOptions {
+  protocol: PdProtocol;
+  /** Prefill instances (default 2). */
+  prefill?: number;
+  /** Decode instances (default 2). */
+  decode?: number;
+  /** The fakes' P/D wait/lease timeout, wall ms (default: theirs). */
+  timeoutMs?: number;
+}
 
 export interface DemoClusterOptions {
   engines?: number;
@@ -22,6 +38,8 @@ export interface DemoClusterOptions {
   cacheChunks?: number;
   /** A tokenizer directory or builtin name (default builtin:qwen3). */
   tokenizer?: string;
+  /** Prefill/decode disaggregation instead of `engines` neutral engines. */
+  pd?: DemoPdOptions;
 }
 
 export interface DemoEngine {
@@ -30,6 +48,10 @@ export interface DemoEngine {
   engine: FakeEngine;
   /** Chunk keys this engine holds, least recently used first. */
   cache: Map<string, true>;
+  /** P/D clusters: the engine's role. */
+  role?: PdRole;
+  /** P/D prefill of vLLM Mooncake / SGLang: its bootstrap server's port. */
+  bootstrapPort?: number;
 }
 
 export interface DemoCluster {
@@ -39,7 +61,13 @@ export interface DemoCluster {
   tokenizer: PromptTokenizer;
   keyScheme: KeyScheme;
   chunkSize: number;
-  /** Router config (JSON form) pointing at this cluster. */
+  /** P/D clusters: the protocol and the registry its fakes meet in. */
+  pd?: { protocol: PdProtocol; registry: PdRegistry };
+  /**
+   * Router config (JSON form) pointing at this cluster. A P/D cluster adds the model's
+   * `disaggregation: {protocol}` and each instance's `role` (and `bootstrapPort` where the
+   * prefill runs a bootstrap server; `engine: "sglang"` for SGLang).
+   */
   routerConfig(
     overrides?: { port?: number; policy?: string; minPromptTokens?: number },
   ): Record<string, unknown>;
@@ -85,16 +113,32 @@ export async function startDemoCluster(options: DemoClusterOptions = {}): Promis
   };
 
   const engines: DemoEngine[] = [];
-  const count = options.engines ?? 4;
-  for (let i = 0; i < count; i++) {
-    const id = `gpu-${String.fromCharCode(97 + i)}`;
+  const pdOptions = options.pd;
+  const registry = pdOptions ? new PdRegistry() : undefined;
+  const plan: { id: string; role?: PdRole }[] = [];
+  if (pdOptions) {
+    const letter = (i: number) => String.fromCharCode(97 + i);
+    for (let i = 0; i < (pdOptions.prefill ?? 2); i++) {
+      plan.push({ id: `prefill-${letter(i)}`, role: "prefill" });
+    }
+    for (let i = 0; i < (pdOptions.decode ?? 2); i++) {
+      plan.push({ id: `decode-${letter(i)}`, role: "decode" });
+    }
+  } else {
+    const count = options.engines ?? 4;
+    for (let i = 0; i < count; i++) plan.push({ id: `gpu-${String.fromCharCode(97 + i)}` });
+  }
+  for (const [i, { id, role }] of plan.entries()) {
     const kvHost = `10.0.0.${i + 1}`;
     const endpoint = `${kvHost}:15000`;
     const cache = new Map<string, true>();
     const engine = await startFakeEngine({
       id,
       model,
-      flavour: "vllm",
+      flavour: pdOptions?.protocol === "sglang" ? "sglang" : "vllm",
+      pd: pdOptions && role
+        ? { protocol: pdOptions.protocol, role, registry, timeoutMs: pdOptions.timeoutMs }
+        : undefined,
       timeScale: options.timeScale ?? 0.1,
       countTokens: (body) => tokensOf(body).length,
       cachedTokens: (body) => {
@@ -120,7 +164,10 @@ export async function startDemoCluster(options: DemoClusterOptions = {}): Promis
         }
       },
     });
-    engines.push({ id, kvHost, engine, cache });
+    const entry: DemoEngine = { id, kvHost, engine, cache };
+    if (role) entry.role = role;
+    if (engine.pd?.bootstrapPort !== undefined) entry.bootstrapPort = engine.pd.bootstrapPort;
+    engines.push(entry);
   }
 
   return {
@@ -130,7 +177,16 @@ export async function startDemoCluster(options: DemoClusterOptions = {}): Promis
     tokenizer,
     keyScheme,
     chunkSize,
+    ...(pdOptions && registry ? { pd: { protocol: pdOptions.protocol, registry } } : {}),
     routerConfig(overrides = {}) {
+      const instance = (e: DemoEngine) => {
+        const out: Record<string, unknown> = { id: e.id, url: e.engine.url, kvHost: e.kvHost };
+        if (!pdOptions) return out;
+        out.role = e.role;
+        if (e.bootstrapPort !== undefined) out.bootstrapPort = e.bootstrapPort;
+        if (pdOptions.protocol === "sglang") out.engine = "sglang";
+        return out;
+      };
       return {
         listen: { host: "127.0.0.1", port: overrides.port ?? 0 },
         models: [{
@@ -150,7 +206,8 @@ export async function startDemoCluster(options: DemoClusterOptions = {}): Promis
           },
           policy: overrides.policy ?? "cache_aware",
           health: { intervalMs: 1000, timeoutMs: 500 },
-          instances: engines.map((e) => ({ id: e.id, url: e.engine.url, kvHost: e.kvHost })),
+          ...(pdOptions ? { disaggregation: { protocol: pdOptions.protocol } } : {}),
+          instances: engines.map(instance),
         }],
       };
     },

@@ -10,9 +10,39 @@
  *
  * Load endpoints mirror the real ones closely enough for the router's readers: vLLM `/metrics`
  * (Prometheus text), SGLang `/get_load` (JSON) and `/metrics`.
+ *
+ * With `pd` the engine is one half of a prefill/decode pair of vLLM NIXL, vLLM Mooncake or SGLang
+ * and validates the fields and the sequence of that protocol (docs/compat.md §7): a prefill
+ * publishes its KV to an in-process registry (pd_registry.ts), a decode claims it (waiting, for
+ * the concurrent protocols) and is charged a KV transfer instead of a prefill.
  */
 import type { PrefillModelCoefficients } from "../../src/scheduling/types.ts";
+import { DEFAULT_TTFT_PARAMS } from "../../src/scheduling/ttft_estimate.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillSeconds } from "./prefill_time.ts";
+import {
+  checkPdRequest,
+  mooncakeKey,
+  nixlKey,
+  parseBody,
+  type PdPlan,
+  type PdProtocol,
+  type PdRole,
+  SGLANG_HEARTBEAT_MAX_FAILURES,
+  SGLANG_HEARTBEAT_S,
+  sglangKey,
+  UPSTREAM_TIMEOUT_S,
+} from "./pd_protocol.ts";
+import {
+  defaultPdRegistry,
+  type PdDecodeSide,
+  type PdFailure,
+  type PdPrefillSide,
+  type PdRegistry,
+  PdTransferError,
+} from "./pd_registry.ts";
+
+export type { PdProtocol, PdRole } from "./pd_protocol.ts";
+export { defaultPdRegistry, PdRegistry, PdTransferError } from "./pd_registry.ts";
 
 export type EngineFlavour = "vllm" | "sglang";
 
@@ -35,10 +65,97 @@ export type RequestOutcome =
   | "not_ready"
   | "bad_request"
   | "not_found"
-  | "engine_closed";
+  | "engine_closed"
+  /** P/D: the KV hand-over failed (no prefill, timeout, dead peer, mismatch): 500 as upstream. */
+  | "kv_transfer_failed";
 
 /** An OpenAI request body as received (validated only as far as the fake needs). */
 export type OpenAiBody = Record<string, unknown>;
+
+/** How the P/D part of a request ended (`RequestRecord.pd.outcome`). */
+export type PdOutcome =
+  /** Prefill: KV published (and, SGLang, taken by its decode); decode: KV received. */
+  | "ok"
+  /** Refused with 400 before any work (wrong or missing fields, prefill not max_tokens 1, ...). */
+  | "invalid"
+  /** Non-strict mode: served as an ordinary request, as upstream does with such a request. */
+  | "degraded"
+  | PdFailure;
+
+export interface FakePdOptions {
+  protocol: PdProtocol;
+  role: PdRole;
+  /**
+   * vLLM Mooncake and SGLang prefill: port of the bootstrap server this fake runs on 127.0.0.1
+   * (default 0: any free port; upstream's default is 8998). Decode requests name it.
+   */
+  bootstrapPort?: number;
+  /** Where the prefill and decode fakes meet (default: the process-wide `defaultPdRegistry`). */
+  registry?: PdRegistry;
+  /**
+   * Wall ms a decode waits for its prefill, a published prefill holds its KV, and an SGLang
+   * prefill waits for its decode. Default: the upstream timeout (NIXL lease 30 s, Mooncake 480 s,
+   * SGLang 300 s) times `timeScale`, at least 2000.
+   */
+  timeoutMs?: number;
+  /**
+   * Refuse (400) what upstream silently degrades, e.g. a decode request without
+   * kv_transfer_params, which vLLM would prefill locally (default true). false serves such
+   * requests as upstream does and records `pd.outcome: "degraded"`.
+   */
+  strict?: boolean;
+  /** vLLM: this instance's engine id (default: a random UUID, as vLLM's kv_transfer_config). */
+  engineId?: string;
+  /** Decode: engine seconds per token received (default 327,680 B at 85 GB/s, docs/compat.md §8). */
+  transferSecondsPerToken?: number;
+  /** vLLM NIXL prefill: the side-channel port answered as `remote_port` (default 5600). */
+  sideChannelPort?: number;
+  /** vLLM NIXL prefill: tokens per KV block, for `remote_block_ids` (default 16). */
+  blockSize?: number;
+}
+
+/** What a P/D engine is, for configs and tests. */
+export interface FakePdInfo {
+  protocol: PdProtocol;
+  role: PdRole;
+  /** Prefill of vLLM Mooncake / SGLang: the bootstrap server's port; otherwise undefined. */
+  bootstrapPort?: number;
+  /** How decodes address it: `http://127.0.0.1:port` (Mooncake) or `127.0.0.1:port` (SGLang). */
+  bootstrapAddr?: string;
+  /** vLLM: engine id per data-parallel rank (what `/query` and `remote_engine_id` carry). */
+  engineIds: string[];
+  timeoutMs: number;
+  strict: boolean;
+  registry: PdRegistry;
+}
+
+/** The P/D side of one request as the engine saw it. */
+export interface PdRequestRecord {
+  protocol: PdProtocol;
+  role: PdRole;
+  /** The `X-Request-Id` header. */
+  requestId?: string;
+  /** `kv_transfer_params` as received (vLLM; undefined when absent). */
+  kvTransferParams?: unknown;
+  /** SGLang's fields as received; `room` keeps the exact digits of a JSON integer. */
+  bootstrap?: { host?: unknown; port?: unknown; room?: unknown };
+  /** vLLM Mooncake prefill: the `X-data-parallel-rank` header, parsed. */
+  dataParallelRank?: number;
+  /** The registry key this request published (prefill) or claimed (decode). */
+  key?: string;
+  /** vLLM prefill: the `kv_transfer_params` of its answer (null for Mooncake). */
+  answeredKvTransferParams?: Record<string, unknown> | null;
+  /** The other half: the prefill a decode took, or the decode that took an SGLang prefill. */
+  matched?: { instanceId: string; seq: number; requestId?: string };
+  /** Decode: prompt tokens received instead of prefilled. */
+  transferredTokens?: number;
+  /** Decode (and SGLang prefill): wall ms spent waiting for the other half. */
+  waitedMs?: number;
+  /** Unset while in flight, and for requests an injected failure ended before P/D handling. */
+  outcome?: PdOutcome;
+  /** Why a request was refused, degraded or failed. */
+  error?: string;
+}
 
 export interface FakeEngineOptions {
   /** Instance id, echoed in `x-fake-engine` and passed to the hooks (default "engine-<port>"). */
@@ -84,6 +201,8 @@ export interface FakeEngineOptions {
   maxRecords?: number;
   /** Epoch milliseconds for records (default: performance.timeOrigin + performance.now()). */
   now?: () => number;
+  /** Act as the prefill or decode instance of a P/D protocol (see `FakePdOptions`). */
+  pd?: FakePdOptions;
 }
 
 export interface FailureOptions {
@@ -121,6 +240,8 @@ export interface RequestRecord {
   /** Failure mode in force when the request arrived. */
   failure: FailureMode;
   outcome?: RequestOutcome;
+  /** P/D engines only: the protocol side of the request. */
+  pd?: PdRequestRecord;
 }
 
 export interface FakeEngineStats {
@@ -136,6 +257,8 @@ export interface FakeEngineStats {
   /** Prompt tokens looked up in the prefix cache, and how many of them hit. */
   prefixCacheQueries: number;
   prefixCacheHits: number;
+  /** P/D engines: requests by how their P/D part ended (all zero on other engines). */
+  pdByOutcome: Record<PdOutcome, number>;
 }
 
 /** What the engine would report right now (also what /metrics and /get_load serve). */
@@ -161,6 +284,8 @@ export interface FakeEngine {
   readonly stats: FakeEngineStats;
   readonly failure: FailureMode;
   readonly ready: boolean;
+  /** The P/D role of this engine, if it has one. */
+  readonly pd: FakePdInfo | undefined;
   /** Changes how new requests are treated; resolves once `refuse` stopped or restored listening. */
   setFailure(mode: FailureMode, options?: FailureOptions): Promise<void>;
   /** false: /health answers 503 and inference 503, as while an engine loads its weights. */
@@ -181,6 +306,20 @@ const OUTCOMES: RequestOutcome[] = [
   "bad_request",
   "not_found",
   "engine_closed",
+  "kv_transfer_failed",
+];
+
+const PD_OUTCOMES: PdOutcome[] = [
+  "ok",
+  "invalid",
+  "degraded",
+  "no_prefill",
+  "timeout",
+  "mismatch",
+  "prefill_dead",
+  "duplicate",
+  "unknown_bootstrap",
+  "no_decode",
 ];
 
 const WORDS = " The quick brown fox jumps over the lazy dog and keeps on running".split(/(?= )/);
@@ -268,7 +407,7 @@ class Engine implements FakeEngine {
     & Required<
       Omit<
         FakeEngineOptions,
-        "id" | "port" | "onPrefilled" | "completionTokens" | "flavour" | "model"
+        "id" | "port" | "onPrefilled" | "completionTokens" | "flavour" | "model" | "pd"
       >
     >
     & Pick<FakeEngineOptions, "onPrefilled" | "completionTokens">;
@@ -278,12 +417,17 @@ class Engine implements FakeEngine {
   #draining = false;
   #gpuFreeAt = 0;
   #decoding = new Map<number, { rank: number; kvTokens: number }>();
+  /** P/D: decodes waiting for their prefill's KV (they count as waiting). */
+  #pdWaiting = new Map<number, { rank: number }>();
+  /** P/D: SGLang prefills holding their KV until their decode takes it (they count as running). */
+  #pdHolding = new Map<number, { rank: number; kvTokens: number }>();
+  #pd: PdState | undefined;
   #startedAtS = Math.floor(Date.now() / 1000);
 
   constructor(options: FakeEngineOptions, server: Deno.HttpServer<Deno.NetAddr>) {
     this.#port = server.addr.port;
     this.id = options.id ?? `engine-${this.#port}`;
-    this.flavour = options.flavour ?? "vllm";
+    this.flavour = options.flavour ?? (options.pd?.protocol === "sglang" ? "sglang" : "vllm");
     this.model = options.model ?? "fake-model";
     this.#ready = options.ready ?? true;
     this.#opts = {
@@ -315,8 +459,10 @@ class Engine implements FakeEngine {
       loadQueries: 0,
       prefixCacheQueries: 0,
       prefixCacheHits: 0,
+      pdByOutcome: Object.fromEntries(PD_OUTCOMES.map((o) => [o, 0])) as Record<PdOutcome, number>,
     };
     this.#adopt(server);
+    if (options.pd) this.#pd = this.#startPd(options.pd);
   }
 
   get url(): string {
@@ -330,6 +476,20 @@ class Engine implements FakeEngine {
   }
   get ready(): boolean {
     return this.#ready;
+  }
+  get pd(): FakePdInfo | undefined {
+    const pd = this.#pd;
+    if (!pd) return undefined;
+    return {
+      protocol: pd.protocol,
+      role: pd.role,
+      bootstrapPort: pd.bootstrap?.port,
+      bootstrapAddr: pd.bootstrap?.addr,
+      engineIds: [...pd.engineIds],
+      timeoutMs: pd.timeoutMs,
+      strict: pd.strict,
+      registry: pd.registry,
+    };
   }
 
   setReady(ready: boolean): void {
@@ -349,8 +509,17 @@ class Engine implements FakeEngine {
       this.#listening = undefined;
       // Graceful: the listener closes at once, requests in flight may finish.
       if (server) await Promise.race([server.shutdown(), Promise.resolve()]);
-    } else if (!this.#listening) {
-      this.#adopt(Engine.listen(this.#port, (r) => this.#handle(r)));
+      // The bootstrap server lives in the same process: it goes too.
+      const bootstrap = this.#pd?.bootstrap;
+      const listener = bootstrap?.server;
+      if (bootstrap) bootstrap.server = undefined;
+      if (listener) await listener.shutdown();
+    } else {
+      if (!this.#listening) this.#adopt(Engine.listen(this.#port, (r) => this.#handle(r)));
+      const bootstrap = this.#pd?.bootstrap;
+      if (bootstrap && !bootstrap.server) {
+        bootstrap.server = Engine.listen(bootstrap.port, (r) => this.#bootstrapHandle(r));
+      }
     }
   }
 
@@ -378,7 +547,11 @@ class Engine implements FakeEngine {
     this.#life.abort();
     for (const job of this.#queue.splice(0)) job.reject(new Aborted());
     this.#listening = undefined;
-    await Promise.all([...this.#servers].map((s) => s.shutdown()));
+    const bootstrap = this.#pd?.bootstrap;
+    bootstrap?.unregister();
+    const listener = bootstrap?.server;
+    if (bootstrap) bootstrap.server = undefined;
+    await Promise.all([...[...this.#servers].map((s) => s.shutdown()), listener?.shutdown()]);
   }
 
   static listen(
@@ -390,6 +563,7 @@ class Engine implements FakeEngine {
 
   /** Binds the request handler to a server created before the engine existed. */
   static create(options: FakeEngineOptions): Engine {
+    if (options.pd) checkPdOptions(options);
     const box: { engine?: Engine } = {};
     const server = Engine.listen(options.port ?? 0, (request) => box.engine!.#handle(request));
     box.engine = new Engine(options, server);
@@ -520,15 +694,30 @@ class Engine implements FakeEngine {
     // The body is read first so that every record carries it, whatever happens next.
     let body: OpenAiBody | undefined;
     let bodyError: string | undefined;
+    let roomSource: string | undefined;
     try {
-      const parsed = await request.json();
-      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) body = parsed;
-      else bodyError = "The request body must be a JSON object.";
+      const parsed = parseBody(await request.text(), this.#pd?.protocol === "sglang");
+      const value = parsed.value;
+      if (value && typeof value === "object" && !Array.isArray(value)) {
+        body = value as OpenAiBody;
+        roomSource = parsed.roomSource;
+      } else bodyError = "The request body must be a JSON object.";
     } catch {
       bodyError = "The request body is not valid JSON.";
     }
     record.body = body;
     record.stream = body?.stream === true;
+    const pd = this.#pd;
+    if (pd) {
+      record.pd = { protocol: pd.protocol, role: pd.role, requestId: record.requestId };
+      if (pd.protocol === "sglang") {
+        record.pd.bootstrap = {
+          host: body?.bootstrap_host,
+          port: body?.bootstrap_port,
+          room: typeof body?.bootstrap_room === "number" ? roomSource : body?.bootstrap_room,
+        };
+      } else record.pd.kvTransferParams = body?.kv_transfer_params;
+    }
 
     if (failure === "hang") {
       this.#finish(record, "hang");
@@ -561,6 +750,7 @@ class Engine implements FakeEngine {
 
     if (!body) {
       this.#finish(record, "bad_request");
+      if (record.pd) this.#pdOutcome(record, "invalid", bodyError);
       return this.#error(400, bodyError!, "BadRequestError");
     }
     const chat = path === "/v1/chat/completions";
@@ -588,7 +778,30 @@ class Engine implements FakeEngine {
     const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? 16);
     if (!Number.isInteger(maxTokens) || maxTokens < 1) {
       this.#finish(record, "bad_request");
+      if (record.pd) this.#pdOutcome(record, "invalid", "`max_tokens` must be a positive integer.");
       return this.#error(400, "`max_tokens` must be a positive integer.", "BadRequestError");
+    }
+    let plan: PdPlan | undefined;
+    if (pd && record.pd) {
+      const check = checkPdRequest({
+        protocol: pd.protocol,
+        role: pd.role,
+        body,
+        headers,
+        roomSource,
+        strict: pd.strict,
+        dataParallelSize: this.#opts.dataParallelSize,
+      });
+      if (check.kind === "reject") {
+        this.#finish(record, "bad_request");
+        this.#pdOutcome(record, "invalid", check.message);
+        return this.#error(check.status, check.message, "BadRequestError", check.param);
+      }
+      if (check.kind === "degrade") this.#pdOutcome(record, "degraded", check.reason);
+      else plan = check.plan;
+      if (plan?.protocol === "vllm-mooncake" && plan.role === "prefill") {
+        record.pd.dataParallelRank = plan.dpRank;
+      }
     }
     let promptTokens: number;
     try {
@@ -599,9 +812,14 @@ class Engine implements FakeEngine {
     }
     record.promptTokens = promptTokens;
     const wanted = this.#opts.completionTokens?.(body) ?? maxTokens;
-    const outputTokens = Math.max(1, Math.min(maxTokens, Math.round(wanted)));
-    const finishReason = outputTokens >= maxTokens ? "length" : "stop";
-    const rank = record.seq % this.#opts.dataParallelSize;
+    // A P/D prefill produces one token (vLLM: max_tokens 1; SGLang: the token it hands over).
+    const limit = plan?.role === "prefill" ? 1 : maxTokens;
+    const outputTokens = Math.max(1, Math.min(limit, Math.round(wanted)));
+    const finishReason = outputTokens >= limit ? "length" : "stop";
+    const rank = plan?.protocol === "vllm-mooncake" && plan.role === "prefill" &&
+        plan.dpRank !== undefined
+      ? plan.dpRank
+      : record.seq % this.#opts.dataParallelSize;
     const reply: Reply = {
       record,
       body,
@@ -615,8 +833,277 @@ class Engine implements FakeEngine {
       includeUsage: (body.stream_options as { include_usage?: unknown } | undefined)
         ?.include_usage === true,
       midstream: failure === "midstream",
+      pd: plan,
+      kvTransferParams: null,
     };
     return record.stream ? this.#stream(reply, echo) : await this.#whole(request, reply, echo);
+  }
+
+  // ---- P/D -----------------------------------------------------------------------------------
+
+  #startPd(options: FakePdOptions): PdState {
+    const timeScale = this.#opts.timeScale;
+    const registry = options.registry ?? defaultPdRegistry;
+    const base = options.engineId ?? crypto.randomUUID();
+    const ranks = this.#opts.dataParallelSize;
+    const engineIds = options.protocol === "sglang"
+      ? []
+      : Array.from({ length: ranks }, (_v, i) => (i === 0 ? base : `${base}_dp${i}`));
+    const state: PdState = {
+      protocol: options.protocol,
+      role: options.role,
+      registry,
+      strict: options.strict ?? true,
+      timeoutMs: options.timeoutMs ??
+        Math.max(2000, UPSTREAM_TIMEOUT_S[options.protocol] * timeScale * 1000),
+      heartbeatMs: Math.max(10, SGLANG_HEARTBEAT_S * timeScale * 1000),
+      transferSecondsPerToken: options.transferSecondsPerToken ??
+        DEFAULT_TTFT_PARAMS.kvBytesPerToken / DEFAULT_TTFT_PARAMS.transferBytesPerS,
+      engineIds,
+      sideChannelPort: options.sideChannelPort ?? 5600,
+      blockSize: Math.max(1, Math.floor(options.blockSize ?? 16)),
+      nextBlock: 1,
+    };
+    if (options.role === "prefill" && options.protocol !== "vllm-nixl") {
+      const server = Engine.listen(options.bootstrapPort ?? 0, (r) => this.#bootstrapHandle(r));
+      const port = server.addr.port;
+      const addr = options.protocol === "vllm-mooncake"
+        ? `http://127.0.0.1:${port}`
+        : `127.0.0.1:${port}`;
+      const unregister = registry.registerBootstrap({
+        addr,
+        instanceId: this.id,
+        engineIds,
+        alive: () => this.#pdAlive(),
+      });
+      state.bootstrap = { port, addr, server, unregister };
+    }
+    return state;
+  }
+
+  /** Whether this engine's process could still hand over KV. */
+  #pdAlive(): boolean {
+    return !this.#closed && this.#failure !== "refuse" && this.#failure !== "hang";
+  }
+
+  /** The bootstrap server of a vLLM Mooncake or SGLang prefill. */
+  async #bootstrapHandle(request: Request): Promise<Response> {
+    const path = new URL(request.url).pathname;
+    const failure = this.#failure;
+    if (this.#failureOptions.allEndpoints !== false) {
+      if (failure === "hang") return await this.#hang(request);
+      if (failure === "http500") return this.#plain(500, "Internal Server Error");
+      if (failure === "http503") return this.#plain(503, "Service Unavailable");
+    }
+    const pd = this.#pd!;
+    if (pd.protocol === "vllm-mooncake" && request.method === "GET" && path === "/query") {
+      // MooncakeBootstrapServer: {dp_rank: {engine_id, worker_addr: {tp_rank: {pp_rank: addr}}}}.
+      return this.#json(
+        200,
+        Object.fromEntries(pd.engineIds.map((engineId, rank) => [String(rank), {
+          engine_id: engineId,
+          worker_addr: { "0": { "0": `tcp://127.0.0.1:${pd.sideChannelPort + rank}` } },
+        }])),
+      );
+    }
+    if (pd.protocol === "sglang" && request.method === "GET" && path === "/health") {
+      return this.#plain(200, "OK");
+    }
+    return this.#json(404, { detail: "Not Found" });
+  }
+
+  #pdOutcome(record: RequestRecord, outcome: PdOutcome, error?: string): void {
+    if (!record.pd || record.pd.outcome) return;
+    record.pd.outcome = outcome;
+    if (error !== undefined) record.pd.error = error;
+    this.stats.pdByOutcome[outcome]++;
+  }
+
+  /** Records a failed hand-over and returns the message the real engine answers. */
+  #pdFailed(reply: Reply, error: PdTransferError): string {
+    const { record } = reply;
+    this.#pdOutcome(record, error.failure, error.message);
+    this.#finish(record, "kv_transfer_failed");
+    const plan = reply.pd;
+    if (plan?.protocol !== "sglang") return "Internal server error"; // vLLM's GenerationError
+    const what = plan.role === "decode" ? "Decode transfer failed" : "Prefill transfer failed";
+    return `${what} for request rank=0 rid='${reply.id}' bootstrap_room=${plan.room} with ` +
+      `exception KVTransferError(bootstrap_room=${plan.room}): ${error.message}`;
+  }
+
+  /** Prefill role, after the prefill: publish the KV (SGLang: and wait for the decode). */
+  async #pdSend(reply: Reply, signal: AbortSignal): Promise<void> {
+    const pd = this.#pd!;
+    const plan = reply.pd!;
+    const { record } = reply;
+    const side: PdPrefillSide = {
+      instanceId: this.id,
+      seq: record.seq,
+      requestId: record.requestId,
+      promptTokens: reply.promptTokens,
+      alive: () => this.#pdAlive(),
+    };
+    if (plan.protocol === "vllm-nixl") {
+      const engineId = pd.engineIds[reply.rank];
+      // vLLM's internal request id: "cmpl-<X-Request-Id>-0-<8 hex>" ("chatcmpl-...-<8 hex>").
+      const base = record.requestId ?? crypto.randomUUID().replaceAll("-", "");
+      const suffix = crypto.randomUUID().replaceAll("-", "").slice(0, 8);
+      const remoteRequestId = reply.chat
+        ? `chatcmpl-${base}-${suffix}`
+        : `cmpl-${base}-0-${suffix}`;
+      const count = Math.ceil(reply.promptTokens / pd.blockSize);
+      const blocks = Array.from({ length: count }, (_v, i) => pd.nextBlock + i);
+      pd.nextBlock += count;
+      const answered: Record<string, unknown> = {
+        do_remote_prefill: true,
+        do_remote_decode: false,
+        remote_block_ids: [blocks], // one list per KV-cache group (HMA builds)
+        remote_engine_id: engineId,
+        remote_request_id: remoteRequestId,
+        remote_host: "127.0.0.1",
+        remote_port: pd.sideChannelPort + reply.rank,
+        tp_size: 1,
+        dcp_size: 1,
+        pp_size: 1,
+        remote_num_tokens: reply.promptTokens,
+        remote_blocks_expiry_time: null,
+        transfer_mode: "pull",
+      };
+      side.answered = answered;
+      const key = nixlKey(engineId, remoteRequestId);
+      record.pd!.key = key;
+      pd.registry.publish(key, side, pd.timeoutMs);
+      reply.kvTransferParams = answered;
+      record.pd!.answeredKvTransferParams = answered;
+      this.#pdOutcome(record, "ok");
+      return;
+    }
+    if (plan.protocol === "vllm-mooncake") {
+      const key = mooncakeKey(pd.bootstrap!.addr, pd.engineIds[reply.rank], plan.transferId);
+      record.pd!.key = key;
+      record.pd!.answeredKvTransferParams = null; // request_finished returns no params
+      pd.registry.publish(key, side, pd.timeoutMs);
+      this.#pdOutcome(record, "ok");
+      return;
+    }
+    if (plan.protocol !== "sglang") return;
+    const key = sglangKey(pd.bootstrap!.addr, plan.room);
+    record.pd!.key = key;
+    const publication = pd.registry.publish(key, side, pd.timeoutMs);
+    const started = performance.now();
+    this.#pdHolding.set(record.seq, { rank: reply.rank, kvTokens: reply.promptTokens });
+    try {
+      const decode = await publication.decode(pd.timeoutMs, signal);
+      record.pd!.matched = {
+        instanceId: decode.instanceId,
+        seq: decode.seq,
+        requestId: decode.requestId,
+      };
+      this.#pdOutcome(record, "ok");
+    } catch (error) {
+      if (!(error instanceof PdTransferError) && signal.aborted) throw new Aborted();
+      throw error;
+    } finally {
+      this.#pdHolding.delete(record.seq);
+      record.pd!.waitedMs = performance.now() - started;
+    }
+  }
+
+  /** Decode role: take the prefill's KV (waiting for it, concurrent protocols), then transfer. */
+  async #pdReceive(reply: Reply, signal: AbortSignal): Promise<void> {
+    const pd = this.#pd!;
+    const plan = reply.pd!;
+    const { record } = reply;
+    const side: PdDecodeSide = {
+      instanceId: this.id,
+      seq: record.seq,
+      requestId: record.requestId,
+      promptTokens: reply.promptTokens,
+    };
+    const samePrompt = (prefill: PdPrefillSide) =>
+      prefill.promptTokens === reply.promptTokens ? undefined : (
+        `the prefill ${prefill.instanceId} request ${prefill.seq} had ${prefill.promptTokens} ` +
+        `prompt tokens, this decode has ${reply.promptTokens}`
+      );
+    let key: string;
+    let timeoutMs = pd.timeoutMs;
+    let verify = samePrompt;
+    let heartbeat: { alive(): boolean; intervalMs: number; maxFailures: number } | undefined;
+    if (plan.protocol === "vllm-nixl" && plan.role === "decode") {
+      key = nixlKey(plan.remoteEngineId, plan.remoteRequestId);
+      timeoutMs = 0; // serial: the prefill has answered before the decode is sent
+      verify = (prefill) => {
+        const answered = prefill.answered ?? {};
+        for (const field of ["remote_host", "remote_port", "remote_block_ids", "tp_size"]) {
+          if (JSON.stringify(answered[field]) !== JSON.stringify(plan.params[field])) {
+            return `kv_transfer_params.${field} is ${JSON.stringify(plan.params[field])}, the ` +
+              `prefill answered ${JSON.stringify(answered[field])}`;
+          }
+        }
+        return samePrompt(prefill);
+      };
+    } else if (plan.protocol === "vllm-mooncake" && plan.role === "decode") {
+      const server = pd.registry.bootstrap(plan.bootstrapAddr);
+      if (!server) {
+        throw new PdTransferError(
+          "unknown_bootstrap",
+          `Failed to connect to bootstrap server ${plan.bootstrapAddr}`,
+        );
+      }
+      if (!server.engineIds.includes(plan.remoteEngineId)) {
+        throw new PdTransferError(
+          "mismatch",
+          `Failed to find remote engine_id ${plan.remoteEngineId} from bootstrap server ` +
+            plan.bootstrapAddr,
+        );
+      }
+      key = mooncakeKey(plan.bootstrapAddr, plan.remoteEngineId, plan.transferId);
+    } else if (plan.protocol === "sglang" && plan.role === "decode") {
+      const addr = plan.bootstrapHostPort;
+      if (!pd.registry.bootstrap(addr)) {
+        throw new PdTransferError(
+          "unknown_bootstrap",
+          `Failed to get prefill server info from bootstrap server ${addr}`,
+        );
+      }
+      key = sglangKey(addr, plan.room);
+      heartbeat = {
+        alive: () => pd.registry.bootstrap(addr) !== undefined,
+        intervalMs: pd.heartbeatMs,
+        maxFailures: SGLANG_HEARTBEAT_MAX_FAILURES,
+      };
+    } else return;
+    record.pd!.key = key;
+    const started = performance.now();
+    this.#pdWaiting.set(record.seq, { rank: reply.rank });
+    let prefill: PdPrefillSide;
+    try {
+      prefill = await pd.registry.claim(key, side, { timeoutMs, signal, heartbeat, verify });
+    } catch (error) {
+      if (!(error instanceof PdTransferError) && signal.aborted) throw new Aborted();
+      throw error;
+    } finally {
+      this.#pdWaiting.delete(record.seq);
+      record.pd!.waitedMs = performance.now() - started;
+    }
+    record.pd!.matched = {
+      instanceId: prefill.instanceId,
+      seq: prefill.seq,
+      requestId: prefill.requestId,
+    };
+    this.#pdOutcome(record, "ok");
+    // The KV transfer replaces the prefill: no prefix-cache lookup, no prefill time.
+    record.pd!.transferredTokens = reply.promptTokens;
+    record.cachedTokens = reply.promptTokens;
+    record.prefillStartedAtMs = this.#opts.now();
+    const ms = reply.promptTokens * pd.transferSecondsPerToken * this.#opts.timeScale * 1000;
+    this.#pdWaiting.set(record.seq, { rank: reply.rank });
+    try {
+      await sleepUntil(performance.now() + ms, signal);
+    } finally {
+      this.#pdWaiting.delete(record.seq);
+    }
+    record.prefillEndedAtMs = this.#opts.now();
   }
 
   // ---- work: prefill queue and decode -------------------------------------------------------
@@ -690,13 +1177,21 @@ class Engine implements FakeEngine {
     }
   }
 
-  /** Runs the prefill then emits each token at the decode interval. */
+  /**
+   * Runs the prefill (a P/D decode: receives the prefill's KV instead) then emits each token at
+   * the decode interval.
+   */
   async #generate(
     reply: Reply,
     signal: AbortSignal,
     onToken: (index: number, text: string) => void,
   ): Promise<void> {
-    await this.#prefill(reply, signal);
+    if (reply.pd?.role === "decode") {
+      await this.#pdReceive(reply, signal);
+    } else {
+      await this.#prefill(reply, signal);
+      if (reply.pd) await this.#pdSend(reply, signal);
+    }
     const seq = reply.record.seq;
     const slot = { rank: reply.rank, kvTokens: reply.promptTokens };
     this.#decoding.set(seq, slot);
@@ -733,6 +1228,10 @@ class Engine implements FakeEngine {
     try {
       await this.#generate(reply, signal, (_i, text) => parts.push(text));
     } catch (error) {
+      if (error instanceof PdTransferError) {
+        const message = this.#pdFailed(reply, error);
+        return this.#error(500, message, "InternalServerError");
+      }
       if (!(error instanceof Aborted)) {
         this.#finish(record, "http500");
         return this.#error(500, `fake engine hook failed: ${error}`, "InternalServerError");
@@ -749,14 +1248,19 @@ class Engine implements FakeEngine {
         finish_reason: reply.finishReason,
       }
       : { index: 0, text, logprobs: null, finish_reason: reply.finishReason };
-    const json = JSON.stringify({
+    const answer: Record<string, unknown> = {
       id: reply.id,
       object: reply.chat ? "chat.completion" : "text_completion",
       created: reply.created,
       model: this.model,
       choices: [choice],
       usage: this.#usage(reply),
-    });
+    };
+    // vLLM's answers carry the field (null unless a NIXL prefill filled it).
+    if (this.#pd && this.#pd.protocol !== "sglang") {
+      answer.kv_transfer_params = reply.kvTransferParams;
+    }
+    const json = JSON.stringify(answer);
     record.headersAtMs = record.firstByteAtMs = this.#opts.now();
     const headers = this.#headers({ "content-type": "application/json", ...echo });
     if (reply.midstream) return this.#truncated(record, json.slice(0, json.length >> 1), headers);
@@ -837,7 +1341,18 @@ class Engine implements FakeEngine {
         this.#finish(record, "ok");
       } catch (error) {
         if (error instanceof Midstream) this.#finish(record, "midstream");
-        else if (error instanceof Aborted) {
+        else if (error instanceof PdTransferError) {
+          // After the headers all an engine can do is an error event (then [DONE], as vLLM).
+          const message = this.#pdFailed(reply, error);
+          try {
+            send(`data: ${
+              JSON.stringify({
+                error: { message, type: "InternalServerError", param: null, code: 500 },
+              })
+            }\n\n`);
+            send("data: [DONE]\n\n");
+          } catch { /* client gone */ }
+        } else if (error instanceof Aborted) {
           this.#finish(record, this.#closed ? "engine_closed" : "client_abort");
         } else {
           // A hook failed after the headers went out: all a real engine can do is an error event.
@@ -878,6 +1393,11 @@ class Engine implements FakeEngine {
     for (const d of this.#decoding.values()) {
       ranks[d.rank].running++;
       ranks[d.rank].kv += d.kvTokens;
+    }
+    for (const w of this.#pdWaiting.values()) ranks[w.rank].waiting++;
+    for (const h of this.#pdHolding.values()) {
+      ranks[h.rank].running++;
+      ranks[h.rank].kv += h.kvTokens;
     }
     const current = this.#current;
     if (current) {
@@ -1003,6 +1523,41 @@ class Engine implements FakeEngine {
   }
 }
 
+interface PdState {
+  protocol: PdProtocol;
+  role: PdRole;
+  registry: PdRegistry;
+  strict: boolean;
+  timeoutMs: number;
+  heartbeatMs: number;
+  transferSecondsPerToken: number;
+  engineIds: string[];
+  sideChannelPort: number;
+  blockSize: number;
+  nextBlock: number;
+  bootstrap?: {
+    port: number;
+    addr: string;
+    server: Deno.HttpServer<Deno.NetAddr> | undefined;
+    unregister: () => void;
+  };
+}
+
+/** Refuses impossible P/D options before anything listens. */
+function checkPdOptions(options: FakeEngineOptions): void {
+  const pd = options.pd!;
+  if (!["vllm-nixl", "vllm-mooncake", "sglang"].includes(pd.protocol)) {
+    throw new Error(`fake engine: unknown pd.protocol ${JSON.stringify(pd.protocol)}`);
+  }
+  if (pd.role !== "prefill" && pd.role !== "decode") {
+    throw new Error(`fake engine: pd.role must be "prefill" or "decode"`);
+  }
+  const flavour = pd.protocol === "sglang" ? "sglang" : "vllm";
+  if (options.flavour && options.flavour !== flavour) {
+    throw new Error(`fake engine: pd.protocol ${pd.protocol} needs flavour ${flavour}`);
+  }
+}
+
 class Midstream extends Error {
   constructor() {
     super("midstream cut");
@@ -1021,6 +1576,10 @@ interface Reply {
   created: number;
   includeUsage: boolean;
   midstream: boolean;
+  /** P/D engines: what the request asks (undefined: an ordinary or degraded request). */
+  pd?: PdPlan;
+  /** vLLM P/D engines: `kv_transfer_params` of the answer. */
+  kvTransferParams: Record<string, unknown> | null;
 }
 
 function escapeLabel(value: string): string {
