@@ -12,6 +12,21 @@ import type { ObservedUsage } from "./proxy/usage_sniffer.ts";
 import type { AdmissionVerdict } from "./scheduling/admission.ts";
 import type { NamedPolicy } from "./scheduling/named_policy.ts";
 import type { Candidate, Decision } from "./scheduling/types.ts";
+import type { DecodeCandidate, DecodeDecision } from "./scheduling/decode_policy.ts";
+
+/** The P/D protocols the router drives (docs/compat.md §7). */
+export type PdProtocol = "vllm-nixl" | "vllm-mooncake" | "sglang";
+
+/** The decode side of a disaggregated plan: which instance decodes, and why. */
+export interface DecodePlan {
+  protocol: PdProtocol;
+  candidates: DecodeCandidate[];
+  decision: DecodeDecision;
+  /** The decode batch the admission judged (now, or forecast for the end of the prefill). */
+  judgedBatch?: number;
+  /** Predicted TBT on the chosen decode instance with that batch. */
+  predictedTbtS?: number;
+}
 
 /** How the prompt's tokens were obtained, or why there are none (then: load-only dispatch). */
 export type TokenSource = "tokenized" | "token_ids" | "disabled" | "failed" | "input_error";
@@ -39,6 +54,11 @@ export interface DispatchPlan {
   admission: AdmissionVerdict;
   /** Predicted TTFT of the best candidate (from the policy, else the TTFT model). */
   predictedTtftS?: number;
+  /**
+   * Set when the request is disaggregated: `decision` then ranks the prefill side (prefill and
+   * neutral instances; a neutral first choice serves the whole request) and this the decode side.
+   */
+  decode?: DecodePlan;
   /** Milliseconds spent per stage. */
   timings: { tokenizeMs: number; hashMs: number; lookupMs: number; scheduleMs: number };
   /** When each stage started (monotonic ms), for trace spans. */
@@ -86,7 +106,10 @@ export interface RequestRecord {
   startedAtWallMs: number;
   plan?: DispatchPlan;
   attempts: AttemptRecord[];
+  /** The instance that answered (for a disaggregated request: the decode instance). */
   instanceId?: string;
+  /** A disaggregated request's prefill instance. */
+  prefillInstanceId?: string;
   status: number;
   outcome: RequestOutcome;
   /**
@@ -116,7 +139,13 @@ export interface AttemptTrace {
 export interface RequestTrace {
   /** Record the pre-dispatch stages (tokenize, hash, store lookup, schedule, admission). */
   planned(plan: DispatchPlan, record: RequestRecord): void;
-  attempt(target: ForwardTarget, attemptNumber: number, headers: Headers): AttemptTrace;
+  /** One upstream attempt; `leg` names the P/D leg ("upstream" when whole). */
+  attempt(
+    target: ForwardTarget,
+    attemptNumber: number,
+    headers: Headers,
+    leg?: "prefill" | "decode",
+  ): AttemptTrace;
   finish(record: RequestRecord): void;
 }
 

@@ -280,6 +280,12 @@ export class ModelCluster {
     return !entry.draining && entry.breaker.available;
   }
 
+  /** The fraction of its KV cache the engine last reported in use (a usable report only). */
+  kvUsage(id: string): number | undefined {
+    const state = this.#poller.state(id);
+    return state.usable ? state.report?.kvUsage : undefined;
+  }
+
   /** The reconciled load of one instance: our leases plus what the engine reports of others. */
   load(id: string): ReconciledLoad {
     return this.#reconciled(id, this.account.load(id), this.#meanUncachedTokens());

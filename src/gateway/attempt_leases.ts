@@ -8,7 +8,7 @@ import type {
   ForwardTarget,
 } from "../proxy/forward.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
-import { forgetPredictions, type Reservation, reserve } from "./reservation.ts";
+import { decodeLease, forgetPredictions, type Reservation, reserve } from "./reservation.ts";
 
 const BREAKER_KIND: Record<AttemptFailure, FailureKind> = {
   connect_error: "connect",
@@ -41,7 +41,15 @@ export class AttemptLeases {
     readonly upstreamHeaders: Headers,
     readonly now: () => number,
     readonly trace?: RequestTrace,
+    /** The P/D leg these attempts are: a decode leg holds a decode slot, not prompt tokens. */
+    readonly leg?: "prefill" | "decode",
   ) {}
+
+  #lease(instanceId: string): LoadLease {
+    return this.leg === "decode"
+      ? decodeLease(this.runtime, instanceId)
+      : reserve(this.runtime, this.plan, instanceId, this.now());
+  }
 
   /** The attempt on `instanceId` that produced the response, if it still holds its lease. */
   held(instanceId: string): HeldAttempt | undefined {
@@ -85,19 +93,25 @@ export class AttemptLeases {
       if (this.reservation?.instanceId === target.id) this.reservation.cancel();
       return false;
     }
-    this.#attemptTrace = this.trace?.attempt(target, ++this.#attemptNumber, this.upstreamHeaders);
+    this.#attemptTrace = this.trace?.attempt(
+      target,
+      ++this.#attemptNumber,
+      this.upstreamHeaders,
+      this.leg,
+    );
     const reserved = this.reservation?.instanceId === target.id
       ? this.reservation.take()
       : undefined;
     this.#held.set(target.id, {
       permit,
-      lease: reserved ?? reserve(this.runtime, this.plan, target.id, this.now()),
+      lease: reserved ?? this.#lease(target.id),
       end: cluster.begin(target.id),
     });
     return true;
   }
 
   #after(target: ForwardTarget, attempt: AttemptRecord): void {
+    if (this.leg) attempt.leg = this.leg;
     this.#attemptTrace?.end(attempt, attempt.failure !== undefined);
     this.#attemptTrace = undefined;
     const held = this.#held.get(target.id);
@@ -105,7 +119,7 @@ export class AttemptLeases {
     if (attempt.failure) {
       held.permit.failure(BREAKER_KIND[attempt.failure]);
       this.release(target.id);
-      forgetPredictions(this.runtime, this.plan, target.id);
+      if (this.leg !== "decode") forgetPredictions(this.runtime, this.plan, target.id);
     } else if (attempt.status === undefined) {
       held.permit.release(); // the client left: no verdict on the instance
       this.release(target.id);

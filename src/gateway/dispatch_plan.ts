@@ -1,4 +1,4 @@
-import type { DispatchPlan, TokenSource } from "../contracts.ts";
+import type { DecodePlan, DispatchPlan, TokenSource } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
 import { withLatestPredictions } from "../kv/merged_index.ts";
 import { computePrefixHits } from "../kv/prefix.ts";
@@ -8,11 +8,13 @@ import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
 import type { NamedPolicy } from "../scheduling/named_policy.ts";
 import { estimateTtft } from "../scheduling/ttft_estimate.ts";
+import type { DecodeCandidate } from "../scheduling/decode_policy.ts";
 import type { Candidate, Decision } from "../scheduling/types.ts";
 import { TokenizeInputError } from "../tokenize/errors.ts";
 import { tryTokenize } from "../tokenize/try_tokenize.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
-import { type Reservation, reserveFirstChoice } from "./reservation.ts";
+import { planDecode, splitByRole } from "./pd_plan.ts";
+import { type Reservation, reserveDecode, reserveFirstChoice } from "./reservation.ts";
 
 export interface PlanContext {
   now: () => number;
@@ -21,10 +23,14 @@ export interface PlanContext {
   extraKeys?: ExtraKeys;
 }
 
-/** A plan and, when admitted, the reservation on its first choice (the caller owns it). */
+/**
+ * A plan and, when admitted, the reservation on its first choice and (disaggregated) on its
+ * decode instance: the caller owns both.
+ */
 export interface PlannedDispatch {
   plan: DispatchPlan;
   reservation?: Reservation;
+  decodeReservation?: Reservation;
 }
 
 interface Tokenized {
@@ -36,7 +42,10 @@ interface Tokenized {
 
 interface Scheduled {
   hits: PrefixHits;
+  /** The policy's candidates (for a disaggregated model: the prefill side). */
   candidates: Candidate[];
+  /** A disaggregated model's decode instances. */
+  decodeCandidates?: DecodeCandidate[];
   entries: DispatchPlan["entries"];
   poolPrefixTokens: number;
   decision: Decision;
@@ -69,8 +78,14 @@ export async function planDispatch(
   const scheduleStart = now();
   const scheduled = schedule(runtime, chunkKeys, lookup, tokenized.promptTokens, context);
   const admissionStart = now();
-  const { admission, predictedTtftS } = admitRequest(runtime, scheduled, tokenized, context);
+  const { admission, predictedTtftS, decode } = admitRequest(
+    runtime,
+    scheduled,
+    tokenized,
+    context,
+  );
   const end = now();
+  const { decodeCandidates: _decode, ...chosen } = scheduled;
   const plan: DispatchPlan = {
     tokens: tokenized.tokens,
     promptTokens: tokenized.promptTokens,
@@ -80,10 +95,11 @@ export async function planDispatch(
     keys,
     keysError,
     lookup,
-    ...scheduled,
+    ...chosen,
     policy: context.policy,
     admission,
     predictedTtftS,
+    decode,
     timings: {
       tokenizeMs: hashStart - tokenizeStart,
       hashMs: lookupStart - hashStart,
@@ -92,7 +108,11 @@ export async function planDispatch(
     },
     stages: { tokenizeStart, hashStart, lookupStart, scheduleStart, admissionStart, end },
   };
-  return { plan, reservation: reserveFirstChoice(runtime, plan, end) };
+  return {
+    plan,
+    reservation: reserveFirstChoice(runtime, plan, end),
+    decodeReservation: reserveDecode(runtime, plan, end),
+  };
 }
 
 /**
@@ -150,21 +170,32 @@ function schedule(
       : candidate;
   });
   const poolPrefixTokens = cap(hits.poolChunks);
-  const decision = context.policy.policy.select({ promptTokens, poolPrefixTokens }, candidates, {
+  const entryMap = new Map(entries.map((e) => [e.config.id, e]));
+  const { prefillSide, decode } = splitByRole(runtime, candidates, entryMap);
+  const decision = context.policy.policy.select({ promptTokens, poolPrefixTokens }, prefillSide, {
     random: context.random,
     sequence: runtime.sequence++,
   });
-  const entryMap = new Map(entries.map((e) => [e.config.id, e]));
-  return { hits, candidates, entries: entryMap, poolPrefixTokens, decision };
+  return {
+    hits,
+    candidates: prefillSide,
+    decodeCandidates: decode,
+    entries: entryMap,
+    poolPrefixTokens,
+    decision,
+  };
 }
 
-/** The SLO verdict on the best candidate (TTFT) and the decode side (TBT). */
+/**
+ * The SLO verdict on the best candidate (TTFT) and the decode side (TBT); for a disaggregated
+ * request whose best candidate is a prefill instance, also the decode choice.
+ */
 function admitRequest(
   runtime: ModelRuntime,
   scheduled: Scheduled,
   tokenized: Tokenized,
   context: PlanContext,
-): { admission: AdmissionVerdict; predictedTtftS?: number } {
+): { admission: AdmissionVerdict; predictedTtftS?: number; decode?: DecodePlan } {
   const { decision, candidates, poolPrefixTokens } = scheduled;
   const best = candidates.find((c) => c.id === decision.ranking[0]);
   let predictedTtftS = decision.predictedTtftS;
@@ -173,6 +204,11 @@ function admitRequest(
     predictedTtftS = estimateTtft(scheduleRequest, best, context.policy.ttftParams, {
       allowTransfer: false,
     }).totalS;
+  }
+  const prefillRole = best && scheduled.entries.get(best.id)?.config.role === "prefill";
+  if (scheduled.decodeCandidates && (prefillRole || !best)) {
+    const pd = planDecode(runtime, scheduled.decodeCandidates, best?.id, predictedTtftS);
+    return { ...pd, predictedTtftS };
   }
   const slo = runtime.config.slo;
   const running = candidates.filter((c) => c.healthy).map((c) => c.runningRequests);

@@ -3,6 +3,7 @@ import { HttpError } from "../openai/errors.ts";
 import { type ForwardOutcome, type ForwardTarget, forwardWithRetries } from "../proxy/forward.ts";
 import { endToEndHeaders } from "../proxy/hop_headers.ts";
 import { AttemptLeases } from "./attempt_leases.ts";
+import { executePd } from "./execute_pd.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import { relayResponse } from "./relay_response.ts";
 import type { Reservation } from "./reservation.ts";
@@ -12,6 +13,10 @@ export interface ExecuteOptions {
   plan: DispatchPlan;
   /** The plan's reservation; executeDispatch owns it from here (hands it on or cancels it). */
   reservation?: Reservation;
+  /** A disaggregated plan's decode slot, owned likewise. */
+  decodeReservation?: Reservation;
+  /** The client's decoded body (a disaggregated request's legs are built from it). */
+  requestBody?: Record<string, unknown>;
   record: RequestRecord;
   /** The engine path, e.g. `/v1/chat/completions`. */
   path: string;
@@ -38,6 +43,16 @@ export interface ExecuteOptions {
  */
 export async function executeDispatch(options: ExecuteOptions): Promise<Response> {
   const { runtime, plan, record, reservation } = options;
+  if (plan.decode) {
+    return executePd({
+      ...options,
+      requestBody: options.requestBody ?? {},
+      fail: (error) => fail(options, error),
+      clientGone: () => clientGone(options),
+      finishOnce: () => finishOnce(options),
+    });
+  }
+  options.decodeReservation?.cancel();
   const targets = targetsOf(plan);
   if (targets.length === 0) {
     reservation?.cancel();
@@ -65,10 +80,7 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
 
   if (outcome.kind === "client_gone") {
     leases.releaseAll();
-    record.outcome = "client_aborted";
-    record.status = 499;
-    finishOnce(options);
-    return new Response(null, { status: 499 });
+    return clientGone(options);
   }
   if (outcome.kind === "failed") {
     const timedOut = outcome.status === 504;
@@ -117,6 +129,13 @@ function targetsOf(plan: DispatchPlan): ForwardTarget[] {
     const entry = plan.entries.get(id);
     return entry ? [{ id, url: entry.config.url }] : [];
   });
+}
+
+function clientGone(options: ExecuteOptions): Response {
+  options.record.outcome = "client_aborted";
+  options.record.status = 499;
+  finishOnce(options);
+  return new Response(null, { status: 499 });
 }
 
 function fail(options: ExecuteOptions, error: HttpError): Response {

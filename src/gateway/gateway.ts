@@ -46,8 +46,9 @@ interface InFlight {
   record: RequestRecord;
   trace: RequestTrace;
   responseHeaders: Headers;
-  /** The plan's reservation until executeDispatch takes it over. */
+  /** The plan's reservations until executeDispatch takes them over. */
   reservation?: Reservation;
+  decodeReservation?: Reservation;
   plan?: DispatchPlan;
   runtime?: ModelRuntime;
   loraName?: string;
@@ -162,12 +163,14 @@ export class Gateway {
       const parsed = this.#parse(flight, endpoint, bytes);
       const verdict = await this.#plan(flight, parsed);
       if (verdict) return verdict;
-      const reservation = flight.reservation;
-      flight.reservation = undefined; // executeDispatch owns it now
+      const { reservation, decodeReservation } = flight;
+      flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
       return await executeDispatch({
         runtime: flight.runtime!,
         plan: flight.plan!,
         reservation,
+        decodeReservation,
+        requestBody: parsed.body,
         record: flight.record,
         path: ENGINE_PATHS[endpoint],
         clientHeaders: this.#forwardedHeaders(flight),
@@ -248,7 +251,7 @@ export class Gateway {
     const extraKeys: ExtraKeys = {};
     if (flight.loraName) extraKeys.loraName = flight.loraName;
     if (parsed.cacheSalt) extraKeys.cacheSalt = parsed.cacheSalt;
-    const { plan, reservation } = await planDispatch(flight.runtime!, parsed, {
+    const { plan, reservation, decodeReservation } = await planDispatch(flight.runtime!, parsed, {
       now: this.#deps.now,
       random: this.#deps.random,
       policy: flight.selection!.policy,
@@ -256,6 +259,7 @@ export class Gateway {
     });
     flight.plan = plan;
     flight.reservation = reservation;
+    flight.decodeReservation = decodeReservation;
     flight.record.plan = plan;
     flight.trace.planned(plan, flight.record);
     const verdict = plan.admission;
@@ -282,7 +286,8 @@ export class Gateway {
   #failed(flight: InFlight, error: unknown): Response {
     // Whatever threw after planning, the reserved load and predicted KV go back.
     flight.reservation?.cancel();
-    flight.reservation = undefined;
+    flight.decodeReservation?.cancel();
+    flight.reservation = flight.decodeReservation = undefined;
     if (error instanceof HttpError) return this.#answer(flight, error, "client_error");
     this.#deps.log("request failed inside the router", {
       requestId: flight.record.requestId,

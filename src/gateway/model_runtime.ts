@@ -1,9 +1,11 @@
 import type { ModelConfig } from "../config/schema.ts";
+import { DecodeOutlook } from "../cluster/decode_outlook.ts";
 import { ModelCluster } from "../cluster/model_cluster.ts";
 import type { Timers } from "../cluster/timers.ts";
 import { createKeyScheme } from "../hashing/key_scheme.ts";
 import type { KeyScheme } from "../hashing/types.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
+import { BootstrapEngineIds } from "../proxy/mooncake_bootstrap.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
 import { StoreHealth } from "../kv/store_health.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
@@ -47,6 +49,10 @@ export class ModelRuntime {
   readonly defaultPolicy: NamedPolicy;
   /** Online prefill-time models per instance, refined from measured TTFTs. */
   readonly prefillEstimators: Map<string, PrefillModelEstimator>;
+  /** Disaggregated models: requests about to join each decode instance, decode durations. */
+  readonly decodeOutlook?: DecodeOutlook;
+  /** vllm-mooncake P/D: the prefill engines' ids, read from their bootstrap servers. */
+  readonly bootstrapIds?: BootstrapEngineIds;
   /** Grows by one per decision (round robin). */
   sequence = 0;
 
@@ -61,8 +67,12 @@ export class ModelRuntime {
     cluster: ModelCluster;
     defaultPolicy: NamedPolicy;
     prefillEstimators: Map<string, PrefillModelEstimator>;
+    decodeOutlook?: DecodeOutlook;
+    bootstrapIds?: BootstrapEngineIds;
   }) {
+    this.bootstrapIds = init.bootstrapIds;
     this.prefillEstimators = init.prefillEstimators;
+    this.decodeOutlook = init.decodeOutlook;
     this.config = init.config;
     this.tokenizer = init.tokenizer;
     this.tokenizerFailures = init.tokenizerFailures;
@@ -115,6 +125,12 @@ export class ModelRuntime {
       cluster,
       defaultPolicy: buildPolicy(config.policy, config),
       prefillEstimators,
+      decodeOutlook: config.disaggregation
+        ? new DecodeOutlook({ meanDecodeS: config.disaggregation.meanDecodeS, now: deps.now })
+        : undefined,
+      bootstrapIds: config.disaggregation?.protocol === "vllm-mooncake"
+        ? new BootstrapEngineIds({ fetch: deps.fetch, timeoutMs: config.health.timeoutMs })
+        : undefined,
     });
   }
 

@@ -20,6 +20,13 @@ export interface RelayOptions {
   responseHeaders: Headers;
   /** Ends the request's record (once). */
   finishOnce: () => void;
+  /**
+   * A disaggregated request's prefill instance: named in the headers, its prefix counted as the
+   * hit, and the decode instance's TTFT (prefill elsewhere + transfer) teaches no prefill model.
+   */
+  prefillInstanceId?: string;
+  /** Called once when the body ended, before the record is finished. */
+  onEnd?: (end: "completed" | "client_aborted" | "upstream_failed") => void;
 }
 
 /**
@@ -29,6 +36,7 @@ export interface RelayOptions {
 export function relayResponse(options: RelayOptions): Response {
   const { record, target, response } = options;
   record.instanceId = target.id;
+  if (options.prefillInstanceId) record.prefillInstanceId = options.prefillInstanceId;
   record.status = response.status;
   record.outcome = response.status < 400 ? "ok" : "upstream_error_status";
   const body = observeBody(response.body, bodyObserver(options));
@@ -36,10 +44,16 @@ export function relayResponse(options: RelayOptions): Response {
   headers.delete("content-length"); // the body is re-streamed (and may gain an error event)
   options.responseHeaders.forEach((value, key) => headers.set(key, value));
   headers.set("x-tidegate-instance", target.id);
+  const prefillId = options.prefillInstanceId;
+  if (prefillId) {
+    headers.set("x-tidegate-prefill-instance", prefillId);
+    headers.set("x-tidegate-decode-instance", target.id);
+  }
   headers.set("x-tidegate-prompt-tokens", String(options.plan.promptTokens));
+  const hitOn = prefillId ?? target.id;
   headers.set(
     "x-tidegate-hit-tokens",
-    String(options.plan.candidates.find((c) => c.id === target.id)?.localPrefixTokens ?? 0),
+    String(options.plan.candidates.find((c) => c.id === hitOn)?.localPrefixTokens ?? 0),
   );
   return new Response(body, { status: response.status, statusText: response.statusText, headers });
 }
@@ -56,7 +70,9 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
       if (!sniffer.isStream) return;
       record.ttftS = (now() - record.startedAt) / 1000;
       cluster.recordTtft(target.id, record.ttftS);
-      if (response.ok) observePrefill(runtime, plan, target.id, record.ttftS);
+      if (response.ok && !options.prefillInstanceId) {
+        observePrefill(runtime, plan, target.id, record.ttftS);
+      }
     },
     onChunk(chunk) {
       if (sniffer.push(chunk) === 0) return;
@@ -73,6 +89,7 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
         cluster.get(target.id)?.breaker.recordFailure("request", "other");
       }
       leases.release(target.id);
+      options.onEnd?.(end);
       options.finishOnce();
     },
     errorEvent: sniffer.isStream ? (error) => midStreamErrorEvent(target.id, error) : undefined,
@@ -92,7 +109,7 @@ function midStreamErrorEvent(instanceId: string, error: unknown): Uint8Array {
  * Feeds the instance's online prefill model with the prefill part of a measured TTFT. Only real
  * token counts train it: a chars/4 estimate (tokenizer off, failed or refused) would teach it noise.
  */
-function observePrefill(
+export function observePrefill(
   runtime: ModelRuntime,
   plan: DispatchPlan,
   instanceId: string,

@@ -12,6 +12,8 @@ import type { ModelRuntime } from "./model_runtime.ts";
 export class Reservation {
   #lease?: LoadLease;
   readonly #forget: () => void;
+  /** A decode slot's request has reached the decode instance (its prefill ended). Idempotent. */
+  arrived: () => void = () => {};
 
   constructor(readonly instanceId: string, lease: LoadLease, forget: () => void) {
     this.#lease = lease;
@@ -47,6 +49,32 @@ export function reserveFirstChoice(
     reserve(runtime, plan, first, at),
     () => forgetPredictions(runtime, plan, first),
   );
+}
+
+/**
+ * A disaggregated plan's decode slot: a decode lease on the chosen decode instance (a request
+ * decoding there from now on, as the next decision must see) and its expected arrival there when
+ * the prefill ends (prediction-based early rejection). Cancelling gives both back.
+ */
+export function reserveDecode(
+  runtime: ModelRuntime,
+  plan: DispatchPlan,
+  at: number,
+): Reservation | undefined {
+  const id = plan.decode?.decision.ranking[0];
+  if (!plan.admission.admit || id === undefined) return undefined;
+  const lease = decodeLease(runtime, id);
+  const arrives = runtime.decodeOutlook?.expect(id, at + (plan.predictedTtftS ?? 0) * 1000);
+  const reservation = new Reservation(id, lease, () => arrives?.());
+  if (arrives) reservation.arrived = arrives;
+  return reservation;
+}
+
+/** A lease that counts one request decoding on the instance (no prefill tokens). */
+export function decodeLease(runtime: ModelRuntime, instanceId: string): LoadLease {
+  const lease = runtime.cluster.account.lease(instanceId, 0);
+  lease.firstToken();
+  return lease;
 }
 
 /**

@@ -10,6 +10,8 @@ export type AttemptFailure = "connect_error" | "timeout" | "http_5xx";
 
 export interface AttemptRecord {
   instanceId: string;
+  /** The P/D leg it belongs to, for a disaggregated request. */
+  leg?: "prefill" | "decode";
   startedAt: number;
   /** When response headers arrived (time to first byte of the upstream response). */
   headersAt?: number;
@@ -152,18 +154,39 @@ function failedOutcome(attempts: AttemptRecord[]): ForwardOutcome {
  * text), read up to a few KiB and a second so that a hanging error body cannot hold the retry.
  */
 export async function engineErrorMessage(response: Response): Promise<string> {
+  const { text } = await readBodyText(response, {
+    maxBytes: ERROR_BODY_MAX_BYTES,
+    timeoutMs: ERROR_BODY_TIMEOUT_MS,
+  });
+  return messageOf(text).replace(/\s+/g, " ").trim().slice(0, 500);
+}
+
+/**
+ * A response body as text, read up to `maxBytes` and for at most `timeoutMs` (or until `signal`
+ * aborts); the body is cancelled after. `complete`: it ended within those bounds.
+ */
+export async function readBodyText(
+  response: Response,
+  bounds: { maxBytes: number; timeoutMs: number; signal?: AbortSignal },
+): Promise<{ text: string; complete: boolean }> {
   const reader = response.body?.getReader();
-  if (!reader) return "";
+  if (!reader) return { text: "", complete: true };
   const chunks: Uint8Array[] = [];
   let size = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), ERROR_BODY_TIMEOUT_MS);
+  let complete = false;
+  const stop = new Promise<"stop">((resolve) => {
+    timer = setTimeout(() => resolve("stop"), bounds.timeoutMs);
+    bounds.signal?.addEventListener("abort", () => resolve("stop"), { once: true });
   });
   try {
-    while (size < ERROR_BODY_MAX_BYTES) {
-      const read = await Promise.race([reader.read(), deadline]);
-      if (read === "timeout" || read.done) break;
+    while (size < bounds.maxBytes) {
+      const read = await Promise.race([reader.read(), stop]);
+      if (read === "stop") break;
+      if (read.done) {
+        complete = true;
+        break;
+      }
       chunks.push(read.value);
       size += read.value.byteLength;
     }
@@ -173,8 +196,8 @@ export async function engineErrorMessage(response: Response): Promise<string> {
     clearTimeout(timer);
     reader.cancel().catch(() => {});
   }
-  const text = new TextDecoder().decode(concat(chunks, size)).slice(0, ERROR_BODY_MAX_BYTES);
-  return messageOf(text).replace(/\s+/g, " ").trim().slice(0, 500);
+  const text = new TextDecoder().decode(concat(chunks, size)).slice(0, bounds.maxBytes);
+  return { text, complete };
 }
 
 function messageOf(text: string): string {

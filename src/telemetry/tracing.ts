@@ -222,13 +222,19 @@ class RequestSpans implements RequestTrace {
     sched.end();
   }
 
-  attempt(target: ForwardTarget, attemptNumber: number, headers: Headers): AttemptTrace {
+  attempt(
+    target: ForwardTarget,
+    attemptNumber: number,
+    headers: Headers,
+    leg?: "prefill" | "decode",
+  ): AttemptTrace {
     const url = new URL(target.url);
-    const span = this.tracer.startSpan(`upstream ${target.id}`, {
+    const span = this.tracer.startSpan(`${leg ?? "upstream"} ${target.id}`, {
       kind: SpanKind.CLIENT,
       attributes: {
         "tidegate.instance": target.id,
         "tidegate.attempt": attemptNumber,
+        ...(leg ? { "tidegate.leg": leg } : {}),
         "server.address": url.hostname,
         "server.port": Number(url.port || (url.protocol === "https:" ? 443 : 80)),
       },

@@ -1,0 +1,58 @@
+import type { DecodeLoadForecast } from "../scheduling/pd_admission.ts";
+
+/**
+ * What the router expects of its decode instances (prefill/decode disaggregation): the requests
+ * prefilling now that will join each one, and how long a decode lasts (learned from streamed
+ * requests, starting from a configured guess). The inputs of prediction-based early rejection.
+ */
+export class DecodeOutlook {
+  readonly #joining = new Map<string, Set<{ endsAt: number }>>();
+  readonly #now: () => number;
+  #meanDecodeS: number;
+
+  constructor(options: { meanDecodeS: number; now: () => number }) {
+    this.#meanDecodeS = options.meanDecodeS;
+    this.#now = options.now;
+  }
+
+  get meanDecodeS(): number {
+    return this.#meanDecodeS;
+  }
+
+  /** A request will join `decodeId` when its prefill ends; the returned call withdraws it. */
+  expect(decodeId: string, prefillEndsAt: number): () => void {
+    const entry = { endsAt: prefillEndsAt };
+    let joining = this.#joining.get(decodeId);
+    if (!joining) this.#joining.set(decodeId, joining = new Set());
+    joining.add(entry);
+    return () => {
+      joining.delete(entry);
+      if (joining.size === 0 && this.#joining.get(decodeId) === joining) {
+        this.#joining.delete(decodeId);
+      }
+    };
+  }
+
+  /**
+   * The forecast of `decodeId`, whose reconciled load counts `runningRequests`. The router's own
+   * decode leases are taken at decision time, so the requests still prefilling for it are in that
+   * count already: they are moved from "running now" to "joining".
+   */
+  forecast(decodeId: string, runningRequests: number): DecodeLoadForecast {
+    const now = this.#now();
+    const joiningInS = [...this.#joining.get(decodeId) ?? []].map((e) =>
+      Math.max(0, (e.endsAt - now) / 1000)
+    );
+    return {
+      runningNow: Math.max(0, runningRequests - joiningInS.length),
+      joiningInS,
+      meanDecodeS: this.#meanDecodeS,
+    };
+  }
+
+  /** A measured decode duration (first token to last), folded in with a slow moving average. */
+  observeDecode(seconds: number): void {
+    if (!(seconds >= 0) || !Number.isFinite(seconds)) return;
+    this.#meanDecodeS += 0.1 * (seconds - this.#meanDecodeS);
+  }
+}

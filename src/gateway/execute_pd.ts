@@ -1,0 +1,370 @@
+/**
+ * Drives one disaggregated request through its engines' P/D protocol (docs/compat.md §7):
+ *   vllm-nixl      serial: the prefill answers one token and its `kv_transfer_params`, which the
+ *                  decode request then carries;
+ *   vllm-mooncake  concurrent: both at once, paired by a transfer id and the prefill's bootstrap
+ *                  server;
+ *   sglang         concurrent: the same body to both, paired by a bootstrap room.
+ * A prefill that fails before answering is retried on the next-best prefill instance; a decode
+ * that fails before its first byte on the next-best decode instance, with a new prefill (every
+ * hand-over is single-use). A client that leaves cancels both legs. Leases: prompt tokens on the
+ * prefill instance until its answer, a decode slot until the stream ends; each released once.
+ */
+import { HttpError } from "../openai/errors.ts";
+import {
+  type ForwardOutcome,
+  type ForwardTarget,
+  forwardWithRetries,
+  readBodyText,
+} from "../proxy/forward.ts";
+import { endToEndHeaders } from "../proxy/hop_headers.ts";
+import {
+  bootstrapRoom,
+  decodeBody,
+  type PdPairing,
+  prefillBody,
+  prefillParamsOf,
+} from "../proxy/pd_protocol.ts";
+import { AttemptLeases } from "./attempt_leases.ts";
+import type { ExecuteOptions } from "./execute_dispatch.ts";
+import { observePrefill, relayResponse } from "./relay_response.ts";
+import type { Reservation } from "./reservation.ts";
+
+export interface PdExecuteOptions extends ExecuteOptions {
+  /** The client's decoded body, from which each leg's body is built. */
+  requestBody: Record<string, unknown>;
+  /** The request's end: a failure answer (once) or the relayed decode stream's end. */
+  fail: (error: HttpError) => Response;
+  clientGone: () => Response;
+  finishOnce: () => void;
+}
+
+/** How one pairing ended: the decode's answer, a final answer, or "try the next decode". */
+/** The leases of one pairing's two legs (an instance may be tried again in a later pairing). */
+interface Legs {
+  prefill: AttemptLeases;
+  decode: AttemptLeases;
+}
+
+type PairResult =
+  | {
+    kind: "response";
+    response: Response;
+    prefill: ForwardTarget;
+    decode: ForwardTarget;
+    legs: Legs;
+  }
+  | { kind: "final"; response: Response }
+  | { kind: "next"; error: string };
+
+/** The largest prefill answer read (one token plus `kv_transfer_params`). */
+const PREFILL_ANSWER_MAX_BYTES = 1 << 20;
+
+export async function executePd(options: PdExecuteOptions): Promise<Response> {
+  const run = new PdRun(options);
+  try {
+    return await run.execute();
+  } finally {
+    run.settle();
+  }
+}
+
+class PdRun {
+  readonly #o: PdExecuteOptions;
+  readonly #headers: Headers;
+  readonly #abort = new AbortController();
+  readonly #signal: AbortSignal;
+  readonly #prefillTargets: ForwardTarget[];
+  readonly #decodeTargets: ForwardTarget[];
+
+  constructor(options: PdExecuteOptions) {
+    this.#o = options;
+    const { plan } = options;
+    this.#headers = endToEndHeaders(options.clientHeaders);
+    this.#headers.set("x-request-id", options.record.requestId);
+    this.#headers.set("content-type", "application/json");
+    this.#headers.delete("content-length"); // each leg's body is its own
+    this.#signal = options.clientSignal
+      ? AbortSignal.any([options.clientSignal, this.#abort.signal])
+      : this.#abort.signal;
+    const byRole = (ids: readonly string[], role: string) =>
+      ids.flatMap((id) => {
+        const entry = plan.entries.get(id);
+        return entry?.config.role === role ? [{ id, url: entry.config.url }] : [];
+      });
+    this.#prefillTargets = byRole(plan.decision.ranking, "prefill");
+    this.#decodeTargets = byRole(plan.decode!.decision.ranking, "decode");
+  }
+
+  async execute(): Promise<Response> {
+    const { record, plan } = this.#o;
+    if (this.#prefillTargets.length === 0 || this.#decodeTargets.length === 0) {
+      record.outcome = "no_instance";
+      const side = this.#prefillTargets.length === 0 ? "prefill" : "decode";
+      return this.#o.fail(
+        new HttpError(503, `No healthy ${side} instance of model '${record.model}' is available`, {
+          code: "no_healthy_instance",
+        }),
+      );
+    }
+    const errors: string[] = [];
+    const budget = 1 + this.#o.maxRetries;
+    for (const decode of this.#decodeTargets.slice(0, budget)) {
+      const result = plan.decode!.protocol === "vllm-nixl"
+        ? await this.#serial(decode)
+        : await this.#concurrent(decode);
+      if (result.kind === "final") return result.response;
+      if (result.kind === "response") return this.#relay(result);
+      errors.push(`${decode.id}: ${result.error}`);
+    }
+    record.outcome = "upstream_failed";
+    return this.#o.fail(
+      new HttpError(502, `All ${errors.length} decode attempt(s) failed (${errors.join("; ")})`, {
+        code: "upstream_unavailable",
+      }),
+    );
+  }
+
+  /** Fresh leases for a pairing; the reservations go to the first attempt on their instance. */
+  #legs(): Legs {
+    const { runtime, plan, now, trace } = this.#o;
+    const leases = (reservation: Reservation | undefined, leg: "prefill" | "decode") =>
+      new AttemptLeases(runtime, plan, reservation, new Headers(this.#headers), now, trace, leg);
+    return {
+      prefill: leases(this.#o.reservation, "prefill"),
+      decode: leases(this.#o.decodeReservation, "decode"),
+    };
+  }
+
+  /** Gives back whatever reservation no attempt took. */
+  settle(): void {
+    this.#o.reservation?.cancel();
+    this.#o.decodeReservation?.cancel();
+  }
+
+  /** NIXL: the prefill's answer first, then the decode carrying its `kv_transfer_params`. */
+  async #serial(decode: ForwardTarget): Promise<PairResult> {
+    const pairing: PdPairing = { protocol: "vllm-nixl", bootstrapHost: "", bootstrapPort: 0 };
+    const started = this.#o.now();
+    const legs = this.#legs();
+    const prefill = await this.#forward(
+      this.#prefillTargets,
+      prefillBody(this.#o.requestBody, pairing),
+      legs.prefill,
+      this.#signal,
+    );
+    if (prefill.kind !== "response") return { kind: "final", response: this.#legFailed(prefill) };
+    const target = prefill.target;
+    if (prefill.response.status >= 400) {
+      return this.#prefillVerdict(prefill.response, target, legs);
+    }
+    const answer = await readBodyText(prefill.response, {
+      maxBytes: PREFILL_ANSWER_MAX_BYTES,
+      timeoutMs: this.#o.headersTimeoutMs,
+      signal: this.#signal,
+    });
+    this.#prefillDone(legs, target.id, started, answer.complete);
+    if (this.#signal.aborted) return { kind: "final", response: this.#o.clientGone() };
+    pairing.prefillParams = answer.complete ? prefillParamsOf(parseJson(answer.text)) : undefined;
+    if (!pairing.prefillParams) {
+      return { kind: "next", error: `prefill ${target.id} answered no kv_transfer_params` };
+    }
+    return this.#decodeOnly(decode, decodeBody(this.#o.requestBody, pairing), target, legs);
+  }
+
+  /** One decode attempt on `decode`; its prefill (on `prefill`) is done or under way. */
+  async #decodeOnly(
+    decode: ForwardTarget,
+    body: string,
+    prefill: ForwardTarget,
+    legs: Legs,
+    signal = this.#signal,
+  ): Promise<PairResult> {
+    const outcome = await this.#forward([decode], body, legs.decode, signal);
+    if (outcome.kind === "response") {
+      return { kind: "response", response: outcome.response, prefill, decode, legs };
+    }
+    if (outcome.kind === "client_gone" && this.#o.clientSignal?.aborted) {
+      return { kind: "final", response: this.#o.clientGone() };
+    }
+    const last = outcome.attempts.at(-1);
+    return { kind: "next", error: last?.error ?? last?.failure ?? "aborted" };
+  }
+
+  /**
+   * Mooncake and SGLang: prefill and decode at once. A prefill that fails first cancels the
+   * decode and the pair is retried with the next prefill instance.
+   */
+  async #concurrent(decode: ForwardTarget): Promise<PairResult> {
+    const budget = 1 + this.#o.maxRetries;
+    let error = "no prefill instance could pair";
+    for (const prefill of this.#prefillTargets.slice(0, budget)) {
+      const pairing = await this.#pairing(prefill);
+      if (!pairing) {
+        error = `prefill ${prefill.id} has no readable bootstrap server`;
+        continue;
+      }
+      const result = await this.#pair(prefill, decode, pairing, this.#legs());
+      if (result.kind !== "next" || !result.error.startsWith("prefill")) return result;
+      error = result.error;
+    }
+    return { kind: "next", error };
+  }
+
+  async #pair(
+    prefill: ForwardTarget,
+    decode: ForwardTarget,
+    pairing: PdPairing,
+    legs: Legs,
+  ): Promise<PairResult> {
+    const pairAbort = new AbortController();
+    const signal = AbortSignal.any([this.#signal, pairAbort.signal]);
+    const body = this.#o.requestBody;
+    const started = this.#o.now();
+    const prefillRun = this.#forward([prefill], prefillBody(body, pairing), legs.prefill, signal);
+    const decodeRun = this.#decodeOnly(decode, decodeBody(body, pairing), prefill, legs, signal);
+    const prefillFailed = prefillRun.then((o) =>
+      o.kind === "response" && o.response.status < 400 ? new Promise<never>(() => {}) : o
+    );
+    const first = await Promise.race([decodeRun, prefillFailed]);
+    if ("attempts" in first) {
+      // The prefill failed (or refused the request) before the decode answered.
+      pairAbort.abort();
+      await decodeRun;
+      if (first.kind === "response") return this.#prefillVerdict(first.response, prefill, legs);
+      if (this.#o.clientSignal?.aborted) return { kind: "final", response: this.#o.clientGone() };
+      const last = first.attempts.at(-1);
+      return { kind: "next", error: `prefill ${prefill.id}: ${last?.error ?? last?.failure}` };
+    }
+    if (first.kind !== "response") pairAbort.abort(); // no decode to feed: the prefill stops too
+    this.#drainPrefill(prefillRun, prefill, started, signal, legs);
+    if (first.kind === "response") this.#pairAborts.set(first.response, pairAbort);
+    return first;
+  }
+
+  readonly #pairAborts = new WeakMap<Response, AbortController>();
+
+  /**
+   * The concurrent prefill's answer is read and dropped; its lease ends with it, or when the pair
+   * is aborted (its decode failed, or the stream it fed ended).
+   */
+  #drainPrefill(
+    run: Promise<ForwardOutcome>,
+    prefill: ForwardTarget,
+    started: number,
+    signal: AbortSignal,
+    legs: Legs,
+  ): void {
+    run.then(async (outcome) => {
+      if (outcome.kind !== "response") return;
+      const read = await readBodyText(outcome.response, {
+        maxBytes: PREFILL_ANSWER_MAX_BYTES,
+        timeoutMs: this.#o.headersTimeoutMs,
+        signal,
+      });
+      this.#prefillDone(legs, prefill.id, started, read.complete);
+    }).catch(() => legs.prefill.release(prefill.id));
+  }
+
+  /** The pairing of a concurrent protocol with this prefill instance (undefined: cannot pair). */
+  async #pairing(prefill: ForwardTarget): Promise<PdPairing | undefined> {
+    const entry = this.#o.plan.entries.get(prefill.id);
+    const host = new URL(prefill.url).hostname.replace(/^\[|\]$/g, "");
+    const port = entry?.config.bootstrapPort ?? 8998;
+    const protocol = this.#o.plan.decode!.protocol;
+    if (protocol === "sglang") {
+      const room = bootstrapRoom(crypto.getRandomValues(new Uint8Array(8)));
+      return { protocol, bootstrapHost: host, bootstrapPort: port, room };
+    }
+    const remoteEngineId = await this.#o.runtime.bootstrapIds?.engineId(host, port);
+    if (!remoteEngineId) return undefined;
+    const transferId = `xfer-${this.#o.record.requestId}-${crypto.randomUUID().slice(0, 8)}`;
+    return { protocol, bootstrapHost: host, bootstrapPort: port, remoteEngineId, transferId };
+  }
+
+  #forward(
+    targets: ForwardTarget[],
+    body: string,
+    leases: AttemptLeases,
+    signal: AbortSignal,
+  ): Promise<ForwardOutcome> {
+    return forwardWithRetries(
+      {
+        method: "POST",
+        path: this.#o.path,
+        headers: leases.upstreamHeaders,
+        body: new TextEncoder().encode(body),
+        targets,
+        maxAttempts: 1 + this.#o.maxRetries,
+        headersTimeoutMs: this.#o.headersTimeoutMs,
+        signal,
+      },
+      { fetch: leases.tracedFetch(this.#o.fetch), now: this.#o.now },
+      leases.hooks(),
+    ).then((outcome) => {
+      this.#o.record.attempts.push(...outcome.attempts);
+      return outcome;
+    });
+  }
+
+  /** The prefill leg is over: its lease goes, the request joins its decode instance. */
+  #prefillDone(legs: Legs, prefillId: string, started: number, answered: boolean): void {
+    legs.prefill.held(prefillId)?.lease.firstToken();
+    legs.prefill.release(prefillId);
+    this.#o.decodeReservation?.arrived();
+    if (answered && this.#o.plan.decode!.protocol === "vllm-nixl") {
+      observePrefill(this.#o.runtime, this.#o.plan, prefillId, (this.#o.now() - started) / 1000);
+    }
+  }
+
+  /** Every prefill attempt failed, or the client left: the request's final answer. */
+  #legFailed(outcome: Exclude<ForwardOutcome, { kind: "response" }>): Response {
+    if (outcome.kind === "client_gone") return this.#o.clientGone();
+    const timedOut = outcome.status === 504;
+    this.#o.record.outcome = timedOut ? "upstream_timeout" : "upstream_failed";
+    return this.#o.fail(
+      new HttpError(outcome.status, `Prefill: ${outcome.message}`, {
+        code: timedOut ? "upstream_timeout" : "upstream_unavailable",
+      }),
+    );
+  }
+
+  /** A prefill's 4xx is the engine's verdict on the request: the client gets it as is. */
+  #prefillVerdict(response: Response, prefill: ForwardTarget, legs: Legs): PairResult {
+    this.#o.decodeReservation?.cancel();
+    return {
+      kind: "final",
+      response: relayResponse({
+        ...this.#o,
+        target: prefill,
+        response,
+        leases: legs.prefill,
+      }),
+    };
+  }
+
+  #relay(result: Extract<PairResult, { kind: "response" }>): Response {
+    const { record, now, runtime } = this.#o;
+    const pairAbort = this.#pairAborts.get(result.response);
+    return relayResponse({
+      ...this.#o,
+      target: result.decode,
+      response: result.response,
+      leases: result.legs.decode,
+      prefillInstanceId: result.prefill.id,
+      onEnd: (end) => {
+        pairAbort?.abort(); // a prefill still running for this stream has no one to serve
+        if (end !== "completed" || record.ttftS === undefined) return;
+        runtime.decodeOutlook?.observeDecode((now() - record.startedAt) / 1000 - record.ttftS);
+      },
+    });
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

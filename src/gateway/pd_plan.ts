@@ -1,0 +1,85 @@
+/**
+ * The decode side of a disaggregated plan (docs/compat.md §7): which decode instance, and
+ * whether the request is admitted at all (the Mooncake paper's Algorithm 1, judged before any
+ * prefill work starts). The prefill side is the model's policy over prefill and neutral instances.
+ */
+import type { InstanceEntry } from "../cluster/model_cluster.ts";
+import type { DecodePlan } from "../contracts.ts";
+import type { AdmissionVerdict } from "../scheduling/admission.ts";
+import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
+import { type DecodeCandidate, selectDecode } from "../scheduling/decode_policy.ts";
+import { admitPd } from "../scheduling/pd_admission.ts";
+import type { Candidate } from "../scheduling/types.ts";
+import type { ModelRuntime } from "./model_runtime.ts";
+
+/** Prefill-side candidates (prefill and neutral instances) and the decode instances apart. */
+export function splitByRole(
+  runtime: ModelRuntime,
+  candidates: Candidate[],
+  entries: Map<string, InstanceEntry>,
+): { prefillSide: Candidate[]; decode?: DecodeCandidate[] } {
+  if (!runtime.config.disaggregation) return { prefillSide: candidates };
+  const prefillSide: Candidate[] = [];
+  const decode: DecodeCandidate[] = [];
+  for (const candidate of candidates) {
+    if (entries.get(candidate.id)?.config.role !== "decode") {
+      prefillSide.push(candidate);
+      continue;
+    }
+    decode.push({
+      id: candidate.id,
+      healthy: candidate.healthy,
+      runningRequests: candidate.runningRequests,
+      kvUsage: runtime.cluster.kvUsage(candidate.id),
+    });
+  }
+  return { prefillSide, decode };
+}
+
+/**
+ * The decode choice and the admission verdict for a request whose prefill goes to `prefillId`
+ * (a prefill-role instance) with the predicted TTFT.
+ */
+export function planDecode(
+  runtime: ModelRuntime,
+  candidates: DecodeCandidate[],
+  prefillId: string | undefined,
+  predictedTtftS: number | undefined,
+): { decode: DecodePlan; admission: AdmissionVerdict } {
+  const pd = runtime.config.disaggregation!;
+  const decision = selectDecode(candidates, {
+    model: DEFAULT_DECODE_MODEL,
+    policy: pd.decodePolicy,
+  });
+  const chosen = candidates.find((c) => c.id === decision.ranking[0]);
+  const slo = runtime.config.slo;
+  const { verdict, decodeBatch, predictedTbtS } = admitPd(
+    {
+      predictedTtftS,
+      prefillInstanceId: prefillId,
+      decode: chosen && runtime.decodeOutlook
+        ? {
+          instanceId: chosen.id,
+          forecast: runtime.decodeOutlook.forecast(chosen.id, chosen.runningRequests),
+        }
+        : undefined,
+    },
+    {
+      enabled: slo.admission,
+      mode: pd.earlyRejection,
+      ttftSloS: slo.ttftS,
+      tbtSloS: slo.tbtS,
+      decodeModel: DEFAULT_DECODE_MODEL,
+    },
+  );
+  return {
+    decode: {
+      protocol: pd.protocol,
+      candidates,
+      decision,
+      judgedBatch: decodeBatch,
+      predictedTbtS,
+    },
+    admission: verdict,
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The request bodies of the three prefill/decode protocols (docs/compat.md §7), built from the
+ * client's body. Pure: the caller draws rooms and transfer ids and reads the prefill's answer.
+ */
+import type { PdProtocol } from "../contracts.ts";
+
+/** What one pairing of a prefill and a decode instance needs besides the client's body. */
+export interface PdPairing {
+  protocol: PdProtocol;
+  /** The prefill instance's host and KV bootstrap port (vllm-mooncake, sglang). */
+  bootstrapHost: string;
+  bootstrapPort: number;
+  /** sglang: the room both sides meet in, as exact decimal digits (it may exceed 2^53). */
+  room?: string;
+  /** vllm-mooncake: the transfer both sides name, and the prefill engine's id (its `/query`). */
+  transferId?: string;
+  remoteEngineId?: string;
+  /** vllm-nixl: the `kv_transfer_params` of the prefill's answer. */
+  prefillParams?: Record<string, unknown>;
+}
+
+const NIXL_PREFILL_PARAMS = {
+  do_remote_decode: true,
+  do_remote_prefill: false,
+  remote_engine_id: null,
+  remote_block_ids: null,
+  remote_host: null,
+  remote_port: null,
+};
+
+/** The prefill request: one token, not streamed (vLLM), or the client's body (SGLang). */
+export function prefillBody(body: Record<string, unknown>, pairing: PdPairing): string {
+  if (pairing.protocol === "sglang") return withRoom(body, pairing);
+  const copy: Record<string, unknown> = { ...body, stream: false, max_tokens: 1 };
+  if ("max_completion_tokens" in copy) copy.max_completion_tokens = 1;
+  delete copy.stream_options;
+  delete copy.min_tokens;
+  delete copy.min_completion_tokens;
+  copy.kv_transfer_params = pairing.protocol === "vllm-nixl" ? NIXL_PREFILL_PARAMS : {
+    do_remote_decode: true,
+    do_remote_prefill: false,
+    transfer_id: pairing.transferId,
+  };
+  return JSON.stringify(copy);
+}
+
+/** The decode request: the client's body (stream as asked) plus what joins it to the prefill. */
+export function decodeBody(body: Record<string, unknown>, pairing: PdPairing): string {
+  switch (pairing.protocol) {
+    case "sglang":
+      return withRoom(body, pairing);
+    case "vllm-nixl":
+      return JSON.stringify(
+        pairing.prefillParams ? { ...body, kv_transfer_params: pairing.prefillParams } : body,
+      );
+    case "vllm-mooncake":
+      return JSON.stringify({
+        ...body,
+        kv_transfer_params: {
+          do_remote_decode: false,
+          do_remote_prefill: true,
+          remote_bootstrap_addr: `http://${
+            hostForUrl(pairing.bootstrapHost)
+          }:${pairing.bootstrapPort}`,
+          remote_engine_id: pairing.remoteEngineId,
+          transfer_id: pairing.transferId,
+        },
+      });
+  }
+}
+
+/** SGLang's three fields; the room is written as digits (JSON numbers lose precision past 2^53). */
+function withRoom(body: Record<string, unknown>, pairing: PdPairing): string {
+  const { bootstrap_room: _room, ...rest } = body;
+  const text = JSON.stringify({
+    ...rest,
+    bootstrap_host: pairing.bootstrapHost,
+    bootstrap_port: pairing.bootstrapPort,
+  });
+  return `${text.slice(0, -1)},"bootstrap_room":${pairing.room}}`;
+}
+
+/** A random room in [0, 2^63 − 1] as decimal digits, from 8 random bytes. */
+export function bootstrapRoom(bytes: Uint8Array): string {
+  let value = 0n;
+  for (const byte of bytes.subarray(0, 8)) value = (value << 8n) | BigInt(byte);
+  return BigInt.asUintN(63, value).toString();
+}
+
+/** The prefill's `kv_transfer_params`, when its answer carries an object there. */
+export function prefillParamsOf(answer: unknown): Record<string, unknown> | undefined {
+  const params = (answer as { kv_transfer_params?: unknown } | null)?.kv_transfer_params;
+  return params && typeof params === "object" && !Array.isArray(params)
+    ? params as Record<string, unknown>
+    : undefined;
+}
+
+/** The engine id a vLLM Mooncake bootstrap server's `/query` gives for data-parallel rank 0. */
+export function engineIdOf(query: unknown): string | undefined {
+  const rank = (query as Record<string, { engine_id?: unknown }> | null)?.["0"];
+  return typeof rank?.engine_id === "string" ? rank.engine_id : undefined;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}

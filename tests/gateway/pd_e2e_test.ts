@@ -1,0 +1,236 @@
+/**
+ * Prefill/decode disaggregation end to end over loopback, for each protocol the engines speak
+ * (docs/compat.md §7): the router in front of validating P/D fakes (tests/fakes/fake_engine.ts
+ * option `pd`), a fake Mooncake master for the prefix lookup.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { resolveConfig } from "../../src/config/load.ts";
+import { createRouter, type Router } from "../../routes/app.ts";
+import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
+import { type FakeEngine, startFakeEngine } from "../fakes/fake_engine.ts";
+import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import type { PdProtocol } from "../fakes/pd_protocol.ts";
+import { PdRegistry } from "../fakes/pd_registry.ts";
+import { eventually, range } from "./harness.ts";
+
+const MODEL = "pd-model";
+const CHUNK = 16;
+const PROTOCOLS: PdProtocol[] = ["vllm-nixl", "vllm-mooncake", "sglang"];
+
+interface PdCluster {
+  router: Router;
+  url: string;
+  prefill: FakeEngine[];
+  decode: FakeEngine[];
+  master: FakeMooncakeMaster;
+  /** Puts the first `chunks` keys of `tokens` on prefill instance i's KV host. */
+  hold(i: number, tokens: number[], chunks: number): void;
+  close(): Promise<void>;
+}
+
+async function startPdCluster(
+  protocol: PdProtocol,
+  model: Record<string, unknown> = {},
+): Promise<PdCluster> {
+  const registry = new PdRegistry();
+  const master = await startFakeMooncakeMaster();
+  const engine = (role: "prefill" | "decode", i: number) =>
+    startFakeEngine({
+      id: `${role[0]}${i}`,
+      model: MODEL,
+      flavour: protocol === "sglang" ? "sglang" : "vllm",
+      timeScale: 0.001,
+      decodeSecondsPerToken: 0.002,
+      pd: { protocol, role, registry, timeoutMs: 2_000 },
+    });
+  const prefill = [engine("prefill", 0), engine("prefill", 1)];
+  const decode = [engine("decode", 0), engine("decode", 1)];
+  const instance = (e: FakeEngine, role: string, i: number) => ({
+    id: e.id,
+    url: e.url,
+    role,
+    kvHost: `10.0.${role === "prefill" ? 1 : 2}.${i + 1}`,
+    engine: protocol === "sglang" ? "sglang" : "vllm",
+    ...(e.pd?.bootstrapPort ? { bootstrapPort: e.pd.bootstrapPort } : {}),
+  });
+  const config = resolveConfig({
+    listen: { port: 0 },
+    models: [{
+      name: MODEL,
+      tokenizer: { mode: "none" },
+      kv: { store: "mooncake", url: master.url, chunkSize: CHUNK, minPromptTokens: 0 },
+      policy: "kv_hit_len",
+      health: { intervalMs: 60_000, timeoutMs: 1_000 },
+      disaggregation: { protocol },
+      instances: [
+        ...prefill.map((e, i) => instance(e, "prefill", i)),
+        ...decode.map((e, i) => instance(e, "decode", i)),
+      ],
+      ...model,
+    }],
+  });
+  const router = await createRouter(config, { background: false, log: () => {} });
+  const { port } = await router.serve({ port: 0 });
+  const scheme = createKeyScheme({
+    hash: "sha256_cbor",
+    seed: "0",
+    chunkSize: CHUNK,
+    keyFormat: "llumnix",
+  });
+  return {
+    router,
+    url: `http://127.0.0.1:${port}`,
+    prefill,
+    decode,
+    master,
+    hold(i, tokens, chunks) {
+      for (const key of scheme.keys(tokens).slice(0, chunks)) {
+        master.put(key, `10.0.1.${i + 1}:17000`);
+      }
+    },
+    async close() {
+      await router.close();
+      await Promise.all([...prefill, ...decode].map((e) => e.close()));
+      await master.close();
+    },
+  };
+}
+
+function send(url: string, body: Record<string, unknown>, signal?: AbortSignal) {
+  return fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, max_tokens: 4, ...body }),
+    signal,
+  });
+}
+
+/** Every lease of the model back to zero (prefill tokens, prefill and decode requests). */
+function leasesOut(t: PdCluster): number {
+  const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+  return [...t.prefill, ...t.decode].reduce((sum, e) => {
+    const load = cluster.account.load(e.id);
+    return sum + load.prefillTokens + load.prefillRequests + load.decodeRequests;
+  }, 0);
+}
+
+const served = (e: FakeEngine) => e.stats.requests.filter((r) => r.pd?.outcome === "ok").length;
+
+for (const protocol of PROTOCOLS) {
+  Deno.test(`${protocol}: streamed and non-streamed requests go through a prefill and a decode instance, named in the headers`, async () => {
+    const t = await startPdCluster(protocol);
+    try {
+      for (const stream of [false, true]) {
+        const response = await send(t.url, { prompt: range(1, 64), stream });
+        const text = await response.text();
+        assertEquals(response.status, 200, text);
+        const prefill = response.headers.get("x-tidegate-prefill-instance");
+        const decode = response.headers.get("x-tidegate-decode-instance");
+        assert(prefill?.startsWith("p") && decode?.startsWith("d"), `${prefill} / ${decode}`);
+        assertEquals(response.headers.get("x-tidegate-instance"), decode);
+        if (stream) assert(text.includes("data: [DONE]"), text);
+        else assertEquals(JSON.parse(text).object, "text_completion");
+      }
+      const onDecode = t.decode.flatMap((e) => e.stats.requests).filter((r) => r.pd);
+      assertEquals(onDecode.map((r) => r.pd!.outcome), ["ok", "ok"]);
+      await eventually(() => leasesOut(t) === 0, 2_000, "every lease back");
+    } finally {
+      await t.close();
+    }
+  });
+
+  Deno.test(`${protocol}: the prefill instance holding the longest prefix and the least loaded decode instance are chosen`, async () => {
+    const t = await startPdCluster(protocol);
+    try {
+      const prompt = range(500, 128);
+      t.hold(1, prompt, 6);
+      // Two requests decoding on d0 (held by the router's own account): d1 is the less loaded.
+      const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+      const busy = [account.lease("d0", 0), account.lease("d0", 0)];
+      for (const lease of busy) lease.firstToken();
+      const response = await send(t.url, { prompt });
+      await response.text();
+      assertEquals(response.status, 200);
+      assertEquals(response.headers.get("x-tidegate-prefill-instance"), "p1");
+      assertEquals(response.headers.get("x-tidegate-decode-instance"), "d1");
+      assertEquals(Number(response.headers.get("x-tidegate-hit-tokens")), 6 * CHUNK);
+      for (const lease of busy) lease.release();
+    } finally {
+      await t.close();
+    }
+  });
+
+  Deno.test(`${protocol}: a dead prefill instance is retried on the next, a dead decode instance likewise`, async () => {
+    const t = await startPdCluster(protocol);
+    try {
+      const prompt = range(900, 64);
+      t.hold(0, prompt, 4);
+      await t.prefill[0].setFailure("refuse");
+      const first = await send(t.url, { prompt, stream: true });
+      const firstText = await first.text();
+      assertEquals(first.status, 200, firstText);
+      assertEquals(first.headers.get("x-tidegate-prefill-instance"), "p1");
+      await t.prefill[0].setFailure("none");
+
+      await t.decode[0].setFailure("refuse");
+      await t.decode[1].setFailure("none");
+      const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+      const busy = account.lease("d1", 0);
+      busy.firstToken(); // d0 is the first choice now, and it is dead
+      const second = await send(t.url, { prompt: range(2000, 64) });
+      const secondText = await second.text();
+      busy.release();
+      assertEquals(second.status, 200, secondText);
+      assertEquals(second.headers.get("x-tidegate-decode-instance"), "d1");
+      assert(served(t.decode[1]) >= 1);
+      await eventually(() => leasesOut(t) === 0, 2_000, "every lease back");
+    } finally {
+      await t.close();
+    }
+  });
+
+  Deno.test(`${protocol}: a client that leaves mid-stream ends both legs and every lease`, async () => {
+    const t = await startPdCluster(protocol);
+    try {
+      const abort = new AbortController();
+      const response = await send(t.url, {
+        prompt: range(3000, 64),
+        stream: true,
+        max_tokens: 2_000,
+      }, abort.signal);
+      assertEquals(response.status, 200);
+      const reader = response.body!.getReader();
+      await reader.read();
+      abort.abort();
+      await reader.cancel().catch(() => {});
+      await eventually(() => leasesOut(t) === 0, 3_000, "every lease back");
+      const decode = t.decode.flatMap((e) => e.stats.requests).find((r) => r.pd);
+      await eventually(() => decode?.outcome === "client_abort", 3_000, "the decode leg cut");
+    } finally {
+      await t.close();
+    }
+  });
+}
+
+Deno.test("early rejection answers 429 before any prefill request is sent", async () => {
+  const t = await startPdCluster("vllm-nixl", {
+    slo: { ttftS: 60, tbtS: 0.05, admission: true },
+    disaggregation: { protocol: "vllm-nixl", earlyRejection: "early" },
+  });
+  try {
+    // 30 ms + 0.5 ms per request: 60 decoding requests on each decode instance break 50 ms.
+    const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+    const busy = ["d0", "d1"].flatMap((id) => range(0, 60).map(() => account.lease(id, 0)));
+    for (const lease of busy) lease.firstToken();
+    const response = await send(t.url, { prompt: range(1, 64) });
+    assertEquals(response.status, 429);
+    const { error } = await response.json();
+    assertEquals(error.code, "tbt_slo");
+    assert(response.headers.get("retry-after"));
+    assertEquals(t.prefill.reduce((n, e) => n + e.stats.requests.length, 0), 0, "no prefill sent");
+    for (const lease of busy) lease.release();
+    assertEquals(leasesOut(t), 0);
+  } finally {
+    await t.close();
+  }
+});
