@@ -81,6 +81,14 @@ async function addInstance(
   }
   const runtime = gateway.requireModel(model);
   const config = parseInstance(instance);
+  if (config.role !== "neutral" && !runtime.config.disaggregation) {
+    throw new HttpError(
+      400,
+      `Invalid instance: role "${config.role}" needs a model with disaggregation; ` +
+        `'${runtime.config.name}' serves whole requests`,
+      { param: "instance.role", code: "invalid_value" },
+    );
+  }
   const cluster = runtime.cluster;
   const change = cluster.upsert(config, "admin", { initialState: "starting" });
   // Answer with a verdict: one probe now (bounded by health.timeoutMs) instead of "unknown".
@@ -129,6 +137,7 @@ export function instanceView(status: InstanceStatus): Record<string, unknown> {
     kvHost: status.kvHost ?? null,
     role: status.role,
     engine: status.engine,
+    bootstrapPort: status.bootstrapPort ?? null,
     origin: status.origin,
     healthy: status.healthy,
     breaker: status.breaker,

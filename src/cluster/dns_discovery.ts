@@ -245,6 +245,7 @@ export class DnsDiscovery {
         role: config.role,
         engine: config.engine,
       };
+      if (config.bootstrapPort !== undefined) instance.bootstrapPort = config.bootstrapPort;
       byId.set(instance.id, instance);
     }
     return [...byId.values()].sort((a, b) => a.id.localeCompare(b.id));
@@ -282,7 +283,9 @@ export class DnsDiscovery {
 }
 
 function signatureOf(instances: readonly InstanceConfig[]): string {
-  return instances.map((i) => `${i.id}\t${i.url}\t${i.kvHost}\t${i.role}\t${i.engine}`).sort()
+  return instances.map((i) =>
+    `${i.id}\t${i.url}\t${i.kvHost}\t${i.role}\t${i.engine}\t${i.bootstrapPort ?? ""}`
+  ).sort()
     .join("\n");
 }
 

@@ -42,6 +42,7 @@ export interface InstanceStatus {
   kvHost?: string;
   role: string;
   engine: string;
+  bootstrapPort?: number;
   origin: InstanceOrigin;
   healthy: boolean;
   breaker: BreakerState;
@@ -366,6 +367,7 @@ export class ModelCluster {
         kvHost: entry.config.kvHost,
         role: entry.config.role,
         engine: entry.config.engine,
+        bootstrapPort: entry.config.bootstrapPort,
         origin: entry.origin,
         healthy: this.isHealthy(entry),
         breaker: entry.breaker.state,
@@ -408,5 +410,6 @@ function probeTarget(entry: InstanceEntry): ProbeTarget {
 }
 
 function sameInstance(a: InstanceConfig, b: InstanceConfig): boolean {
-  return a.url === b.url && a.kvHost === b.kvHost && a.role === b.role && a.engine === b.engine;
+  return a.url === b.url && a.kvHost === b.kvHost && a.role === b.role &&
+    a.engine === b.engine && a.bootstrapPort === b.bootstrapPort;
 }

@@ -26,8 +26,24 @@ export interface DecisionEntry {
     excluded?: string;
   }[];
   predictedTtftS: number | null;
+  /** A disaggregated request: the pair, and the decode side's terms and judged batch. */
+  pd: {
+    protocol: string;
+    prefill: string | null;
+    decode: string | null;
+    judgedBatch: number | null;
+    predictedTbtS: number | null;
+    decodeCandidates: {
+      id: string;
+      score: number;
+      terms: Record<string, number>;
+      excluded?: string;
+    }[];
+  } | null;
   admitted: boolean;
-  attempts: { instance: string; status?: number; failure?: string }[];
+  /** Why a refused request was refused. */
+  rejection: string | null;
+  attempts: { instance: string; leg?: string; status?: number; failure?: string }[];
   status: number;
   outcome: string;
   ttftS: number | null;
@@ -81,9 +97,12 @@ export class DecisionLog implements RequestObserver {
       chosen: record.instanceId ?? null,
       candidates,
       predictedTtftS: plan.predictedTtftS ?? null,
+      pd: pdEntry(record),
       admitted: plan.admission.admit,
+      rejection: plan.admission.admit ? null : plan.admission.message,
       attempts: record.attempts.map((a) => ({
         instance: a.instanceId,
+        ...(a.leg ? { leg: a.leg } : {}),
         ...(a.status !== undefined ? { status: a.status } : {}),
         ...(a.failure ? { failure: a.failure } : {}),
       })),
@@ -100,4 +119,25 @@ export class DecisionLog implements RequestObserver {
   recent(limit = 50): DecisionEntry[] {
     return this.#entries.slice(-limit).reverse();
   }
+}
+
+function pdEntry(record: RequestRecord): DecisionEntry["pd"] {
+  const decode = record.plan?.decode;
+  if (!decode) return null;
+  const order = new Map(decode.decision.ranking.map((id, i) => [id, i]));
+  return {
+    protocol: decode.protocol,
+    prefill: record.prefillInstanceId ?? null,
+    decode: record.prefillInstanceId ? record.instanceId ?? null : null,
+    judgedBatch: decode.judgedBatch ?? null,
+    predictedTbtS: decode.predictedTbtS ?? null,
+    decodeCandidates: [...decode.decision.scores]
+      .sort((a, b) => (order.get(a.id) ?? 1e9) - (order.get(b.id) ?? 1e9))
+      .map((s) => ({
+        id: s.id,
+        score: s.score,
+        terms: { ...s.terms },
+        ...(s.excluded ? { excluded: s.excluded } : {}),
+      })),
+  };
 }

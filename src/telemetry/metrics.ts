@@ -65,6 +65,7 @@ export class GatewayMetrics {
   readonly predictedHitTokens;
   readonly engineCachedTokens;
   readonly engineReportedPromptTokens;
+  readonly pdLegs;
   readonly hitMismatchTokens;
   readonly retries;
   readonly rejections;
@@ -137,6 +138,13 @@ export class GatewayMetrics {
       help: "Prompt tokens of the requests whose engine reported cached tokens: the engine hit " +
         "ratio is tidegate_engine_cached_tokens_total over this.",
       labelNames: base,
+      registers,
+    });
+    this.pdLegs = new client.Counter({
+      name: "tidegate_pd_legs_total",
+      help: "Upstream attempts of disaggregated requests by leg (prefill, decode) and result " +
+        "(ok, or the failure that made the router retry).",
+      labelNames: ["model", "instance", "role", "result"],
       registers,
     });
     this.hitMismatchTokens = new client.Counter({

@@ -34,6 +34,14 @@ function countRequest(metrics: GatewayMetrics, record: RequestRecord, labels: La
     status: String(record.status),
   });
   for (const attempt of record.attempts) {
+    if (attempt.leg) {
+      metrics.pdLegs.inc({
+        model: labels.model,
+        instance: attempt.instanceId,
+        role: attempt.leg,
+        result: attempt.failure ?? (attempt.status === undefined ? "cancelled" : "ok"),
+      });
+    }
     if (!attempt.failure) continue;
     metrics.retries.inc({
       model: labels.model,

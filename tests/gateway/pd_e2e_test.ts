@@ -12,6 +12,7 @@ import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_
 import type { PdProtocol } from "../fakes/pd_protocol.ts";
 import { PdRegistry } from "../fakes/pd_registry.ts";
 import { eventually, range } from "./harness.ts";
+import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 
 const MODEL = "pd-model";
 const CHUNK = 16;
@@ -232,5 +233,63 @@ Deno.test("early rejection answers 429 before any prefill request is sent", asyn
     assertEquals(leasesOut(t), 0);
   } finally {
     await t.close();
+  }
+});
+
+Deno.test("each leg is counted by role in /metrics and every decision names its pair and both sides' terms", async () => {
+  const t = await startPdCluster("sglang");
+  try {
+    const response = await send(t.url, { prompt: range(1, 64), stream: true });
+    await response.text();
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    const legs = parsePrometheusText(metrics).samples
+      .filter((s) => s.name === "tidegate_pd_legs_total" && s.value > 0)
+      .map((s) => [s.labels.role, s.labels.instance, s.labels.result, s.value]);
+    assertEquals(legs.sort(), [
+      ["decode", response.headers.get("x-tidegate-decode-instance"), "ok", 1],
+      ["prefill", response.headers.get("x-tidegate-prefill-instance"), "ok", 1],
+    ]);
+    const [decision] = t.router.decisions.recent(1);
+    assertEquals(decision.pd?.protocol, "sglang");
+    assertEquals(decision.pd?.prefill, response.headers.get("x-tidegate-prefill-instance"));
+    assertEquals(decision.pd?.decode, response.headers.get("x-tidegate-decode-instance"));
+    assertEquals(decision.pd?.decodeCandidates.map((c) => c.id).sort(), ["d0", "d1"]);
+    assert(decision.pd!.decodeCandidates.every((c) => c.terms.predictedTbtS > 0));
+    assertEquals(decision.candidates.map((c) => c.id).sort(), ["p0", "p1"], "the prefill side");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("the admin API refuses a prefill instance for a model that serves whole requests", async () => {
+  const engine = startFakeEngine({ id: "e0", model: "whole", timeScale: 0.001 });
+  const router = await createRouter(
+    resolveConfig({
+      models: [{
+        name: "whole",
+        tokenizer: { mode: "none" },
+        kv: { store: "none" },
+        instances: [{ id: "e0", url: engine.url }],
+      }],
+    }),
+    { background: false, log: () => {} },
+  );
+  try {
+    const response = await router.fetch(
+      new Request("http://router/admin/instances", {
+        method: "POST",
+        body: JSON.stringify({
+          model: "whole",
+          instance: { id: "p9", url: "http://127.0.0.1:9", role: "prefill" },
+        }),
+      }),
+    );
+    assertEquals(response.status, 400);
+    const { error } = await response.json();
+    assertEquals(error.param, "instance.role");
+    assertEquals(router.gateway.runtime("whole")!.cluster.get("p9"), undefined);
+  } finally {
+    await router.close();
+    await engine.close();
   }
 });
