@@ -3,12 +3,15 @@ import { resolveConfig } from "../src/config/load.ts";
 import { policyProblems } from "../src/scheduling/named_policy.ts";
 import { createRouter, type Router } from "../routes/app.ts";
 import { type DemoCluster, startDemoCluster } from "../tests/fakes/demo_cluster.ts";
+import type { PdProtocol } from "../src/contracts.ts";
 import { waitForShutdown } from "./start.ts";
 
 const USAGE = `Usage: deno task demo [--port N] [--engines N] [--policy NAME] [--exit]
+                      [--pd [--protocol vllm-nixl|vllm-mooncake|sglang]]
 
 Starts an embedded cluster (simulated vLLM engines + a Mooncake master), the router in front of
-it, sends a burst of shared-prefix chat traffic, prints a summary, then keeps serving.`;
+it, sends a burst of shared-prefix chat traffic, prints a summary, then keeps serving. With --pd
+the cluster is disaggregated: 2 prefill + 2 decode engines speaking the protocol.`;
 
 const WORDS = (
   "the a model cache token prefix engine store router request batch chunk layer kernel " +
@@ -49,7 +52,10 @@ export function demoChat(model: string, doc: number, question: string): Record<s
 
 export interface DemoResult {
   doc: number;
+  /** The instance holding the document's KV: the prefill instance of a disaggregated request. */
   instance: string;
+  /** A disaggregated request's decode instance. */
+  decode?: string;
   promptTokens: number;
   hitTokens: number;
   ttftMs: number;
@@ -73,7 +79,9 @@ async function send(url: string, body: Record<string, unknown>, doc: number): Pr
   }
   return {
     doc,
-    instance: response.headers.get("x-tidegate-instance") ?? "-",
+    instance: response.headers.get("x-tidegate-prefill-instance") ??
+      response.headers.get("x-tidegate-instance") ?? "-",
+    decode: response.headers.get("x-tidegate-decode-instance") ?? undefined,
     promptTokens: Number(response.headers.get("x-tidegate-prompt-tokens") ?? 0),
     hitTokens: Number(response.headers.get("x-tidegate-hit-tokens") ?? 0),
     ttftMs,
@@ -122,7 +130,7 @@ export function summarize(results: DemoResult[], cluster: DemoCluster): string {
     "| instance | requests | documents | prompt tokens | predicted hit tokens | mean TTFT (ms) |",
   );
   lines.push("|---|---:|---|---:|---:|---:|");
-  for (const { id } of cluster.engines) {
+  for (const { id } of cluster.engines.filter((e) => e.role !== "decode")) {
     const mine = results.filter((r) => r.instance === id);
     const docs = [...new Set(mine.map((r) => r.doc))].sort().map((d) => `doc${d}`).join(" ") || "-";
     const mean = mine.length ? mine.reduce((s, r) => s + r.ttftMs, 0) / mine.length : 0;
@@ -132,6 +140,7 @@ export function summarize(results: DemoResult[], cluster: DemoCluster): string {
       } | ${mine.length ? mean.toFixed(1) : "-"} |`,
     );
   }
+  if (results.some((r) => r.decode)) lines.push("", ...pairsTable(results));
   const cold = results.slice(0, home.size);
   const meanOf = (rs: DemoResult[]) =>
     rs.reduce((s, r) => s + r.ttftMs, 0) / Math.max(1, rs.length);
@@ -147,6 +156,22 @@ export function summarize(results: DemoResult[], cluster: DemoCluster): string {
       } ms.`,
   );
   return lines.join("\n");
+}
+
+/** Disaggregated requests per (prefill, decode) pair. */
+function pairsTable(results: DemoResult[]): string[] {
+  const pairs = new Map<string, DemoResult[]>();
+  for (const r of results) {
+    const key = `${r.instance} → ${r.decode ?? "-"}`;
+    pairs.set(key, [...pairs.get(key) ?? [], r]);
+  }
+  return [
+    "| pair (prefill → decode) | requests | predicted hit tokens |",
+    "|---|---:|---:|",
+    ...[...pairs].sort().map(([pair, rs]) =>
+      `| ${pair} | ${rs.length} | ${sum(rs, "hitTokens")} |`
+    ),
+  ];
 }
 
 function sum(results: DemoResult[], field: "promptTokens" | "hitTokens"): number {
@@ -168,7 +193,11 @@ interface DemoOptions {
   engines: number;
   policy: string;
   exit: boolean;
+  /** Disaggregated: 2 prefill + 2 decode engines speaking this protocol. */
+  pd?: PdProtocol;
 }
+
+const PD_PROTOCOLS: readonly PdProtocol[] = ["vllm-nixl", "vllm-mooncake", "sglang"];
 
 /** The demo's flags, every one checked before anything starts; a number is the exit code. */
 function parseDemoArgs(args: string[]): DemoOptions | number {
@@ -177,6 +206,8 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     engines: { type: "string", default: "4" },
     policy: { type: "string", default: "cache_aware" },
     exit: { type: "boolean", default: false },
+    pd: { type: "boolean", default: false },
+    protocol: { type: "string", default: "vllm-nixl" },
   }, USAGE);
   if (parsed.exit !== undefined) return parsed.exit;
   const { values } = parsed;
@@ -195,7 +226,18 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     console.error(`--policy: ${problem.replace(/^models\[0\]\.policy: /, "")}`);
     return 2;
   }
-  return { port: port ?? 8080, engines, policy: values.policy, exit: values.exit };
+  const protocol = values.protocol as PdProtocol;
+  if (!PD_PROTOCOLS.includes(protocol)) {
+    console.error(`--protocol must be one of ${PD_PROTOCOLS.join(", ")}`);
+    return 2;
+  }
+  return {
+    port: port ?? 8080,
+    engines,
+    policy: values.policy,
+    exit: values.exit,
+    pd: values.pd ? protocol : undefined,
+  };
 }
 
 /** `demo`: the embedded cluster, a burst, a summary, then serve until Ctrl-C. */
@@ -203,7 +245,10 @@ export async function runDemo(args: string[]): Promise<number> {
   const options = parseDemoArgs(args);
   if (typeof options === "number") return options;
   console.log("Starting the embedded cluster (simulated vLLM engines + Mooncake master)...");
-  const cluster = await startDemoCluster({ engines: options.engines });
+  const cluster = await startDemoCluster({
+    engines: options.engines,
+    pd: options.pd ? { protocol: options.pd, prefill: 2, decode: 2 } : undefined,
+  });
   let router: Router | undefined;
   let requestFile: string | undefined;
   try {
@@ -212,11 +257,13 @@ export async function runDemo(args: string[]): Promise<number> {
     const address = await serveOnPort(router, options.port);
     const url = `http://${address.hostname}:${address.port}`;
     for (const e of cluster.engines) {
-      console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost})`);
+      console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost}${e.role ? `, ${e.role}` : ""})`);
     }
     console.log(`  mooncake master: ${cluster.master.url}`);
     console.log(
-      `Router (${options.policy}) on ${url}. Sending a burst of shared-prefix chats...\n`,
+      `Router (${options.policy}${
+        options.pd ? `, disaggregated over ${options.pd}` : ""
+      }) on ${url}. Sending a burst of shared-prefix chats...\n`,
     );
     const results = await runDemoBurst(url, cluster.model);
     console.log(summarize(results, cluster));
@@ -232,6 +279,7 @@ export async function runDemo(args: string[]): Promise<number> {
 
 /** The curl line to try by hand; returns the request file it names (removed at exit). */
 async function printTryIt(url: string, model: string, results: DemoResult[]): Promise<string> {
+  const pd = results.some((r) => r.decode);
   const holder = results.find((r) => r.doc === 0)?.instance ?? "?";
   const requestFile = await Deno.makeTempFile({ prefix: "tidegate-demo-", suffix: ".json" });
   await Deno.writeTextFile(
@@ -243,7 +291,9 @@ Try it: this chat shares document 0's ~2.6k-token prefix, which ${holder} holds:
 
   curl -s -D - ${url}/v1/chat/completions -H 'content-type: application/json' -d @${requestFile}
 
-The x-tidegate-instance header should say ${holder}. Also: ${url}/metrics, ${url}/readyz.
+The ${pd ? "x-tidegate-prefill-instance" : "x-tidegate-instance"} header should say ${holder}${
+    pd ? " (x-tidegate-decode-instance names the decode side)" : ""
+  }. Also: ${url}/metrics, ${url}/readyz.
 Press Ctrl-C to stop.`);
   return requestFile;
 }

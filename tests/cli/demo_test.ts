@@ -88,3 +88,49 @@ Deno.test("demo --exit serves the burst, prints the summary and leaves no reques
   assert(named, "the curl line names its request file");
   assertEquals(await demoRequestFiles(), before, "the request file was removed at exit");
 });
+
+Deno.test("demo --pd: follow-ups go to the prefill instance holding their document, and the answer names the pair", async () => {
+  for (const protocol of ["vllm-nixl", "sglang"] as const) {
+    const cluster = await startDemoCluster({ pd: { protocol, prefill: 2, decode: 2 } });
+    const router = await createRouter(resolveConfig(cluster.routerConfig()), { log: () => {} });
+    const { port } = await router.serve({ port: 0 });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      const results = await runDemoBurst(url, cluster.model, 2, 2);
+      assert(results.every((r) => r.status === 200), JSON.stringify(results));
+      const home = new Map(results.slice(0, 2).map((r) => [r.doc, r.instance]));
+      for (const r of results) {
+        assert(r.instance.startsWith("prefill-"), r.instance);
+        assert(r.decode?.startsWith("decode-"), r.decode);
+      }
+      for (const r of results.slice(2)) assertEquals(r.instance, home.get(r.doc), protocol);
+      const response = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...demoChat(cluster.model, 0, "And chapter 3?"), stream: false }),
+      });
+      assertEquals(response.status, 200, protocol);
+      await response.json();
+      assertEquals(response.headers.get("x-tidegate-prefill-instance"), home.get(0));
+      assert(response.headers.get("x-tidegate-decode-instance")?.startsWith("decode-"));
+    } finally {
+      await router.close();
+      await cluster.close();
+    }
+  }
+});
+
+Deno.test("demo --pd --exit prints the pairs it used", async () => {
+  const { code, stdout, stderr } = await runDemoProcess(
+    "--pd",
+    "--protocol",
+    "vllm-mooncake",
+    "--exit",
+    "--port",
+    "0",
+  );
+  assertEquals(code, 0, stderr);
+  assert(stdout.includes("| pair (prefill → decode) |"), stdout);
+  assert(stdout.includes("24 requests (24 OK)"), stdout);
+  assert(stdout.includes("disaggregated over vllm-mooncake"), stdout);
+});
