@@ -219,7 +219,34 @@ class RequestSpans implements RequestTrace {
       if (score.excluded) attributes["tidegate.excluded"] = score.excluded;
       sched.span.addEvent("candidate", attributes, this.options.toEpoch(s.admissionStart));
     }
+    this.#decodeEvents(plan, sched.span);
     sched.end();
+  }
+
+  /** A disaggregated plan's decode side: the choice, and one event per decode candidate. */
+  #decodeEvents(plan: DispatchPlan, span: Span): void {
+    const decode = plan.decode;
+    if (!decode) return;
+    span.setAttribute("tidegate.pd.protocol", decode.protocol);
+    span.setAttribute("tidegate.pd.decode", decode.decision.ranking[0] ?? "");
+    if (decode.judgedBatch !== undefined) {
+      span.setAttribute("tidegate.pd.judged_batch", decode.judgedBatch);
+    }
+    for (const score of decode.decision.scores) {
+      const attributes: Attributes = {
+        "tidegate.instance": score.id,
+        "tidegate.score": score.score,
+      };
+      for (const [term, value] of Object.entries(score.terms)) {
+        attributes[`tidegate.term.${term}`] = value;
+      }
+      if (score.excluded) attributes["tidegate.excluded"] = score.excluded;
+      span.addEvent(
+        "decode candidate",
+        attributes,
+        this.options.toEpoch(plan.stages.admissionStart),
+      );
+    }
   }
 
   attempt(

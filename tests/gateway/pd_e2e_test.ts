@@ -5,7 +5,12 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter, type Router } from "../../routes/app.ts";
+import { createRouter, type Router, type RouterOptions } from "../../routes/app.ts";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { type FakeEngine, startFakeEngine } from "../fakes/fake_engine.ts";
 import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
@@ -32,6 +37,7 @@ interface PdCluster {
 async function startPdCluster(
   protocol: PdProtocol,
   model: Record<string, unknown> = {},
+  options: RouterOptions = {},
 ): Promise<PdCluster> {
   const registry = new PdRegistry();
   const master = await startFakeMooncakeMaster();
@@ -70,7 +76,7 @@ async function startPdCluster(
       ...model,
     }],
   });
-  const router = await createRouter(config, { background: false, log: () => {} });
+  const router = await createRouter(config, { background: false, log: () => {}, ...options });
   const { port } = await router.serve({ port: 0 });
   const scheme = createKeyScheme({
     hash: "sha256_cbor",
@@ -291,5 +297,32 @@ Deno.test("the admin API refuses a prefill instance for a model that serves whol
   } finally {
     await router.close();
     await engine.close();
+  }
+});
+
+Deno.test("one span per leg, under the request's span, and the decode side's candidates as events", async () => {
+  const exporter = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  });
+  const t = await startPdCluster("vllm-nixl", {}, { tracerProvider });
+  try {
+    const response = await send(t.url, { prompt: range(1, 64) });
+    await response.json();
+    const spans = exporter.getFinishedSpans();
+    const root = spans.find((s) => s.name === "POST /v1/completions")!;
+    const prefill = response.headers.get("x-tidegate-prefill-instance");
+    const decode = response.headers.get("x-tidegate-decode-instance");
+    for (const [name, leg] of [[`prefill ${prefill}`, "prefill"], [`decode ${decode}`, "decode"]]) {
+      const span = spans.find((s) => s.name === name);
+      assert(span, `${name} in ${spans.map((s) => s.name).join(", ")}`);
+      assertEquals(span.attributes["tidegate.leg"], leg);
+      assertEquals(span.parentSpanContext?.spanId, root.spanContext().spanId);
+    }
+    const schedule = spans.find((s) => s.name === "schedule")!;
+    assertEquals(schedule.attributes["tidegate.pd.decode"], decode);
+    assertEquals(schedule.events.filter((e) => e.name === "decode candidate").length, 2);
+  } finally {
+    await t.close();
   }
 });
