@@ -55,8 +55,16 @@ async function listeningUrl(stderr: ReadableStream<Uint8Array>): Promise<string>
   throw new Error(`router did not start:\n${buffer}`);
 }
 
-/** The router as its own process under OTEL_DENO=true, exporting to `receiverUrl`. */
-async function startTracedRouter(receiverUrl: string, engineUrl: string, dir: string) {
+/**
+ * The router as its own process under OTEL_DENO=true, exporting to `receiverUrl`; background
+ * probes and load polls every `intervalMs` (by default too rarely to add spans).
+ */
+async function startTracedRouter(
+  receiverUrl: string,
+  engineUrl: string,
+  dir: string,
+  intervalMs = 60_000,
+) {
   const config = `${dir}/router.json`;
   await Deno.writeTextFile(
     config,
@@ -65,8 +73,8 @@ async function startTracedRouter(receiverUrl: string, engineUrl: string, dir: st
         name: "m",
         tokenizer: { mode: "none" },
         kv: { store: "none" },
-        health: { intervalMs: 100 },
-        load: { pollIntervalMs: 100 },
+        health: { intervalMs },
+        load: { pollIntervalMs: intervalMs },
         instances: [{ id: "e0", url: engineUrl }],
       }],
     }),
@@ -170,7 +178,7 @@ Deno.test({
     const receiver = startReceiver();
     const engine = await startFakeEngine({ id: "e0", model: "m", timeScale: 0.001 });
     const dir = await Deno.makeTempDir();
-    const { child, url } = await startTracedRouter(receiver.url, engine.url, dir);
+    const { child, url } = await startTracedRouter(receiver.url, engine.url, dir, 100);
     try {
       // Background work started from inside a request (an admin probe) must not join it.
       const added = await fetch(`${url}/admin/instances`, {
@@ -213,42 +221,8 @@ Deno.test({
     const receiver = startReceiver();
     const engine = await startFakeEngine({ id: "e0", model: "m", timeScale: 0.001 });
     const dir = await Deno.makeTempDir();
-    const config = `${dir}/router.json`;
-    await Deno.writeTextFile(
-      config,
-      JSON.stringify({
-        models: [{
-          name: "m",
-          tokenizer: { mode: "none" },
-          kv: { store: "none" },
-          health: { intervalMs: 60_000 },
-          instances: [{ id: "e0", url: engine.url }],
-        }],
-      }),
-    );
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        new URL("../../mod.ts", import.meta.url).pathname,
-        "start",
-        "--config",
-        config,
-        "--port",
-        "0",
-      ],
-      env: {
-        OTEL_DENO: "true",
-        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-        OTEL_SERVICE_NAME: "tidegate-test",
-        NO_COLOR: "1",
-      },
-      stdout: "null",
-      stderr: "piped",
-    }).spawn();
+    const { child, url } = await startTracedRouter(receiver.url, engine.url, dir);
     try {
-      const url = await listeningUrl(child.stderr);
       const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
       const response = await fetch(`${url}/v1/completions`, {
         method: "POST",
