@@ -326,3 +326,22 @@ Deno.test("one span per leg, under the request's span, and the decode side's can
     await t.close();
   }
 });
+
+Deno.test("/readyz needs a healthy prefill and decode pair for a disaggregated model", async () => {
+  const t = await startPdCluster("vllm-nixl", {
+    health: { failuresToOpen: 1, intervalMs: 60_000 },
+  });
+  try {
+    const ready = async () => {
+      const response = await fetch(`${t.url}/readyz`);
+      const body = await response.json();
+      return [response.status, body.models[0].ready];
+    };
+    assertEquals(await ready(), [200, true]);
+    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    for (const id of ["d0", "d1"]) cluster.get(id)!.breaker.recordFailure("probe", "connect");
+    assertEquals(await ready(), [503, false], "prefill instances alone cannot serve");
+  } finally {
+    await t.close();
+  }
+});
