@@ -26,13 +26,14 @@ export interface DecodeLoadForecast {
 /**
  * Requests expected on the decode instance `atS` seconds from now: the running ones that will not
  * have finished (their remaining decode time taken as uniform over [0, meanDecodeS]) plus the
- * prefilling ones that will have joined.
+ * prefilling ones that will have joined and not yet finished (a joiner decodes for meanDecodeS).
  */
 export function forecastDecodeLoad(forecast: DecodeLoadForecast, atS: number): number {
   const leaving = forecast.meanDecodeS > 0
     ? Math.min(1, Math.max(0, atS) / forecast.meanDecodeS)
     : 1;
-  const joining = forecast.joiningInS.filter((s) => s <= atS).length;
+  const joining = forecast.joiningInS.filter((s) => s <= atS && atS - s < forecast.meanDecodeS)
+    .length;
   return Math.max(0, forecast.runningNow * (1 - leaving)) + joining;
 }
 

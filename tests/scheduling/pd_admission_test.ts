@@ -10,7 +10,12 @@ Deno.test("forecastDecodeLoad() adds the requests joining before then and remove
   const forecast = { runningNow: 40, joiningInS: [0.5, 1, 4], meanDecodeS: 8 };
   assertEquals(forecastDecodeLoad(forecast, 0), 0 + 40);
   assertEquals(forecastDecodeLoad(forecast, 2), 40 * (1 - 2 / 8) + 2);
-  assertEquals(forecastDecodeLoad(forecast, 16), 3, "every running request has left by then");
+  assertEquals(
+    forecastDecodeLoad(forecast, 9),
+    1,
+    "only the joiner at 4 s is still decoding at 9 s",
+  );
+  assertEquals(forecastDecodeLoad(forecast, 16), 0, "every request, running or joining, has left");
 });
 
 Deno.test("admitPd() early: a decode instance over its TBT SLO now refuses before any prefill", () => {
