@@ -22,7 +22,7 @@ export interface CdfSeries {
 /** TTFT CDF per policy on a log time axis, with the SLO as a dashed line. */
 export function ttftCdfSvg(
   series: readonly CdfSeries[],
-  options: { sloS?: number; title?: string } = {},
+  options: { sloS?: number; title?: string; xLabel?: string; yLabel?: string } = {},
 ): string {
   const plot = cdfPlot(series, options.sloS);
   const { m, width, height, plotW, plotH } = plot;
@@ -40,12 +40,12 @@ export function ttftCdfSvg(
   }
   series.forEach((s, k) => out.push(...cdfCurve(plot, s, k)));
   out.push(
-    `<text x="${m.left + plotW / 2}" y="${
-      height - 10
-    }" text-anchor="middle">TTFT (s, log scale)</text>`,
+    `<text x="${m.left + plotW / 2}" y="${height - 10}" text-anchor="middle">${
+      escapeXml(options.xLabel ?? "TTFT (s, log scale)")
+    }</text>`,
     `<text x="16" y="${m.top + plotH / 2}" text-anchor="middle" transform="rotate(-90 16 ${
       m.top + plotH / 2
-    })">fraction of requests</text>`,
+    })">${escapeXml(options.yLabel ?? "fraction of requests")}</text>`,
     "</svg>\n",
   );
   return out.join("\n");
@@ -190,6 +190,116 @@ export function instanceLoadSvg(
         `<polyline fill="none" stroke="hsl(${hue},65%,45%)" stroke-opacity="0.7" stroke-width="1" points="${points}"/>`,
       );
     });
+  });
+  out.push("</svg>\n");
+  return out.join("\n");
+}
+
+export interface PoolLoadPanel {
+  label: string;
+  periodS: number;
+  /** Prefill pool load per sample (1 = the queue takes the TTFT SLO). */
+  prefill: readonly number[];
+  /** Decode pool load per sample (1 = the batch's step takes the TBT SLO). */
+  decode: readonly number[];
+  /** Requests refused per sample. */
+  rejected: readonly number[];
+}
+
+/**
+ * The prefill and decode pools' load over time, one panel per run on a shared scale, with the
+ * SLO line at 1 and the refusals per sample as grey bars (their own scale): the Mooncake paper's
+ * Fig. 9-10 view of early rejection's load oscillation.
+ */
+export function poolLoadSvg(
+  allPanels: readonly PoolLoadPanel[],
+  options: { title?: string; fromS?: number; toS?: number } = {},
+): string {
+  // A time window: the samples in [fromS, toS], the axis labelled from fromS.
+  const startS = options.fromS ?? 0;
+  const panels = allPanels.map((panel) => {
+    const first = Math.max(0, Math.floor(startS / panel.periodS));
+    const last = options.toS === undefined ? undefined : Math.ceil(options.toS / panel.periodS) + 1;
+    return {
+      ...panel,
+      prefill: panel.prefill.slice(first, last),
+      decode: panel.decode.slice(first, last),
+      rejected: panel.rejected.slice(first, last),
+    };
+  });
+  const panelW = 820, panelH = 200, gap = 18, top = 64;
+  const m = { left: 56, right: 16, top: 22, bottom: 30 };
+  const width = panelW + 2 * gap;
+  const height = top + panels.length * (panelH + gap);
+  const yMax = Math.max(
+    1.5,
+    niceCeil(Math.max(0, ...panels.flatMap((p) => [...p.prefill, ...p.decode]))),
+  );
+  const colors = { prefill: "#d62728", decode: "#1f77b4" };
+  const out: string[] = [
+    svgOpen(
+      width,
+      height,
+      options.title ?? "Prefill and decode pool load over time (1 = at the SLO)",
+    ),
+    `<line x1="${gap + m.left}" y1="44" x2="${
+      gap + m.left + 24
+    }" y2="44" stroke="${colors.prefill}" stroke-width="3"/>`,
+    `<text x="${gap + m.left + 30}" y="48">prefill: queued prefill time / TTFT SLO</text>`,
+    `<line x1="${gap + m.left + 300}" y1="44" x2="${
+      gap + m.left + 324
+    }" y2="44" stroke="${colors.decode}" stroke-width="3"/>`,
+    `<text x="${
+      gap + m.left + 330
+    }" y="48">decode: batch step above its fixed cost / the TBT SLO's</text>`,
+    `<rect x="${gap + m.left + 680}" y="38" width="10" height="10" fill="#bbb"/>`,
+    `<text x="${gap + m.left + 696}" y="48">refusals</text>`,
+  ];
+  panels.forEach((panel, p) => {
+    const ox = gap, oy = top + p * (panelH + gap);
+    const plotW = panelW - m.left - m.right, plotH = panelH - m.top - m.bottom;
+    const samples = Math.max(1, panel.prefill.length, panel.decode.length);
+    const duration = samples * panel.periodS;
+    const x = (j: number) => ox + m.left + j / Math.max(1, samples - 1) * plotW;
+    const y = (v: number) => oy + m.top + (1 - Math.min(v, yMax) / yMax) * plotH;
+    out.push(
+      `<text x="${ox + m.left}" y="${oy + 14}" font-weight="bold">${escapeXml(panel.label)}</text>`,
+      frame(ox + m.left, oy + m.top, plotW, plotH),
+    );
+    const maxRejected = Math.max(1, ...panel.rejected);
+    const barW = Math.max(0.5, plotW / samples);
+    panel.rejected.forEach((count, j) => {
+      if (count <= 0) return;
+      const h = count / maxRejected * plotH * 0.5;
+      out.push(
+        `<rect x="${r(x(j) - barW / 2)}" y="${r(oy + m.top + plotH - h)}" width="${
+          r(barW)
+        }" height="${r(h)}" fill="#bbb" fill-opacity="0.6"/>`,
+      );
+    });
+    for (const v of [0, 1, yMax]) {
+      out.push(
+        `<text x="${ox + m.left - 6}" y="${r(y(v)) + 4}" text-anchor="end">${v}</text>`,
+      );
+    }
+    out.push(
+      `<line x1="${ox + m.left}" y1="${r(y(1))}" x2="${ox + m.left + plotW}" y2="${
+        r(y(1))
+      }" stroke="#555" stroke-dasharray="5,4"/>`,
+    );
+    for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+      out.push(
+        `<text x="${r(ox + m.left + f * plotW)}" y="${
+          oy + m.top + plotH + 16
+        }" text-anchor="middle">${Math.round(startS + f * duration)} s</text>`,
+      );
+    }
+    for (const key of ["prefill", "decode"] as const) {
+      const points = panel[key].map((v, j) => `${r(x(j))},${r(y(v))}`).join(" ");
+      out.push(
+        `<polyline fill="none" stroke="${colors[key]}" stroke-width="1.5" points="${points}"/>`,
+      );
+    }
   });
   out.push("</svg>\n");
   return out.join("\n");

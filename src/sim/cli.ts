@@ -6,7 +6,8 @@ import { instanceLoadSvg, ttftCdfSvg } from "./charts.ts";
 import { experimentReportText } from "../experiment/report.ts";
 import type { ExperimentConfig } from "../config/schema.ts";
 import { armPolicy, parseExperimentFile, simExperimentReport, splitTrace } from "./experiment.ts";
-import { resultsMarkdown } from "./report.ts";
+import { parsePdOptions, PD_USAGE, type PdCliOptions, runPd } from "./pd_cli.ts";
+import { describeModel, resultsMarkdown, rounded } from "./report.ts";
 import {
   type AdmissionMode,
   type KvPoolMode,
@@ -53,7 +54,7 @@ Usage: deno task sim --trace FILE [options]
                              and verdict (experiment.json in --out); runs instead of --policies
                              unless --policies is given too
   --help                     this text
-`;
+${PD_USAGE}`;
 
 interface CliOptions {
   trace: string;
@@ -64,6 +65,8 @@ interface CliOptions {
   experiment?: string;
   limit?: number;
   config: Omit<SimConfig, "loadThresholdTokens"> & { loadThresholdTokens?: number };
+  /** Prefill/decode mode (--prefill/--decode, --neutral): runs instead of the prefill-only one. */
+  pd?: PdCliOptions;
 }
 
 /** Runs the simulator CLI; returns the process exit code. */
@@ -73,6 +76,13 @@ export async function runSimCli(args: string[]): Promise<number> {
   const inputs = await readInputs(options);
   if (typeof inputs === "number") return inputs;
   const { trace, experiment } = inputs;
+  if (options.pd) {
+    return await runPd(trace, options.config, options.pd, {
+      out: options.out,
+      command: ["deno task sim", ...args].join(" "),
+      traceName: options.trace,
+    });
+  }
   const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
   const perTokenS = prefillTimeS(options.config.ttft.prefillModel, meanPrompt, 0) / meanPrompt;
   const config: SimConfig = {
@@ -273,6 +283,10 @@ function parseArgs(args: string[]): CliOptions | "help" {
   const problems: string[] = [];
   const known = new Set(USAGE.match(/--[a-z-]+/g)!.map((flag) => flag.slice(2)));
   for (const key of values.keys()) if (!known.has(key)) problems.push(`unknown option --${key}`);
+  // --tbt-slo is the P/D mode's name for --slo-tbt.
+  if (values.has("tbt-slo") && !values.has("slo-tbt")) {
+    values.set("slo-tbt", values.get("tbt-slo")!);
+  }
   const num = numberReader(values, problems);
   const trace = values.get("trace");
   if (trace === undefined) problems.push("--trace FILE is required");
@@ -293,7 +307,9 @@ function parseArgs(args: string[]): CliOptions | "help" {
   // With --experiment alone, only the experiment runs.
   const policies = values.get("policies") ??
     (experiment === undefined ? "random,least_load,cache_aware,mooncake_ttft" : "");
-  const runs = parseRuns(policies, admission, problems);
+  const pd = parsePdOptions(values, num, problems);
+  if (pd && experiment !== undefined) problems.push("--experiment does not combine with P/D mode");
+  const runs = pd ? [] : parseRuns(policies, admission, problems);
   const config = simConfigOf(values, num, { kvPool, prefillModel, refine: refine === "on" });
   if (problems.length > 0) throw new Error(`Cannot run the simulator:\n- ${problems.join("\n- ")}`);
   return {
@@ -304,6 +320,7 @@ function parseArgs(args: string[]): CliOptions | "help" {
     experiment,
     limit,
     config,
+    pd,
   };
 }
 
@@ -430,17 +447,6 @@ function simConfigOf(
       : num("load-filter-tokens", 0, positive, "a positive number"),
     timelinePoints: 200,
   };
-}
-
-function describeModel(model: PrefillModelCoefficients): string {
-  return `${model.linear}·n_new + ${model.quadratic}·n_new·(n_new + 2·n_cached) + ` +
-    `${model.cachedLinear ?? 0}·n_cached + ${model.constant ?? 0}`;
-}
-
-function rounded(_key: string, value: unknown): unknown {
-  return typeof value === "number" && !Number.isInteger(value)
-    ? Number(value.toPrecision(6))
-    : value;
 }
 
 if (import.meta.main) Deno.exit(await runSimCli(Deno.args));

@@ -51,6 +51,8 @@ export interface PrefillEngineOptions {
   slowdown: number;
   /** New tokens computed per iteration (chunked prefill budget). */
   chunkTokens: number;
+  /** Without chunking: an iteration computes one whole prompt, however long (default false). */
+  unchunked?: boolean;
   blockTokens: number;
   kvBytesPerToken: number;
   transferBytesPerS: number;
@@ -105,10 +107,14 @@ export class SimPrefillEngine {
     if (this.#busy || this.queued === 0) return undefined;
     const o = this.#options;
     const m = o.model;
-    let budget = o.chunkTokens;
+    let budget = o.unchunked ? Number.POSITIVE_INFINITY : o.chunkTokens;
     let costS = 0;
     this.#iteration = [];
-    for (let i = this.#head; i < this.#queue.length && budget > 0; i++) {
+    for (
+      let i = this.#head;
+      i < this.#queue.length && budget > 0 && !(o.unchunked && this.#iteration.length > 0);
+      i++
+    ) {
       const job = this.#queue[i];
       if (job.startS < 0) costS += this.#start(job, nowS);
       const n = Math.min(budget, job.newTokens - job.doneTokens);

@@ -1,3 +1,4 @@
+import type { PrefillModelCoefficients } from "../scheduling/types.ts";
 import type { PolicySummary } from "./summary.ts";
 
 /** The Markdown results table, with the settings and the command that produced it. */
@@ -34,4 +35,17 @@ export function resultsMarkdown(
 
 function f(value: number, digits: number): string {
   return Number.isFinite(value) ? value.toFixed(digits) : "n/a";
+}
+
+/** The prefill model as the settings list it. */
+export function describeModel(model: PrefillModelCoefficients): string {
+  return `${model.linear}·n_new + ${model.quadratic}·n_new·(n_new + 2·n_cached) + ` +
+    `${model.cachedLinear ?? 0}·n_cached + ${model.constant ?? 0}`;
+}
+
+/** JSON replacer: non-integers to six significant digits. */
+export function rounded(_key: string, value: unknown): unknown {
+  return typeof value === "number" && !Number.isInteger(value)
+    ? Number(value.toPrecision(6))
+    : value;
 }

@@ -1,6 +1,6 @@
 import { LoadAccount, type LoadLease } from "../cluster/load_account.ts";
-import { computePrefixHits, type KvPlacement } from "../kv/prefix.ts";
-import type { KeyLocation, PrefixHits } from "../kv/types.ts";
+import type { KvPlacement } from "../kv/prefix.ts";
+import type { PrefixHits } from "../kv/types.ts";
 import { type AdmissionVerdict, admit, admitByLoad } from "../scheduling/admission.ts";
 import { type DecodeModel, predictTbtS } from "../scheduling/decode_model.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
@@ -10,6 +10,7 @@ import type { Candidate, Decision, Policy, PrefillModelCoefficients } from "../s
 import { BlockCache } from "./block_cache.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
 import { EventQueue } from "./event_queue.ts";
+import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { newPrefillJob, type PrefillJob, SimPrefillEngine } from "./prefill_engine.ts";
 import { seededRandom } from "./rng.ts";
 import type { TraceRequest } from "./trace.ts";
@@ -200,11 +201,7 @@ class ClusterReplay {
 
   /** Blocks from the first one held by some instance (what a pool-reading engine can load). */
   #poolPrefix(blocks: readonly number[]): number {
-    let length = 0;
-    while (
-      length < blocks.length && this.#engines.some((e) => e.cache.has(blocks[length]))
-    ) length++;
-    return length;
+    return poolPrefixLength(this.#engines, blocks);
   }
 
   #startPrefill(engine: number): void {
@@ -268,27 +265,9 @@ class ClusterReplay {
     this.#startPrefill(k);
   }
 
-  /**
-   * The trace's hash ids are the store keys; each instance's KV host is its own name. Keys past
-   * the first absent block cannot extend any prefix: the lookup stops there.
-   */
+  /** The router's prefix lookup over the instances' caches (src/sim/lookup.ts). */
   #lookup(hashIds: readonly number[]): PrefixHits {
-    const chunkKeys: string[][] = [];
-    const locations = new Map<string, KeyLocation>();
-    for (const id of hashIds) {
-      const key = String(id);
-      chunkKeys.push([key]);
-      const memoryHosts: string[] = [];
-      for (const engine of this.#engines) if (engine.cache.has(id)) memoryHosts.push(engine.name);
-      locations.set(key, {
-        present: memoryHosts.length > 0,
-        memoryHosts,
-        localDiskHosts: [],
-        sharedDisk: false,
-      });
-      if (memoryHosts.length === 0) break;
-    }
-    return computePrefixHits(chunkKeys, locations, this.#placements);
+    return lookupPrefix(this.#engines, this.#placements, hashIds);
   }
 
   /** Candidates from the router's own load account, the lookup and the learned models. */
@@ -390,10 +369,20 @@ class ClusterReplay {
 }
 
 /** The prefill instances, with compute slowdowns drawn from the engine seed. */
-function prefillEngines(
+export function prefillEngines(
   names: readonly string[],
-  config: SimConfig,
+  config: Pick<
+    SimConfig,
+    | "seed"
+    | "cacheBlocks"
+    | "engineModel"
+    | "heterogeneity"
+    | "chunkTokens"
+    | "blockTokens"
+    | "ttft"
+  >,
   poolPrefix: (blocks: readonly number[]) => number,
+  options: { unchunked?: boolean } = {},
 ): SimPrefillEngine[] {
   const engineRandom = seededRandom(config.seed ^ 0x5eed);
   return names.map((name) =>
@@ -404,6 +393,7 @@ function prefillEngines(
       blockTokens: config.blockTokens,
       kvBytesPerToken: config.ttft.kvBytesPerToken,
       transferBytesPerS: config.ttft.transferBytesPerS,
+      ...(options.unchunked ? { unchunked: true } : {}),
     }, poolPrefix)
   );
 }

@@ -24,7 +24,20 @@ export interface PolicySummary {
   busyImbalance: number;
 }
 
-export function summarize(result: SimResult, sloTtftS: number): PolicySummary {
+/** The parts of a replay's result the summary reads (a P/D replay has them too). */
+export type SummaryInput = Pick<
+  SimResult,
+  | "ttftS"
+  | "promptTokens"
+  | "reusedTokens"
+  | "transferTokens"
+  | "predictedTtftS"
+  | "tpotS"
+  | "rejectedByReason"
+  | "busyS"
+>;
+
+export function summarize(result: SummaryInput, sloTtftS: number): PolicySummary {
   const ttfts: number[] = [];
   let prompt = 0, reused = 0, transfer = 0, withinSlo = 0, errorSum = 0, errors = 0;
   let tpotSum = 0, tpots = 0;

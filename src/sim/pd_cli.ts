@@ -1,0 +1,332 @@
+/** The simulator CLI's prefill/decode mode: flags, the runs, and the files it writes. */
+import { type DecodeModel, decodeStepS } from "../scheduling/decode_model.ts";
+import { DECODE_POLICY_NAMES, type DecodePolicyName } from "../scheduling/decode_policy.ts";
+import { isPolicyName, POLICY_NAMES } from "../scheduling/registry.ts";
+import { instanceLoadSvg, poolLoadSvg, ttftCdfSvg } from "./charts.ts";
+import {
+  PD_ADMISSIONS,
+  type PdAdmission,
+  type PdConfig,
+  type PdTopology,
+  simulatePd,
+} from "./pd_simulator.ts";
+import { pdResultsMarkdown } from "./pd_report.ts";
+import { type PdSummary, summarizePd, topologyLabel } from "./pd_summary.ts";
+import { describeModel, rounded } from "./report.ts";
+import type { SimConfig } from "./simulator.ts";
+import type { TraceRequest } from "./trace.ts";
+
+export const PD_USAGE = `
+Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --decode, and/or
+--neutral, every policy of --policies runs on each cluster with each --early-rejection mode:
+  --prefill N                prefill instances of the disaggregated cluster (with --decode)
+  --decode N                 decode instances of the disaggregated cluster (with --prefill)
+  --neutral N                N neutral instances (prefill and decode on each), as well
+  --neutral-chunk LIST       neutral variants: off (a prompt is prefilled whole while decoding
+                             waits) and chunked-prefill budgets in tokens (default off,8192)
+  --early-rejection LIST     off | baseline | early | predicted, comma-separated (default off);
+                             neutral clusters run off and baseline (TTFT only) of the list
+  --tbt-slo S                the same as --slo-tbt
+  --decode-model b,r[,k]     decode step s = b + r·batch + k·KV tokens of the batch
+                             (default 0.03,0.0005,4e-8)
+  --decode-max-batch N       requests a decode instance batches, later ones wait (default: the
+                             largest batch the model keeps within the TBT SLO at the trace's
+                             mean context)
+  --decode-kv-tokens N       KV capacity of a decode instance in tokens (default 1500000)
+  --pd-transfer-gbps X       prefill → decode KV bandwidth in GB/s (default: --transfer-gbps)
+  --decode-policy NAME       ${DECODE_POLICY_NAMES.join(" | ")} (default least_running)
+  --mean-decode-s S          the router's first guess of a decode's duration (default 10)
+`;
+
+export interface PdCliOptions {
+  topologies: PdTopology[];
+  policies: string[];
+  admissions: PdAdmission[];
+  decodeModel: DecodeModel;
+  decodeMaxBatch?: number;
+  decodeKvCapacityTokens: number;
+  pdTransferGbps?: number;
+  decodePolicy: DecodePolicyName;
+  meanDecodeS: number;
+}
+
+type NumberReader = (
+  key: string,
+  fallback: number,
+  check: (v: number) => boolean,
+  what: string,
+) => number;
+
+const count = (v: number) => Number.isInteger(v) && v >= 1;
+const positive = (v: number) => v > 0;
+
+/** The P/D options, or undefined when neither --prefill/--decode nor --neutral is given. */
+export function parsePdOptions(
+  values: ReadonlyMap<string, string>,
+  num: NumberReader,
+  problems: string[],
+): PdCliOptions | undefined {
+  const has = (key: string) => values.has(key);
+  if (!has("prefill") && !has("decode") && !has("neutral")) return undefined;
+  const topologies: PdTopology[] = [];
+  if (has("prefill") || has("decode")) {
+    if (!has("prefill") || !has("decode")) {
+      problems.push("--prefill and --decode go together");
+    } else {
+      topologies.push({
+        kind: "pd",
+        prefill: num("prefill", 8, count, "a positive integer"),
+        decode: num("decode", 8, count, "a positive integer"),
+      });
+    }
+  }
+  if (has("neutral")) {
+    const instances = num("neutral", 16, count, "a positive integer");
+    for (const variant of (values.get("neutral-chunk") ?? "off,8192").split(",")) {
+      const v = variant.trim();
+      if (v === "off") topologies.push({ kind: "neutral", instances, chunked: false });
+      else if (count(Number(v))) {
+        topologies.push({ kind: "neutral", instances, chunked: true, chunkTokens: Number(v) });
+      } else problems.push(`--neutral-chunk: "${v}" is neither off nor a positive integer`);
+    }
+  }
+  const policies: string[] = [];
+  for (
+    const name of (values.get("policies") ?? "random,least_load,cache_aware,mooncake_ttft").split(
+      ",",
+    )
+  ) {
+    const policy = name.trim();
+    if (isPolicyName(policy)) policies.push(policy);
+    else {
+      problems.push(
+        `unknown policy "${policy}" in P/D mode (valid: ${POLICY_NAMES.join(", ")}; ` +
+          `admission comes from --early-rejection)`,
+      );
+    }
+  }
+  const admissions: PdAdmission[] = [];
+  for (const mode of (values.get("early-rejection") ?? "off").split(",")) {
+    const m = mode.trim() as PdAdmission;
+    if (PD_ADMISSIONS.includes(m)) admissions.push(m);
+    else {problems.push(
+        `--early-rejection: "${mode}" is not one of ${PD_ADMISSIONS.join(", ")}`,
+      );}
+  }
+  const decodePolicy = (values.get("decode-policy") ?? "least_running") as DecodePolicyName;
+  if (!DECODE_POLICY_NAMES.includes(decodePolicy)) {
+    problems.push(`--decode-policy must be one of ${DECODE_POLICY_NAMES.join(", ")}`);
+  }
+  const maxBatchRaw = values.get("decode-max-batch");
+  const transferRaw = values.get("pd-transfer-gbps");
+  return {
+    topologies,
+    policies,
+    admissions,
+    decodeModel: parseDecodeModel(values.get("decode-model"), problems),
+    decodeMaxBatch: maxBatchRaw === undefined
+      ? undefined
+      : num("decode-max-batch", 1, count, "a positive integer"),
+    decodeKvCapacityTokens: num("decode-kv-tokens", 1_500_000, positive, "a positive number"),
+    pdTransferGbps: transferRaw === undefined
+      ? undefined
+      : num("pd-transfer-gbps", 85, positive, "a positive number"),
+    decodePolicy,
+    meanDecodeS: num("mean-decode-s", 10, positive, "a positive number"),
+  };
+}
+
+function parseDecodeModel(raw: string | undefined, problems: string[]): DecodeModel {
+  const fallback = { baseS: 0.03, perRequestS: 0.0005, perKvTokenS: 4e-8 };
+  if (raw === undefined) return fallback;
+  const parts = raw.split(",").map(Number);
+  if (parts.length < 2 || parts.length > 3 || parts.some((v) => !(Number.isFinite(v) && v >= 0))) {
+    problems.push(`--decode-model must be b,r[,k] with non-negative numbers (got "${raw}")`);
+    return fallback;
+  }
+  return { baseS: parts[0], perRequestS: parts[1], perKvTokenS: parts[2] ?? 0 };
+}
+
+/** The largest batch whose step (at `kvTokensPerRequest` each) stays within the SLO; at least 1. */
+export function maxBatchWithin(model: DecodeModel, sloS: number): number {
+  let n = 1;
+  while (n < 100_000 && decodeStepS(model, n + 1) <= sloS) n++;
+  return n;
+}
+
+/** The P/D runs' config from the shared simulator config and the P/D options. */
+export function pdConfigOf(
+  trace: readonly TraceRequest[],
+  config: Omit<SimConfig, "loadThresholdTokens">,
+  pd: PdCliOptions,
+): PdConfig {
+  const meanContext = trace.reduce((sum, r) => sum + r.inputLength + r.outputLength / 2, 0) /
+    Math.max(1, trace.length);
+  const routerDecodeModel = { ...pd.decodeModel, kvTokensPerRequest: Math.round(meanContext) };
+  return {
+    cacheBlocks: config.cacheBlocks,
+    chunkTokens: config.chunkTokens,
+    blockTokens: config.blockTokens,
+    speed: config.speed,
+    seed: config.seed,
+    sloTtftS: config.sloTtftS,
+    sloTbtS: config.sloTbtS,
+    kvPool: config.kvPool,
+    ttft: config.ttft,
+    engineModel: config.engineModel,
+    heterogeneity: config.heterogeneity,
+    refine: config.refine,
+    loadFilterTokens: config.loadFilterTokens,
+    timelinePoints: 1000,
+    engineDecodeModel: pd.decodeModel,
+    routerDecodeModel,
+    decodePolicy: pd.decodePolicy,
+    decodeMaxBatch: pd.decodeMaxBatch ?? maxBatchWithin(routerDecodeModel, config.sloTbtS),
+    decodeKvCapacityTokens: pd.decodeKvCapacityTokens,
+    pdTransferBytesPerS: (pd.pdTransferGbps ?? config.ttft.transferBytesPerS / 1e9) * 1e9,
+    meanDecodeS: pd.meanDecodeS,
+  };
+}
+
+/** Every (topology, policy, mode) the options ask for; neutral clusters skip the P/D modes. */
+export function pdRuns(
+  pd: PdCliOptions,
+): { label: string; policy: string; topology: PdTopology; admission: PdAdmission }[] {
+  const runs = [];
+  for (const topology of pd.topologies) {
+    const modes = topology.kind === "pd"
+      ? pd.admissions
+      : pd.admissions.filter((m) => m === "off" || m === "baseline");
+    for (const policy of pd.policies) {
+      for (const admission of modes.length ? modes : ["off" as const]) {
+        const label = `${topologyLabel(topology)} ${policy}${
+          admission === "off" ? "" : ` ${admission}`
+        }`;
+        runs.push({ label, policy, topology, admission });
+      }
+    }
+  }
+  return runs;
+}
+
+/** Runs the P/D mode and writes results.json, results.md and the charts to `out`. */
+export async function runPd(
+  trace: readonly TraceRequest[],
+  config: Omit<SimConfig, "loadThresholdTokens">,
+  pd: PdCliOptions,
+  context: { out: string; command: string; traceName: string },
+): Promise<number> {
+  const pdConfig = pdConfigOf(trace, config, pd);
+  const summaries: Record<string, PdSummary> = {};
+  const results = [];
+  for (const run of pdRuns(pd)) {
+    const started = performance.now();
+    const result = simulatePd(trace, pdConfig, run);
+    const s = summarizePd(result, pdConfig.sloTtftS, pdConfig.sloTbtS);
+    summaries[run.label] = s;
+    results.push(result);
+    console.log(
+      `${run.label.padEnd(36)} mean ${s.meanTtftS.toFixed(2)} s  p90 ${s.p90TtftS.toFixed(2)} s  ` +
+        `slo ${(s.sloAttainment * 100).toFixed(1)}%  rejected ${s.rejected} ` +
+        `(${s.rejectedAfterPrefill} after prefill)  hit ${s.hitRatio.toFixed(3)}  ` +
+        `TBT p99 ${s.tbtP99S.toFixed(3)} s  (${
+          ((performance.now() - started) / 1000).toFixed(1)
+        } s)`,
+    );
+  }
+  const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
+  const settings: Record<string, string | number | boolean> = {
+    trace: `${context.traceName} (${trace.length} requests, mean prompt ${
+      Math.round(meanPrompt)
+    } tokens)`,
+    clusters: pd.topologies.map(topologyLabel).join(", "),
+    speed: pdConfig.speed,
+    seed: pdConfig.seed,
+    "TTFT SLO (s)": pdConfig.sloTtftS,
+    "TBT SLO (s)": pdConfig.sloTbtS,
+    "KV pool": pdConfig.kvPool,
+    "cache per prefill instance (blocks)": pdConfig.cacheBlocks,
+    "chunk tokens (prefill instances)": pdConfig.chunkTokens,
+    "prefill model (s, n in k tokens)": describeModel(pdConfig.engineModel),
+    "decode step (s)":
+      `${pdConfig.engineDecodeModel.baseS} + ${pdConfig.engineDecodeModel.perRequestS}·batch + ${
+        pdConfig.engineDecodeModel.perKvTokenS ?? 0
+      }·KV tokens`,
+    "router's KV tokens per decoding request": pdConfig.routerDecodeModel.kvTokensPerRequest ?? 0,
+    "decode max batch": pdConfig.decodeMaxBatch ?? "none",
+    "decode KV capacity (tokens)": pdConfig.decodeKvCapacityTokens,
+    "decode policy": pdConfig.decodePolicy,
+    "prefill → decode transfer (GB/s)": pdConfig.pdTransferBytesPerS / 1e9,
+    "pool transfer (GB/s)": pdConfig.ttft.transferBytesPerS / 1e9,
+    "router's first mean decode guess (s)": pdConfig.meanDecodeS,
+    "online refinement": pdConfig.refine,
+  };
+  await writePdResults(context.out, summaries, results, pdConfig, {
+    settings,
+    command: context.command,
+  });
+  console.log(
+    `Wrote ${context.out}/results.json, results.md, ttft_cdf.svg, tbt_cdf.svg, ` +
+      `instance_load.svg, pool_load.svg, pool_load_zoom.svg`,
+  );
+  return 0;
+}
+
+async function writePdResults(
+  out: string,
+  summaries: Record<string, PdSummary>,
+  results: ReturnType<typeof simulatePd>[],
+  config: PdConfig,
+  context: { settings: Record<string, string | number | boolean>; command: string },
+): Promise<void> {
+  await Deno.mkdir(out, { recursive: true });
+  const json = {
+    runs: summaries,
+    settings: context.settings,
+    command: context.command,
+    exampleDecisions: Object.fromEntries(results.map((r) => [r.label, r.exampleDecision])),
+  };
+  await Deno.writeTextFile(`${out}/results.json`, JSON.stringify(json, rounded, 2) + "\n");
+  await Deno.writeTextFile(
+    `${out}/results.md`,
+    pdResultsMarkdown(summaries, { command: context.command, settings: context.settings }),
+  );
+  await Deno.writeTextFile(
+    `${out}/ttft_cdf.svg`,
+    ttftCdfSvg(
+      results.map((r) => {
+        const values = Array.from(r.ttftS).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+        return { label: r.label, values, servedShare: values.length / r.ttftS.length };
+      }),
+      { sloS: config.sloTtftS, title: `TTFT CDF, speed ${config.speed}` },
+    ),
+  );
+  await Deno.writeTextFile(
+    `${out}/tbt_cdf.svg`,
+    ttftCdfSvg(
+      results.map((r) => ({ label: r.label, values: r.tbt.cdfValues(400) })),
+      {
+        sloS: config.sloTbtS,
+        title: `Time between tokens (every gap), speed ${config.speed}`,
+        xLabel: "time between tokens (s, log scale)",
+        yLabel: "fraction of inter-token gaps",
+      },
+    ),
+  );
+  await Deno.writeTextFile(
+    `${out}/instance_load.svg`,
+    instanceLoadSvg(results.map((r) => ({ label: r.label, ...r.timeline }))),
+  );
+  const panels = results.map((r) => ({ label: r.label, ...r.load }));
+  await Deno.writeTextFile(`${out}/pool_load.svg`, poolLoadSvg(panels));
+  // Five minutes from the middle of the run, where the oscillation can be told apart.
+  const middleS = (results[0]?.load.prefill.length ?? 0) * (results[0]?.load.periodS ?? 0) / 2;
+  await Deno.writeTextFile(
+    `${out}/pool_load_zoom.svg`,
+    poolLoadSvg(panels, {
+      fromS: Math.max(0, Math.round(middleS - 150)),
+      toS: Math.round(middleS + 150),
+      title: "Prefill and decode pool load, five minutes mid-run (1 = at the SLO)",
+    }),
+  );
+}

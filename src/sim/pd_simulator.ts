@@ -1,0 +1,641 @@
+/**
+ * Prefill/decode disaggregation in the simulator (the Mooncake paper's §6-§8 setting): N prefill
+ * and M decode instances, or N neutral ones that do both. The router part of each step is the
+ * production code: the prefix lookup, the load account, the policy (`createPolicy`), the decode
+ * choice (`selectDecode`), the admission (`admitPd`) and the decode outlook that feeds it
+ * (src/cluster/decode_outlook.ts). Only time, the engines and the baseline's decode-time judgment
+ * are the simulator's.
+ */
+import { LoadAccount, type LoadLease } from "../cluster/load_account.ts";
+import { DecodeOutlook } from "../cluster/decode_outlook.ts";
+import type { KvPlacement } from "../kv/prefix.ts";
+import type { AdmissionVerdict } from "../scheduling/admission.ts";
+import { type DecodeModel, decodeStepS } from "../scheduling/decode_model.ts";
+import {
+  type DecodeCandidate,
+  type DecodePolicyName,
+  selectDecode,
+} from "../scheduling/decode_policy.ts";
+import { admitPd, type EarlyRejection } from "../scheduling/pd_admission.ts";
+import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
+import { createPolicy } from "../scheduling/registry.ts";
+import { estimateQueueS, estimateTtft } from "../scheduling/ttft_estimate.ts";
+import type { Candidate, Decision, Policy } from "../scheduling/types.ts";
+import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
+import { EventQueue } from "./event_queue.ts";
+import { GapHistogram } from "./gap_histogram.ts";
+import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
+import { SimNeutralEngine } from "./neutral_engine.ts";
+import { newPrefillJob, type PrefillJob, type SimPrefillEngine } from "./prefill_engine.ts";
+import { seededRandom } from "./rng.ts";
+import { prefillEngines, type SimConfig } from "./simulator.ts";
+import type { TraceRequest } from "./trace.ts";
+
+/**
+ * When a request may be refused:
+ * - `off`: no admission (the decode instance is still chosen at arrival, as the router does; when
+ *   every decode instance's KV cache is full there is none to choose: `no_decode_instance`);
+ * - `baseline`: the TTFT SLO at arrival; the decode instance chosen then judges its side only once
+ *   the prefill is done, and a refusal wastes the prefill;
+ * - `early` / `predicted`: `admitPd` at arrival judges both sides (decode load now, or forecast to
+ *   the end of the prefill); an admitted request is decoded, waiting for a place in the batch when
+ *   the decode instance is full (`decodeMaxBatch`).
+ */
+export type PdAdmission = "off" | "baseline" | EarlyRejection;
+export const PD_ADMISSIONS: readonly PdAdmission[] = ["off", "baseline", "early", "predicted"];
+
+export type PdTopology =
+  | { kind: "pd"; prefill: number; decode: number }
+  | { kind: "neutral"; instances: number; chunked: boolean; chunkTokens?: number };
+
+export interface PdConfig extends
+  Pick<
+    SimConfig,
+    | "cacheBlocks"
+    | "chunkTokens"
+    | "blockTokens"
+    | "speed"
+    | "seed"
+    | "sloTtftS"
+    | "sloTbtS"
+    | "kvPool"
+    | "ttft"
+    | "engineModel"
+    | "heterogeneity"
+    | "refine"
+    | "loadFilterTokens"
+    | "timelinePoints"
+  > {
+  /** The engines' true decode step, KV term included. */
+  engineDecodeModel: DecodeModel;
+  /** The router's decode model (selectDecode, admitPd, the decode-time judgment). */
+  routerDecodeModel: DecodeModel;
+  decodePolicy: DecodePolicyName;
+  /** KV tokens one decode instance holds (its GPU memory less the weights). */
+  decodeKvCapacityTokens: number;
+  /** Bandwidth of the prefill → decode KV transfer, bytes per second. */
+  pdTransferBytesPerS: number;
+  /** The router's first guess of a decode's duration (its `meanDecodeS`, learned from then on). */
+  meanDecodeS: number;
+  /**
+   * Most requests a decode instance batches (`max_num_seqs`, sized to the TBT SLO); the rest wait
+   * (default: no limit). Neutral instances are not capped.
+   */
+  decodeMaxBatch?: number;
+}
+
+export interface PdRun {
+  label: string;
+  policy: string;
+  topology: PdTopology;
+  admission: PdAdmission;
+}
+
+export interface PdResult {
+  label: string;
+  policy: string;
+  admission: PdAdmission;
+  topology: PdTopology;
+  /** Prefill-side instances (prefill or neutral). */
+  instanceNames: string[];
+  decodeNames: string[];
+  /** Per request, in trace order; NaN where rejected (before or after the prefill). */
+  ttftS: Float64Array;
+  predictedTtftS: Float64Array;
+  /** (last token − first token) / (output − 1); NaN without decode tokens. */
+  tpotS: Float64Array;
+  promptTokens: Float64Array;
+  reusedTokens: Float64Array;
+  transferTokens: Float64Array;
+  /** Prefill-side instance, −1 when refused before the prefill. */
+  instance: Int32Array;
+  /** Decode instance (P/D), −1 when none. */
+  decodeInstance: Int32Array;
+  rejectedByReason: Record<string, number>;
+  /** Refusals after a completed prefill (the baseline's). */
+  rejectedAfterPrefill: number;
+  /** Prompt tokens computed for requests refused afterwards. */
+  wastedPrefillTokens: number;
+  /** Every inter-token gap of every served request. */
+  tbt: GapHistogram;
+  /** Waiting prefill tokens per prefill-side instance (the router's account), sampled. */
+  timeline: { periodS: number; waitingTokens: number[][] };
+  /**
+   * Pool loads relative to their SLO, sampled every `periodS`: prefill = mean queued prefill
+   * seconds (the router's model over its account) / TTFT SLO; decode = mean over the decode
+   * instances of (step time with their batch now − the fixed step cost) / (TBT SLO − that cost),
+   * 0 when idle, 1 at the SLO (the batch's requests waiting for a place count); rejected =
+   * refusals in the period.
+   */
+  load: { periodS: number; prefill: number[]; decode: number[]; rejected: number[] };
+  busyS: number[];
+  evictions: number;
+  exampleDecision?: Decision;
+  endS: number;
+}
+
+type PdEvent =
+  | { kind: "prefill"; engine: number }
+  | { kind: "decode"; engine: number }
+  | { kind: "neutral"; engine: number }
+  | { kind: "join"; engine: number; job: DecodeJob };
+
+/** Replays `trace` through one policy and admission mode on a P/D or neutral cluster. */
+export function simulatePd(
+  trace: readonly TraceRequest[],
+  config: PdConfig,
+  run: PdRun,
+): PdResult {
+  return new PdReplay(trace, config, run).replay();
+}
+
+interface DecodeSlot {
+  engine: number;
+  lease: LoadLease;
+  /** Withdraws the request from the outlook's joining ones (the router's `arrived`). */
+  arrived: () => void;
+}
+
+class PdReplay {
+  readonly #trace: readonly TraceRequest[];
+  readonly #config: PdConfig;
+  readonly #run: PdRun;
+  readonly #pd: boolean;
+  readonly #policy: Policy;
+  readonly #random: () => number;
+  readonly #account: LoadAccount;
+  readonly #outlook: DecodeOutlook;
+  readonly #names: string[];
+  readonly #indexOf: Map<string, number>;
+  /** Prefill-side engines (the neutral engines' prefill halves in the neutral topology). */
+  readonly #prefill: SimPrefillEngine[];
+  readonly #neutral: SimNeutralEngine[];
+  readonly #decodeNames: string[];
+  readonly #decodeIndexOf: Map<string, number>;
+  readonly #decoders: SimDecodeEngine[];
+  /** Requests in transfer to each decoder and their KV tokens. */
+  readonly #incoming: number[];
+  readonly #incomingKv: number[];
+  readonly #placements: KvPlacement[];
+  readonly #estimators: PrefillModelEstimator[];
+  readonly #result: PdResult;
+  readonly #arrivalS: number[];
+  readonly #prefillLeases: (LoadLease | undefined)[];
+  readonly #decodeSlots: (DecodeSlot | undefined)[];
+  readonly #firstTokenS: Float64Array;
+  readonly #events = new EventQueue<PdEvent>();
+  readonly #lastArrival: number;
+  readonly #periodS: number;
+  #nowS = 0;
+  #nextSampleS = 0;
+  #sequence = 0;
+  #rejectedInPeriod = 0;
+
+  constructor(trace: readonly TraceRequest[], config: PdConfig, run: PdRun) {
+    const n = trace.length;
+    const topology = run.topology;
+    this.#trace = trace;
+    this.#config = config;
+    this.#run = run;
+    this.#pd = topology.kind === "pd";
+    this.#policy = createPolicy(run.policy, {
+      ...config.ttft,
+      loadFilterTokens: config.loadFilterTokens,
+    });
+    this.#random = seededRandom(config.seed);
+    const nowMs = () => this.#nowS * 1000;
+    this.#account = new LoadAccount({ now: nowMs, expireAfterMs: Number.POSITIVE_INFINITY });
+    this.#outlook = new DecodeOutlook({ meanDecodeS: config.meanDecodeS, now: nowMs });
+    const tbt = new GapHistogram();
+    const onGap = (gapS: number) => tbt.add(gapS);
+    const named = (prefix: string, count: number) =>
+      Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(2, "0")}`);
+    const poolPrefix = (blocks: readonly number[]) => poolPrefixLength(this.#prefill, blocks);
+    if (topology.kind === "pd") {
+      this.#names = named("prefill", topology.prefill);
+      this.#prefill = prefillEngines(this.#names, config, poolPrefix);
+      this.#neutral = [];
+      this.#decodeNames = named("decode", topology.decode);
+      this.#decoders = this.#decodeNames.map((name) =>
+        new SimDecodeEngine(name, config.engineDecodeModel, {
+          onGap,
+          maxBatch: config.decodeMaxBatch,
+        })
+      );
+    } else {
+      this.#names = named("neutral", topology.instances);
+      this.#prefill = prefillEngines(
+        this.#names,
+        { ...config, chunkTokens: topology.chunkTokens ?? config.chunkTokens },
+        poolPrefix,
+        { unchunked: !topology.chunked },
+      );
+      this.#neutral = this.#prefill.map((engine) =>
+        new SimNeutralEngine(
+          engine,
+          // No batch cap: an aggregated engine batches every running request.
+          new SimDecodeEngine(engine.name, config.engineDecodeModel, { onGap }),
+          topology.chunked,
+        )
+      );
+      this.#decodeNames = [];
+      this.#decoders = [];
+    }
+    this.#indexOf = new Map(this.#names.map((name, i) => [name, i]));
+    this.#decodeIndexOf = new Map(this.#decodeNames.map((name, i) => [name, i]));
+    this.#incoming = this.#decoders.map(() => 0);
+    this.#incomingKv = this.#decoders.map(() => 0);
+    this.#placements = this.#names.map((name) => ({ id: name, kvHost: name }));
+    this.#estimators = this.#names.map(() => new PrefillModelEstimator(config.ttft.prefillModel));
+    this.#arrivalS = trace.map((r) => r.timestampMs / 1000 / config.speed);
+    this.#prefillLeases = new Array(n);
+    this.#decodeSlots = new Array(n);
+    this.#firstTokenS = new Float64Array(n).fill(NaN);
+    this.#lastArrival = n > 0 ? this.#arrivalS[n - 1] : 0;
+    this.#periodS = Math.max(this.#lastArrival / Math.max(1, config.timelinePoints), 1e-3);
+    this.#result = {
+      label: run.label,
+      policy: run.policy,
+      admission: run.admission,
+      topology,
+      instanceNames: this.#names,
+      decodeNames: this.#decodeNames,
+      ttftS: new Float64Array(n).fill(NaN),
+      predictedTtftS: new Float64Array(n).fill(NaN),
+      tpotS: new Float64Array(n).fill(NaN),
+      promptTokens: new Float64Array(n),
+      reusedTokens: new Float64Array(n),
+      transferTokens: new Float64Array(n),
+      instance: new Int32Array(n).fill(-1),
+      decodeInstance: new Int32Array(n).fill(-1),
+      rejectedByReason: {},
+      rejectedAfterPrefill: 0,
+      wastedPrefillTokens: 0,
+      tbt,
+      timeline: { periodS: this.#periodS, waitingTokens: this.#names.map(() => []) },
+      load: { periodS: this.#periodS, prefill: [], decode: [], rejected: [] },
+      busyS: [],
+      evictions: 0,
+      endS: 0,
+    };
+  }
+
+  replay(): PdResult {
+    const n = this.#trace.length;
+    const events = this.#events;
+    let next = 0;
+    while (next < n || events.size > 0) {
+      const eventS = events.peekTime();
+      const arriveS = next < n ? this.#arrivalS[next] : Number.POSITIVE_INFINITY;
+      this.#sample(Math.min(eventS, arriveS));
+      if (eventS <= arriveS) {
+        const event = events.pop()!;
+        this.#nowS = event.time;
+        this.#handle(event.value);
+      } else {
+        this.#nowS = arriveS;
+        this.#dispatch(next++);
+      }
+    }
+    const result = this.#result;
+    // Refusals after the last sample (at the last arrival) go to it.
+    const rejected = result.load.rejected;
+    if (rejected.length > 0) rejected[rejected.length - 1] += this.#rejectedInPeriod;
+    result.endS = this.#nowS;
+    result.busyS = this.#prefill.map((e) => e.busyS);
+    result.evictions = this.#prefill.reduce((sum, e) => sum + e.cache.evictions, 0);
+    return result;
+  }
+
+  #handle(event: PdEvent): void {
+    switch (event.kind) {
+      case "prefill": {
+        for (const job of this.#prefill[event.engine].finishIteration()) {
+          this.#finishPrefill(event.engine, job);
+        }
+        this.#startPrefill(event.engine);
+        return;
+      }
+      case "decode": {
+        for (const job of this.#decoders[event.engine].finishStep(this.#nowS)) this.#decoded(job);
+        this.#startDecode(event.engine);
+        return;
+      }
+      case "neutral": {
+        const { prefilled, decoded } = this.#neutral[event.engine].finish(this.#nowS);
+        for (const job of prefilled) this.#finishPrefill(event.engine, job);
+        for (const job of decoded) this.#decoded(job);
+        this.#startNeutral(event.engine);
+        return;
+      }
+      case "join": {
+        const d = event.engine;
+        this.#incoming[d]--;
+        this.#incomingKv[d] -= event.job.contextTokens ?? 0;
+        this.#decoders[d].add(event.job);
+        this.#startDecode(d);
+        return;
+      }
+    }
+  }
+
+  #startPrefill(engine: number): void {
+    if (!this.#pd) return this.#startNeutral(engine);
+    const duration = this.#prefill[engine].startIteration(this.#nowS);
+    if (duration !== undefined) {
+      this.#events.push(this.#nowS + duration, { kind: "prefill", engine });
+    }
+  }
+
+  #startDecode(engine: number): void {
+    const duration = this.#decoders[engine].startStep();
+    if (duration !== undefined) {
+      this.#events.push(this.#nowS + duration, { kind: "decode", engine });
+    }
+  }
+
+  #startNeutral(engine: number): void {
+    const duration = this.#neutral[engine].start(this.#nowS);
+    if (duration !== undefined) {
+      this.#events.push(this.#nowS + duration, { kind: "neutral", engine });
+    }
+  }
+
+  /** Request `i` arrives: lookup, prefill-side policy, decode choice, admission, queueing. */
+  #dispatch(i: number): void {
+    const config = this.#config;
+    const result = this.#result;
+    const request = this.#trace[i];
+    const prompt = request.inputLength;
+    result.promptTokens[i] = prompt;
+    const hits = lookupPrefix(this.#prefill, this.#placements, request.hashIds);
+    const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
+    const scheduleRequest = {
+      promptTokens: prompt,
+      poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
+    };
+    const candidates = this.#names.map((name, k): Candidate => {
+      const load = this.#account.load(name);
+      const candidate: Candidate = {
+        id: name,
+        healthy: true,
+        localPrefixTokens: tokens(hits.localChunks.get(name) ?? 0),
+        waitingPrefillTokens: load.prefillTokens,
+        waitingPrefillRequests: load.prefillRequests,
+        runningRequests: load.decodeRequests,
+      };
+      if (config.refine) candidate.prefillModel = this.#estimators[k].model();
+      return candidate;
+    });
+    const decision = this.#policy.select(scheduleRequest, candidates, {
+      random: this.#random,
+      sequence: this.#sequence++,
+    });
+    if (
+      result.exampleDecision === undefined && i >= this.#trace.length / 2 &&
+      scheduleRequest.poolPrefixTokens > 0 && candidates.some((c) => c.waitingPrefillTokens > 0)
+    ) result.exampleDecision = decision;
+    const chosenId = decision.ranking[0];
+    const k = this.#indexOf.get(chosenId)!;
+    const plannedTransfer = decision.scores.find((s) => s.id === chosenId)?.transferTokens ?? 0;
+    const usePool = config.kvPool === "always" ||
+      (config.kvPool === "planned" && plannedTransfer > 0);
+    const estimate = estimateTtft(scheduleRequest, candidates[k], config.ttft, {
+      allowTransfer: usePool,
+    });
+    const predicted = decision.predictedTtftS ?? estimate.totalS;
+    result.predictedTtftS[i] = predicted;
+
+    // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
+    const admission = this.#run.admission;
+    let decodeId: string | undefined;
+    if (this.#pd) {
+      decodeId = selectDecode(this.#decodeCandidates(), {
+        model: config.routerDecodeModel,
+        policy: config.decodePolicy,
+      }).ranking[0];
+      if (decodeId === undefined) return this.#reject("no_decode_instance");
+    }
+    const verdict = this.#admitAtArrival(predicted, chosenId, decodeId);
+    if (!verdict.admit) return this.#reject(verdict.reason);
+
+    this.#prefillLeases[i] = this.#account.lease(chosenId, prompt - estimate.reusedTokens);
+    if (decodeId !== undefined) this.#decodeSlots[i] = this.#takeDecodeSlot(decodeId, predicted);
+    result.instance[i] = k;
+    this.#prefill[k].enqueue(newPrefillJob(i, prompt, request.hashIds, usePool));
+    this.#startPrefill(k);
+  }
+
+  /** The router's decode candidates: its own leases as running requests, the engines' KV use. */
+  #decodeCandidates(): DecodeCandidate[] {
+    return this.#decodeNames.map((name, d) => ({
+      id: name,
+      healthy: true,
+      runningRequests: this.#account.load(name).decodeRequests,
+      kvUsage: (this.#decoders[d].kvTokens + this.#incomingKv[d]) /
+        this.#config.decodeKvCapacityTokens,
+    }));
+  }
+
+  #admitAtArrival(
+    predictedTtftS: number,
+    prefillId: string,
+    decodeId: string | undefined,
+  ): AdmissionVerdict {
+    const admission = this.#run.admission;
+    if (admission === "off") return { admit: true };
+    const config = this.#config;
+    const judgeDecode = admission !== "baseline" && decodeId !== undefined;
+    return admitPd({
+      predictedTtftS,
+      prefillInstanceId: prefillId,
+      decode: judgeDecode
+        ? {
+          instanceId: decodeId!,
+          forecast: this.#outlook.forecast(
+            decodeId!,
+            this.#account.load(decodeId!).decodeRequests,
+          ),
+        }
+        : undefined,
+    }, {
+      enabled: true,
+      // The baseline judges only the TTFT here (no decode input); its mode is then unused.
+      mode: admission === "predicted" ? "predicted" : "early",
+      ttftSloS: config.sloTtftS,
+      tbtSloS: config.sloTbtS,
+      decodeModel: config.routerDecodeModel,
+    }).verdict;
+  }
+
+  /** A decode lease on the instance (a request decoding there from now on) and its expected arrival. */
+  #takeDecodeSlot(decodeId: string, predictedTtftS: number): DecodeSlot {
+    const lease = this.#account.lease(decodeId, 0);
+    lease.firstToken();
+    const arrived = this.#outlook.expect(decodeId, (this.#nowS + predictedTtftS) * 1000);
+    return { engine: this.#decodeIndexOf.get(decodeId)!, lease, arrived };
+  }
+
+  #reject(reason: string): void {
+    const counts = this.#result.rejectedByReason;
+    counts[reason] = (counts[reason] ?? 0) + 1;
+    this.#rejectedInPeriod++;
+  }
+
+  /** First token: record it, teach the instance's model, then the decode leg. */
+  #finishPrefill(engine: number, job: PrefillJob): void {
+    const result = this.#result;
+    const i = job.requestIndex;
+    result.ttftS[i] = this.#nowS - this.#arrivalS[i];
+    this.#firstTokenS[i] = this.#nowS;
+    result.reusedTokens[i] = job.cachedTokens;
+    result.transferTokens[i] = job.transferTokens;
+    this.#estimators[engine].observe({
+      newTokens: job.newTokens,
+      cachedTokens: job.cachedTokens,
+      seconds: job.computeS,
+    });
+    const lease = this.#prefillLeases[i]!;
+    this.#prefillLeases[i] = undefined;
+    lease.firstToken();
+    const output = this.#trace[i].outputLength;
+    const prompt = this.#trace[i].inputLength;
+    if (!this.#pd) {
+      // Neutral: the request decodes where it was prefilled; the lease ends with it.
+      if (output <= 1) return lease.release();
+      this.#decodeSlots[i] = { engine, lease, arrived: () => {} };
+      this.#neutral[engine].decode.add(decodeJob(i, output, prompt, this.#nowS));
+      return;
+    }
+    lease.release(); // the prefill instance is done with it
+    if (this.#run.admission === "baseline") {
+      const refusal = this.#judgeAtDecode(i, prompt);
+      if (refusal !== undefined) {
+        result.ttftS[i] = NaN;
+        result.rejectedAfterPrefill++;
+        result.wastedPrefillTokens += job.newTokens;
+        return this.#reject(refusal);
+      }
+    }
+    const slot = this.#decodeSlots[i]!;
+    slot.arrived();
+    if (output <= 1) {
+      slot.lease.release();
+      this.#decodeSlots[i] = undefined;
+      return;
+    }
+    const d = slot.engine;
+    result.decodeInstance[i] = d;
+    this.#incoming[d]++;
+    this.#incomingKv[d] += prompt;
+    const transferS = prompt * this.#config.ttft.kvBytesPerToken / this.#config.pdTransferBytesPerS;
+    this.#events.push(this.#nowS + transferS, {
+      kind: "join",
+      engine: d,
+      job: decodeJob(i, output, prompt, this.#nowS),
+    });
+  }
+
+  /**
+   * The baseline's decode-time judgment: the decode instance chosen at arrival (the pair is
+   * chosen then, as the router does) refuses when this request would break the TBT SLO with its
+   * batch now (`admitPd` on the engine's running and in-transfer requests) or not fit in its KV
+   * memory. Returns the refusal's reason (and then frees the slot), or undefined.
+   */
+  #judgeAtDecode(i: number, prompt: number): string | undefined {
+    const config = this.#config;
+    const slot = this.#decodeSlots[i]!;
+    const d = slot.engine;
+    const engine = this.#decoders[d];
+    const { verdict } = admitPd({
+      decode: {
+        instanceId: engine.name,
+        forecast: {
+          runningNow: engine.runningRequests + this.#incoming[d],
+          joiningInS: [],
+          meanDecodeS: this.#outlook.meanDecodeS,
+        },
+      },
+    }, {
+      enabled: true,
+      mode: "early",
+      tbtSloS: config.sloTbtS,
+      decodeModel: config.routerDecodeModel,
+    });
+    let refusal: string | undefined;
+    if (!verdict.admit) refusal = `${verdict.reason}_after_prefill`;
+    else if (engine.kvTokens + this.#incomingKv[d] + prompt > config.decodeKvCapacityTokens) {
+      refusal = "decode_kv_full_after_prefill";
+    }
+    if (refusal === undefined) return undefined;
+    slot.arrived();
+    slot.lease.release();
+    this.#decodeSlots[i] = undefined;
+    return refusal;
+  }
+
+  #decoded(job: DecodeJob): void {
+    const i = job.requestIndex;
+    const first = this.#firstTokenS[i];
+    this.#result.tpotS[i] = (this.#nowS - first) / job.outputTokens;
+    const slot = this.#decodeSlots[i];
+    this.#decodeSlots[i] = undefined;
+    slot?.lease.release();
+    if (this.#pd) this.#outlook.observeDecode(this.#nowS - first);
+  }
+
+  /** Samples the loads at each period boundary up to `untilS`. */
+  #sample(untilS: number): void {
+    const config = this.#config;
+    while (this.#nextSampleS <= untilS && this.#nextSampleS <= this.#lastArrival) {
+      const saved = this.#nowS;
+      this.#nowS = this.#nextSampleS;
+      let queueS = 0;
+      this.#names.forEach((name, k) => {
+        const load = this.#account.load(name);
+        this.#result.timeline.waitingTokens[k].push(load.prefillTokens);
+        queueS += estimateQueueS(
+          {
+            id: name,
+            healthy: true,
+            localPrefixTokens: 0,
+            waitingPrefillTokens: load.prefillTokens,
+            waitingPrefillRequests: load.prefillRequests,
+            runningRequests: 0,
+          },
+          config.ttft.prefillModel,
+          config.ttft,
+        );
+      });
+      const decoders = this.#pd ? this.#decoders : this.#neutral.map((e) => e.decode);
+      // Batch occupancy: the step's part above the fixed cost over the SLO's (1 = at the SLO).
+      const base = config.engineDecodeModel.baseS;
+      const span = Math.max(1e-9, config.sloTbtS - base);
+      let occupancy = 0;
+      decoders.forEach((engine, d) => {
+        const extra = this.#pd ? this.#incoming[d] : 0;
+        const n = engine.runningRequests + extra;
+        const kv = engine.kvTokens + (this.#pd ? this.#incomingKv[d] : 0);
+        if (n > 0) occupancy += (decodeStepS(config.engineDecodeModel, n, kv) - base) / span;
+      });
+      const load = this.#result.load;
+      load.prefill.push(queueS / this.#names.length / config.sloTtftS);
+      load.decode.push(decoders.length ? occupancy / decoders.length : 0);
+      load.rejected.push(this.#rejectedInPeriod);
+      this.#rejectedInPeriod = 0;
+      this.#nowS = saved;
+      this.#nextSampleS += this.#periodS;
+    }
+  }
+}
+
+function decodeJob(i: number, output: number, prompt: number, firstTokenS: number): DecodeJob {
+  return {
+    requestIndex: i,
+    remainingTokens: output - 1,
+    outputTokens: output - 1,
+    joinS: firstTokenS,
+    contextTokens: prompt,
+    lastTokenS: firstTokenS,
+  };
+}

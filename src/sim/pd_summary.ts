@@ -1,0 +1,91 @@
+import type { PdAdmission, PdResult, PdTopology } from "./pd_simulator.ts";
+import { type PolicySummary, summarize } from "./summary.ts";
+
+/** One P/D or neutral run's numbers (the `results.json` schema of the P/D mode). */
+export interface PdSummary extends PolicySummary {
+  policy: string;
+  topology: string;
+  admission: PdAdmission;
+  /** Refused at arrival, and after a completed prefill (the baseline's decode-time refusals). */
+  rejectedBeforePrefill: number;
+  rejectedAfterPrefill: number;
+  /** Prompt tokens computed for requests refused afterwards. */
+  wastedPrefillTokens: number;
+  /** Inter-token gaps of all served requests (the first one includes the KV transfer). */
+  tbtP50S: number;
+  tbtP90S: number;
+  tbtP99S: number;
+  /** Share of inter-token gaps within the TBT SLO. */
+  tbtSloTokenShare: number;
+  /** Share of the requests decoded whose mean gap (TPOT) is within the TBT SLO. */
+  tbtSloRequestShare: number;
+  /**
+   * The pools' load over time (pd_simulator.ts `load`): mean, coefficient of variation, and the
+   * correlation of the two series (negative: anti-phase).
+   */
+  load: {
+    prefillMean: number;
+    prefillCv: number;
+    decodeMean: number;
+    decodeCv: number;
+    correlation: number;
+  };
+}
+
+export function topologyLabel(topology: PdTopology): string {
+  if (topology.kind === "pd") return `${topology.prefill}P+${topology.decode}D`;
+  return `${topology.instances}N-${
+    topology.chunked ? `chunk${topology.chunkTokens ?? ""}` : "whole"
+  }`;
+}
+
+export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number): PdSummary {
+  const base = summarize(result, sloTtftS);
+  const [p50, p90, p99] = result.tbt.quantiles([0.5, 0.9, 0.99]);
+  let decoded = 0, withinTpot = 0;
+  for (const tpot of result.tpotS) {
+    if (Number.isNaN(tpot)) continue;
+    decoded++;
+    if (tpot <= sloTbtS) withinTpot++;
+  }
+  const prefill = moments(result.load.prefill), decode = moments(result.load.decode);
+  return {
+    policy: result.policy,
+    topology: topologyLabel(result.topology),
+    admission: result.admission,
+    ...base,
+    rejectedBeforePrefill: base.rejected - result.rejectedAfterPrefill,
+    rejectedAfterPrefill: result.rejectedAfterPrefill,
+    wastedPrefillTokens: result.wastedPrefillTokens,
+    tbtP50S: p50,
+    tbtP90S: p90,
+    tbtP99S: p99,
+    tbtSloTokenShare: result.tbt.shareAtOrBelow(sloTbtS),
+    tbtSloRequestShare: decoded === 0 ? NaN : withinTpot / decoded,
+    load: {
+      prefillMean: prefill.mean,
+      prefillCv: prefill.cv,
+      decodeMean: decode.mean,
+      decodeCv: decode.cv,
+      correlation: correlation(result.load.prefill, result.load.decode),
+    },
+  };
+}
+
+function moments(values: readonly number[]): { mean: number; sd: number; cv: number } {
+  if (values.length === 0) return { mean: NaN, sd: NaN, cv: NaN };
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const sd = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / values.length);
+  return { mean, sd, cv: mean === 0 ? 0 : sd / mean };
+}
+
+/** Pearson correlation (NaN when either series is constant). */
+export function correlation(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  if (n < 2) return NaN;
+  const ma = moments(a.slice(0, n)), mb = moments(b.slice(0, n));
+  if (!(ma.sd > 0 && mb.sd > 0)) return NaN;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += (a[i] - ma.mean) * (b[i] - mb.mean);
+  return sum / n / ma.sd / mb.sd;
+}

@@ -1,0 +1,100 @@
+import { assert, assertEquals } from "../assert.ts";
+import { runSimCli } from "../../src/sim/cli.ts";
+import { quietly } from "./quietly.ts";
+
+const TRACE = new URL("../data/conversation_trace.jsonl", import.meta.url).pathname;
+
+Deno.test("runSimCli() in P/D mode runs every cluster × policy × mode and writes the tables and charts", async () => {
+  const out = await Deno.makeTempDir();
+  try {
+    const { value: code, out: printed } = await quietly(() =>
+      runSimCli([
+        "--trace",
+        TRACE,
+        "--limit",
+        "300",
+        "--prefill",
+        "2",
+        "--decode",
+        "2",
+        "--neutral",
+        "4",
+        "--neutral-chunk",
+        "off,2048",
+        "--policies",
+        "mooncake_ttft,dynamo_kv",
+        "--early-rejection",
+        "baseline,predicted",
+        "--speed",
+        "3",
+        "--tbt-slo",
+        "0.05",
+        "--out",
+        out,
+      ])
+    );
+    assertEquals(code, 0, printed);
+    const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+    assertEquals(Object.keys(results.runs), [
+      "2P+2D mooncake_ttft baseline",
+      "2P+2D mooncake_ttft predicted",
+      "2P+2D dynamo_kv baseline",
+      "2P+2D dynamo_kv predicted",
+      // Neutral clusters run the modes that apply to them (baseline: TTFT only).
+      "4N-whole mooncake_ttft baseline",
+      "4N-whole dynamo_kv baseline",
+      "4N-chunk2048 mooncake_ttft baseline",
+      "4N-chunk2048 dynamo_kv baseline",
+    ]);
+    const run = results.runs["2P+2D mooncake_ttft predicted"];
+    for (const key of ["meanTtftS", "p99TtftS", "rejected", "hitRatio", "tbtP99S"]) {
+      assertEquals(typeof run[key], "number", key);
+    }
+    assertEquals(run.rejectedAfterPrefill, 0);
+    assertEquals(results.settings["TBT SLO (s)"], 0.05);
+    const table = await Deno.readTextFile(`${out}/results.md`);
+    for (const part of ["## TTFT", "## Rejections and pool load", "## Time between tokens"]) {
+      assert(table.includes(part), part);
+    }
+    for (const chart of ["ttft_cdf.svg", "tbt_cdf.svg", "instance_load.svg", "pool_load.svg"]) {
+      const svg = await Deno.readTextFile(`${out}/${chart}`);
+      assert(svg.startsWith("<svg") && svg.trimEnd().endsWith("</svg>"), chart);
+    }
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
+  const { value: code, errors } = await quietly(() =>
+    runSimCli([
+      "--trace",
+      TRACE,
+      "--prefill",
+      "4",
+      "--neutral",
+      "0",
+      "--neutral-chunk",
+      "sometimes",
+      "--early-rejection",
+      "late",
+      "--policies",
+      "mooncake_ttft:ttft",
+      "--decode-model",
+      "1",
+    ])
+  );
+  assertEquals(code, 2);
+  for (
+    const part of [
+      "--prefill and --decode go together",
+      "--neutral must be",
+      '--neutral-chunk: "sometimes"',
+      '--early-rejection: "late"',
+      'unknown policy "mooncake_ttft:ttft" in P/D mode',
+      "--decode-model must be",
+    ]
+  ) {
+    assert(errors.includes(part), `${part} missing from: ${errors}`);
+  }
+});
