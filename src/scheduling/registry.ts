@@ -1,10 +1,13 @@
 import { cacheAware } from "./policies/cache_aware.ts";
+import { dynamoKv } from "./policies/dynamo_kv.ts";
 import { kvHitLen } from "./policies/kv_hit_len.ts";
 import { leastLoad } from "./policies/least_load.ts";
+import { llmdDefault } from "./policies/llmd_default.ts";
 import { mooncakeTtft } from "./policies/mooncake_ttft.ts";
 import { powerOfTwo } from "./policies/power_of_two.ts";
 import { randomPolicy } from "./policies/random.ts";
 import { roundRobin } from "./policies/round_robin.ts";
+import { sglangCacheAware } from "./policies/sglang_cache_aware.ts";
 import { DEFAULT_TTFT_PARAMS, type TtftModelParams } from "./ttft_estimate.ts";
 import type { Policy, PrefillModelCoefficients } from "./types.ts";
 
@@ -16,6 +19,9 @@ export const POLICY_NAMES = [
   "kv_hit_len",
   "power_of_two",
   "mooncake_ttft",
+  "dynamo_kv",
+  "llmd_default",
+  "sglang_cache_aware",
 ] as const;
 
 export type PolicyName = typeof POLICY_NAMES[number];
@@ -24,6 +30,21 @@ export type PolicyName = typeof POLICY_NAMES[number];
 export interface PolicyParams extends Partial<TtftModelParams> {
   /** cache_aware / kv_hit_len: Llumnix's prefill-load filter in tokens (off when unset). */
   loadFilterTokens?: number;
+  /** dynamo_kv: weight of the prefill blocks against the decode blocks (default 1). */
+  overlapScoreWeight?: number;
+  /** dynamo_kv: softmax sampling temperature, 0 for the lowest cost (default 0). */
+  routerTemperature?: number;
+  /** dynamo_kv / llmd_default: KV tokens a decoding request is taken to hold (default 8192). */
+  runningRequestTokens?: number;
+  /** llmd_default: scorer weights (defaults 3, 2, 2) and the KV capacity in tokens (1.5M). */
+  prefixCacheWeight?: number;
+  queueWeight?: number;
+  kvCacheUtilizationWeight?: number;
+  kvCapacityTokens?: number;
+  /** sglang_cache_aware: match rate for cache routing and the imbalance thresholds. */
+  cacheThreshold?: number;
+  balanceAbsThreshold?: number;
+  balanceRelThreshold?: number;
 }
 
 export function isPolicyName(name: string): name is PolicyName {
@@ -56,6 +77,26 @@ export function createPolicy(name: string, params: PolicyParams = {}): Policy {
       return powerOfTwo();
     case "mooncake_ttft":
       return mooncakeTtft(resolveTtftParams(params));
+    case "dynamo_kv":
+      return dynamoKv({
+        overlapScoreWeight: params.overlapScoreWeight,
+        routerTemperature: params.routerTemperature,
+        runningRequestTokens: params.runningRequestTokens,
+      });
+    case "llmd_default":
+      return llmdDefault({
+        prefixCacheWeight: params.prefixCacheWeight,
+        queueWeight: params.queueWeight,
+        kvCacheUtilizationWeight: params.kvCacheUtilizationWeight,
+        kvCapacityTokens: params.kvCapacityTokens,
+        runningRequestTokens: params.runningRequestTokens,
+      });
+    case "sglang_cache_aware":
+      return sglangCacheAware({
+        cacheThreshold: params.cacheThreshold,
+        balanceAbsThreshold: params.balanceAbsThreshold,
+        balanceRelThreshold: params.balanceRelThreshold,
+      });
   }
 }
 
@@ -81,6 +122,22 @@ function validateParams(params: PolicyParams): string[] {
   positive("transferBytesPerS", params.transferBytesPerS);
   positive("queueReferenceTokens", params.queueReferenceTokens);
   positive("loadFilterTokens", params.loadFilterTokens);
+  positive("runningRequestTokens", params.runningRequestTokens);
+  positive("kvCapacityTokens", params.kvCapacityTokens);
+  const atLeast = (key: string, value: number | undefined, low: number, high = Infinity) => {
+    if (value !== undefined && !(Number.isFinite(value) && value >= low && value <= high)) {
+      const range = high === Infinity ? `at least ${low}` : `between ${low} and ${high}`;
+      problems.push(`${key} must be a number ${range} (got ${value})`);
+    }
+  };
+  atLeast("overlapScoreWeight", params.overlapScoreWeight, 0);
+  atLeast("routerTemperature", params.routerTemperature, 0);
+  atLeast("prefixCacheWeight", params.prefixCacheWeight, 0);
+  atLeast("queueWeight", params.queueWeight, 0);
+  atLeast("kvCacheUtilizationWeight", params.kvCacheUtilizationWeight, 0);
+  atLeast("cacheThreshold", params.cacheThreshold, 0, 1);
+  atLeast("balanceAbsThreshold", params.balanceAbsThreshold, 0);
+  atLeast("balanceRelThreshold", params.balanceRelThreshold, 0);
   if (
     params.balancingThreshold !== undefined &&
     !(Number.isFinite(params.balancingThreshold) && params.balancingThreshold >= 1)

@@ -113,15 +113,18 @@ Deno.test("createPolicy() lists every invalid parameter at once", () => {
   }
 });
 
-Deno.test("POLICY_NAMES lists the seven policies", () => {
+Deno.test("POLICY_NAMES lists the ten policies (seven own, three peers')", () => {
   assertEquals([...POLICY_NAMES].sort(), [
     "cache_aware",
+    "dynamo_kv",
     "kv_hit_len",
     "least_load",
+    "llmd_default",
     "mooncake_ttft",
     "power_of_two",
     "random",
     "round_robin",
+    "sglang_cache_aware",
   ]);
 });
 
