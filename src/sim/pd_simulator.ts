@@ -407,7 +407,6 @@ class PdReplay {
     result.predictedTtftS[i] = predicted;
 
     // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
-    const admission = this.#run.admission;
     let decodeId: string | undefined;
     if (this.#pd) {
       decodeId = selectDecode(this.#decodeCandidates(), {
