@@ -46,12 +46,16 @@ export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): 
   const config = result.data;
   const problems: string[] = [];
   const env = options.env ?? (() => undefined);
-  if (config.admin.token?.startsWith("env:")) {
-    const name = config.admin.token.slice(4);
-    const value = env(name);
-    if (!value) problems.push(`admin.token: environment variable ${name} is not set or empty`);
-    else config.admin.token = value;
-  }
+  const fromEnv = (field: string, value: string): string => {
+    if (!value.startsWith("env:")) return value;
+    const name = value.slice(4);
+    const found = env(name);
+    if (!found) problems.push(`${field}: environment variable ${name} is not set or empty`);
+    return found ?? value;
+  };
+  if (config.admin.token) config.admin.token = fromEnv("admin.token", config.admin.token);
+  const shared = config.cluster.sharedState;
+  if (shared) shared.redis = fromEnv("cluster.sharedState.redis", shared.redis);
   for (const model of config.models) {
     const path = model.tokenizer.path;
     if (path && options.baseDir && !path.startsWith("builtin:") && !isAbsolute(path)) {

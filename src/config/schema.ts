@@ -238,6 +238,22 @@ export const ConfigSchema = z.strictObject({
     /** Bearer token for /admin; `env:NAME` reads it from the environment. */
     token: z.string().min(1).optional(),
   }).prefault({}),
+  /**
+   * Deno Workers that tokenize text and chat prompts off the main loop. Absent: one per core;
+   * 0: tokenize on the main loop.
+   */
+  workers: z.int().min(0).max(64).optional(),
+  cluster: z.strictObject({
+    /** Router replicas share their dispatch-time facts (leases, predicted keys) through Redis. */
+    sharedState: z.strictObject({
+      /** `redis://[user:pass@]host:port[/db]`; `env:NAME` reads it from the environment. */
+      redis: z.string().regex(/^(env:|rediss?:\/\/)/, "a redis:// or rediss:// URL, or env:NAME"),
+      /** Prefix of the Redis channel and keys, so several clusters can share one Redis. */
+      prefix: z.string().min(1).default("tidegate"),
+      /** A Redis command slower than this counts as a failure (the replica keeps its own view). */
+      timeoutMs: z.int().min(1).default(250),
+    }).optional(),
+  }).prefault({}),
   models: z.array(ModelSchema).min(1, "at least one model is required"),
 }).superRefine((config, ctx) => {
   const names = new Map<string, number>();

@@ -42,6 +42,7 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
     listen: { host: "127.0.0.1", port: 8080 },
     limits: { maxBodyBytes: 32 * 1024 * 1024, upstreamHeadersTimeoutMs: 60_000, maxRetries: 2 },
     admin: {},
+    cluster: {},
     models: [{
       name: "m",
       aliases: [],

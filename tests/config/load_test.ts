@@ -106,3 +106,21 @@ models:
   assertEquals(config.models[0].tokenizer.mode, "none");
   assertThrows(() => parseConfigText("{not json", "router.json"), ConfigError, "router.json");
 });
+
+Deno.test("resolveConfig() reads the shared-state Redis URL from the environment and refuses other schemes", () => {
+  const shared = (redis: string) => ({
+    ...structuredClone(ISSUE_EXAMPLE),
+    cluster: { sharedState: { redis } },
+  });
+  const config = resolveConfig(shared("env:TG_REDIS"), {
+    env: (n) => (n === "TG_REDIS" ? "redis://10.0.0.5:6379" : undefined),
+  });
+  assertEquals(config.cluster.sharedState?.redis, "redis://10.0.0.5:6379");
+  assertEquals(config.cluster.sharedState?.prefix, "tidegate");
+  assertEquals(problemsOf(() => resolveConfig(shared("env:TG_REDIS"), { env: () => undefined })), [
+    "cluster.sharedState.redis: environment variable TG_REDIS is not set or empty",
+  ]);
+  const refused = problemsOf(() => resolveConfig(shared("http://10.0.0.5:6379")));
+  assertEquals(refused.length, 1);
+  assert(refused[0].startsWith("cluster.sharedState.redis"), refused[0]);
+});
