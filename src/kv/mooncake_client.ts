@@ -1,5 +1,10 @@
 import type { KeyLocation, KvIndex, LookupResult } from "./types.ts";
-import { batchQueryUrl, splitIntoBatches, storeKeyProblem } from "./mooncake_request.ts";
+import {
+  batchQueryUrl,
+  isPlainStoreKey,
+  splitIntoBatches,
+  storeKeyProblem,
+} from "./mooncake_request.ts";
 import { parseBatchQueryKeysResponse } from "./mooncake_response.ts";
 import { StoreHealth } from "./store_health.ts";
 
@@ -168,7 +173,7 @@ export class MooncakeClient implements KvIndex {
     clearTimeout(timer);
     signal?.removeEventListener("abort", onCallerAbort);
     // Stragglers (deadline or caller abort) are cancelled; their late answers are dropped.
-    controller.abort();
+    if (outcomes.includes(undefined)) controller.abort();
     return this.#judge({ batches: batches.length, outcomes, run, timedOut }, deadlineMs, probe);
   }
 
@@ -292,7 +297,9 @@ function mergeAnswer(
   into: Map<string, KeyLocation>,
 ): void {
   for (const key of batch) {
-    const location = answer.get(key) ?? answer.get(encodeURIComponent(key));
+    // A plain key is sent as is (mooncake_request.ts), so only the others can come back encoded.
+    const location = answer.get(key) ??
+      (isPlainStoreKey(key) ? undefined : answer.get(encodeURIComponent(key)));
     if (location !== undefined) into.set(key, location);
   }
 }
