@@ -8,14 +8,14 @@ import type { InstanceEntry } from "./cluster/model_cluster.ts";
 import type { ModelConfig } from "./config/schema.ts";
 import type { LookupResult, PrefixHits } from "./kv/types.ts";
 import type { AttemptRecord, ForwardTarget } from "./proxy/forward.ts";
+import type { PdProtocol } from "./proxy/pd_protocol.ts";
 import type { ObservedUsage } from "./proxy/usage_sniffer.ts";
 import type { AdmissionVerdict } from "./scheduling/admission.ts";
 import type { NamedPolicy } from "./scheduling/named_policy.ts";
 import type { Candidate, Decision } from "./scheduling/types.ts";
 import type { DecodeCandidate, DecodeDecision } from "./scheduling/decode_policy.ts";
 
-/** The P/D protocols the router drives (docs/compat.md §7). */
-export type PdProtocol = "vllm-nixl" | "vllm-mooncake" | "sglang";
+export type { PdProtocol };
 
 /** The decode side of a disaggregated plan: which instance decodes, and why. */
 export interface DecodePlan {

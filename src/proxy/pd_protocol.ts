@@ -2,7 +2,9 @@
  * The request bodies of the three prefill/decode protocols (docs/compat.md §7), built from the
  * client's body. Pure: the caller draws rooms and transfer ids and reads the prefill's answer.
  */
-import type { PdProtocol } from "../contracts.ts";
+
+/** The P/D protocols the router drives (docs/compat.md §7). */
+export type PdProtocol = "vllm-nixl" | "vllm-mooncake" | "sglang";
 
 /** What one pairing of a prefill and a decode instance needs besides the client's body. */
 export interface PdPairing {
