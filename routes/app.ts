@@ -26,6 +26,7 @@ import { GatewayMetrics } from "../src/telemetry/metrics.ts";
 import { metricsObserver } from "../src/telemetry/metrics_observer.ts";
 import { RequestTracing } from "../src/telemetry/tracing.ts";
 import { TtftTimeline } from "../src/telemetry/ttft_timeline.ts";
+import { TokenizerPools } from "../src/tokenize/tokenizer_pools.ts";
 import type { LoadedTokenizer } from "../src/tokenize/local_tokenizer.ts";
 import { adminRoutes } from "./admin.ts";
 import { dashboardRoutes } from "./dashboard.ts";
@@ -81,6 +82,7 @@ export interface Router {
 type RouterDeps = GatewayDeps & {
   timers?: Timers;
   tokenizerCache: Map<string, Promise<LoadedTokenizer>>;
+  tokenizerPools: TokenizerPools;
 };
 
 /** The router's parts, built once; the routes and the lifecycle share them. */
@@ -107,6 +109,10 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     log: options.log ?? jsonLog,
     timers: options.timers,
     tokenizerCache: new Map(),
+    tokenizerPools: new TokenizerPools({
+      size: config.workers ?? navigator.hardwareConcurrency,
+      log: options.log ?? jsonLog,
+    }),
   };
   const runtimes = await buildRuntimes(config, deps, experimentProblems);
   const parts = assembleParts(config, runtimes, deps, options);
@@ -242,6 +248,7 @@ function routerHandle(
       await reloading;
       await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
       if (server) await server.shutdown();
+      deps.tokenizerPools.close();
     },
   };
 }

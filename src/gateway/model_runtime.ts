@@ -18,7 +18,10 @@ import { loadTokenizer } from "../tokenize/load_tokenizer.ts";
 import type { LoadedTokenizer } from "../tokenize/local_tokenizer.ts";
 import { LocalAsyncTokenizer } from "../tokenize/local_async_tokenizer.ts";
 import { NoneTokenizer } from "../tokenize/none_tokenizer.ts";
+import { PooledAsyncTokenizer } from "../tokenize/pooled_async_tokenizer.ts";
+import type { TokenizerPools } from "../tokenize/tokenizer_pools.ts";
 import type { AsyncPromptTokenizer } from "../tokenize/types.ts";
+import type { TokenizerSpec } from "../tokenize/worker_protocol.ts";
 
 export interface RuntimeDeps {
   fetch: typeof fetch;
@@ -31,6 +34,8 @@ export interface RuntimeDeps {
   onTokenizerFailure?: (model: string) => void;
   /** Tokenizers already loaded, by directory: a reload reuses them instead of parsing again. */
   tokenizerCache?: Map<string, Promise<LoadedTokenizer>>;
+  /** Worker pools that tokenize long prompts off the main loop (absent: inline). */
+  tokenizerPools?: TokenizerPools;
 }
 
 /**
@@ -176,7 +181,11 @@ async function createTokenizer(
   switch (config.tokenizer.mode) {
     case "local": {
       const localTokenizer = await loadCachedTokenizer(config, deps);
-      return { tokenizer: new LocalAsyncTokenizer(localTokenizer, failures), localTokenizer };
+      const pool = deps.tokenizerPools?.get(tokenizerSpec(config), config.tokenizer.timeoutMs);
+      const tokenizer = pool
+        ? new PooledAsyncTokenizer(pool, localTokenizer, failures)
+        : new LocalAsyncTokenizer(localTokenizer, failures);
+      return { tokenizer, localTokenizer };
     }
     case "engine":
       return {
@@ -195,17 +204,21 @@ async function createTokenizer(
   }
 }
 
-/** A tokenizer directory is parsed once per router (a reload reuses it). */
-function loadCachedTokenizer(config: ModelConfig, deps: RuntimeDeps): Promise<LoadedTokenizer> {
-  const dir = config.tokenizer.path!;
-  const options = {
+function tokenizerSpec(config: ModelConfig): TokenizerSpec {
+  return {
+    dir: config.tokenizer.path!,
     fastPath: config.tokenizer.fastPath,
     cacheMaxTokens: config.tokenizer.cacheMaxTokens,
   };
-  const key = `${dir}\0${options.fastPath}\0${options.cacheMaxTokens}`;
+}
+
+/** A tokenizer directory is parsed once per router (a reload reuses it). */
+function loadCachedTokenizer(config: ModelConfig, deps: RuntimeDeps): Promise<LoadedTokenizer> {
+  const spec = tokenizerSpec(config);
+  const key = `${spec.dir}\0${spec.fastPath}\0${spec.cacheMaxTokens}`;
   let pending = deps.tokenizerCache?.get(key);
   if (!pending) {
-    pending = loadTokenizer(dir, options);
+    pending = loadTokenizer(spec.dir, spec);
     deps.tokenizerCache?.set(key, pending);
     pending.catch(() => deps.tokenizerCache?.delete(key));
   }
