@@ -66,7 +66,9 @@ const USAGE = `Usage: deno task bench:overhead [--seconds N] [--mixes a,b] [--co
 const REPO = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 const LUA = new URL("./overhead/post.lua", import.meta.url).pathname;
 const BARE = new URL("./overhead/bare_proxy.ts", import.meta.url).pathname;
-const TARGETS = ["direct", "nginx", "deno-bare", "tidegate"] as const;
+/** `tidegate` runs with the config's default tokenizer workers (one per core); `tidegate-w0` with
+ * `workers: 0` (everything on the main loop), the single-threaded reference of the pool. */
+const TARGETS = ["direct", "nginx", "deno-bare", "tidegate", "tidegate-w0"] as const;
 type Target = typeof TARGETS[number];
 /** Instances per model in the router's config (all the same stub): the policy ranks four. */
 const INSTANCES = 4;
@@ -265,17 +267,20 @@ async function main(): Promise<number> {
   for (const mix of mixes) {
     // A fresh router per mix: no mix inherits another's caches, store health or heap.
     const router = await startRouter(`tidegate-${mix.name}`, stub);
+    const inline = await startRouter(`tidegate-w0-${mix.name}`, stub, [], 0);
     const urls: Record<Target, string> = {
       direct: `http://127.0.0.1:${mix.sse ? stub.engineSse : stub.engine}`,
       nginx: `http://127.0.0.1:${mix.sse ? proxyPorts.proxySse : proxyPorts.proxy}`,
       "deno-bare": `http://127.0.0.1:${barePort}`,
       tidegate: router.url,
+      "tidegate-w0": inline.url,
     };
     const procs: Record<Target, Started | undefined> = {
       direct: undefined,
       nginx: proxyProc,
       "deno-bare": bareProc,
       tidegate: router.proc,
+      "tidegate-w0": inline.proc,
     };
     for (const target of TARGETS) await smoke(mix, target, urls[target]);
     for (const target of TARGETS) {
@@ -293,9 +298,10 @@ async function main(): Promise<number> {
         if (m.foreign <= MAX_OTHER_LOAD) break;
       }
       results.set(`${mix.name}/${target}`, best!.measured);
-      if (best!.stage) stages.set(mix.name, best!.stage);
+      if (best!.stage && target === "tidegate") stages.set(mix.name, best!.stage);
     }
     await stopStarted(router.proc);
+    await stopStarted(inline.proc);
   }
   const loadAfter = loadAverage();
 
@@ -371,7 +377,7 @@ async function measureOnce(
   const connections = mix.connections ?? CONNECTIONS;
   // nginx needs no JIT warm-up; the Deno targets get two seconds.
   await wrk(mix, url, target === "direct" || target === "nginx" ? 1 : 2, connections);
-  const before = target === "tidegate" ? await scrape(url) : undefined;
+  const before = target.startsWith("tidegate") ? await scrape(url) : undefined;
   const cpu0 = proc ? await cpuMs(proc.pid) : 0;
   const [busy0, own0, t0] = [await machineBusyMs(), await ownCpuMs(), performance.now()];
   const run = await wrk(mix, url, SECONDS, connections);
@@ -416,7 +422,7 @@ function modelOf(mix: Mix): string {
   return mix.sse ? "qwen3-sse" : "qwen3";
 }
 
-function routerConfig(port: number, stub: StubPorts) {
+function routerConfig(port: number, stub: StubPorts, workers?: number) {
   const model = (name: string, enginePort: number) => ({
     name,
     tokenizer: { path: "builtin:qwen3" },
@@ -435,6 +441,7 @@ function routerConfig(port: number, stub: StubPorts) {
   });
   return {
     listen: { host: "127.0.0.1", port },
+    ...(workers === undefined ? {} : { workers }),
     models: [model("qwen3", stub.engine), model("qwen3-sse", stub.engineSse)],
   };
 }
@@ -443,10 +450,11 @@ async function startRouter(
   name: string,
   stub: StubPorts,
   denoFlags: string[] = [],
+  workers?: number,
 ): Promise<{ proc: Started; url: string }> {
   const port = freePort();
   const config = `${tmp}/${name}.json`;
-  await Deno.writeTextFile(config, JSON.stringify(routerConfig(port, stub), null, 2));
+  await Deno.writeTextFile(config, JSON.stringify(routerConfig(port, stub, workers), null, 2));
   const proc = await launch(name, Deno.execPath(), [
     "run",
     "-A",
@@ -499,7 +507,8 @@ async function smoke(mix: Mix, target: Target, base: string): Promise<void> {
     ? `the stream does not end with [DONE]: ${text.slice(-200)}`
     : !mix.sse && !text.includes('"usage"')
     ? `not a completion: ${text.slice(0, 300)}`
-    : target === "tidegate" && !(Number(response.headers.get("x-tidegate-prompt-tokens")) > 0)
+    : target.startsWith("tidegate") &&
+        !(Number(response.headers.get("x-tidegate-prompt-tokens")) > 0)
     ? "no x-tidegate-prompt-tokens header"
     : undefined;
   if (problem) throw new Error(`smoke test ${mix.name} → ${target}: ${problem}`);
@@ -634,18 +643,21 @@ function fullTable(mixes: Mix[], results: Map<string, Measured>): string {
 /** One line per mix: tidegate against nginx, direct and the Deno floor. */
 function summaryTable(mixes: Mix[], results: Map<string, Measured>): string {
   const lines = [
-    "| mix | tidegate req/s (×nginx, ×direct) | p50 ms (×nginx) | p99 ms (×nginx) | CPU ms/req: tidegate / deno-bare / nginx | above the Deno floor |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| mix | tidegate req/s (×nginx, ×direct) | ×deno-bare | workers 0 req/s (pool gain) | p50 ms (×nginx) | p99 ms (×nginx) | CPU ms/req: tidegate / deno-bare / nginx | above the Deno floor |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const mix of mixes) {
     const get = (target: Target) => results.get(`${mix.name}/${target}`)!;
     const [t, n, d, b] = [get("tidegate"), get("nginx"), get("direct"), get("deno-bare")];
+    const w0 = get("tidegate-w0");
     lines.push(
       `| ${mix.name} | ${num(t.rps)} (${times(t.rps, n.rps)}, ${times(t.rps, d.rps)}) | ${
-        num(t.p50)
-      } (${times(t.p50, n.p50)}) | ${num(t.p99)} (${times(t.p99, n.p99)}) | ${
-        t.cpu!.toFixed(3)
-      } / ${b.cpu!.toFixed(3)} / ${n.cpu!.toFixed(3)} | +${(t.cpu! - b.cpu!).toFixed(3)} ms |`,
+        times(t.rps, b.rps)
+      } | ${num(w0.rps)} (${times(t.rps, w0.rps)}) | ${num(t.p50)} (${times(t.p50, n.p50)}) | ${
+        num(t.p99)
+      } (${times(t.p99, n.p99)}) | ${t.cpu!.toFixed(3)} / ${b.cpu!.toFixed(3)} / ${
+        n.cpu!.toFixed(3)
+      } | +${(t.cpu! - b.cpu!).toFixed(3)} ms |`,
     );
   }
   return lines.join("\n");
