@@ -1,3 +1,4 @@
+import { PooledAsyncTokenizer } from "../tokenize/pooled_async_tokenizer.ts";
 import type { InstanceGaugeSample, ModelGaugeSample } from "../telemetry/metrics.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 
@@ -38,5 +39,12 @@ export function modelSamples(runtimes: readonly ModelRuntime[]): ModelGaugeSampl
     storeDown: runtime.store ? runtime.store.health.state !== "up" : false,
     expiredLeases: runtime.cluster.account.expiredTotal,
     predictedIndexKeys: runtime.predicted?.size ?? 0,
+    tokenizerWorkers: workersOf(runtime.tokenizer),
   }));
+}
+
+function workersOf(tokenizer: unknown): ModelGaugeSample["tokenizerWorkers"] {
+  if (!(tokenizer instanceof PooledAsyncTokenizer)) return undefined;
+  const pool = tokenizer.pool;
+  return { started: pool.size, ready: pool.readyWorkers, replaced: pool.replacedWorkers };
 }

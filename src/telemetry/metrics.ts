@@ -46,6 +46,8 @@ export interface ModelGaugeSample {
   storeDown: boolean;
   expiredLeases: number;
   predictedIndexKeys: number;
+  /** The model's tokenizer worker pool (absent: tokenized on the main loop). */
+  tokenizerWorkers?: { started: number; ready: number; replaced: number };
 }
 
 const BREAKER_STATES = ["closed", "open", "half_open", "starting"];
@@ -332,6 +334,21 @@ export class GatewayMetrics {
       "tidegate_load_leases_expired",
       "Dispatch-time load entries dropped because no first token came in time.",
       (s) => s.expiredLeases,
+    );
+    modelGauge(
+      "tidegate_tokenizer_workers",
+      "Tokenizer workers started (they start with the first long prompt; 0 without a pool).",
+      (s) => s.tokenizerWorkers?.started ?? 0,
+    );
+    modelGauge(
+      "tidegate_tokenizer_workers_ready",
+      "Tokenizer workers that have loaded their tokenizer and take work.",
+      (s) => s.tokenizerWorkers?.ready ?? 0,
+    );
+    modelGauge(
+      "tidegate_tokenizer_workers_replaced",
+      "Tokenizer workers replaced after a crash, a missed deadline or a failed load.",
+      (s) => s.tokenizerWorkers?.replaced ?? 0,
     );
     modelGauge(
       "tidegate_predicted_index_keys",

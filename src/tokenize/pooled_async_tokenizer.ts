@@ -35,6 +35,10 @@ export class PooledAsyncTokenizer implements AsyncPromptTokenizer {
     this.#inline = new LocalAsyncTokenizer(tokenizer, failures);
   }
 
+  get pool(): TokenizerWorkerPool {
+    return this.#pool;
+  }
+
   encode(text: string, options?: EncodeOptions): Promise<number[]> {
     if (text.length <= INLINE_MAX_CHARS) return this.#inline.encode(text, options);
     const job: EncodeJob = { kind: "text", text, options };

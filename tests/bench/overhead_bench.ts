@@ -298,7 +298,7 @@ async function main(): Promise<number> {
         if (m.foreign <= MAX_OTHER_LOAD) break;
       }
       results.set(`${mix.name}/${target}`, best!.measured);
-      if (best!.stage && target === "tidegate") stages.set(mix.name, best!.stage);
+      if (best!.stage) stages.set(`${mix.name}/${target}`, best!.stage);
     }
     await stopStarted(router.proc);
     await stopStarted(inline.proc);
@@ -663,6 +663,20 @@ function summaryTable(mixes: Mix[], results: Map<string, Measured>): string {
   return lines.join("\n");
 }
 
+function stageRow(
+  mix: string,
+  target: string,
+  s: StageDelta,
+  measured: Measured | undefined,
+): string {
+  const ms = (stage: string) => s.stages[stage] === undefined ? "—" : s.stages[stage].toFixed(3);
+  const kv = (record: Record<string, number>) =>
+    Object.entries(record).map(([k, v]) => `${k}: ${v}`).join(", ") || "none";
+  return `| ${mix} | ${target} | ${ms("tokenize")} | ${ms("hash")} | ${ms("lookup")} | ${
+    ms("schedule")
+  } | ${kv(s.lookups)} | ${kv(s.statuses)} (wrk: ${measured?.requests}) | ${s.tokenizerFailures} |`;
+}
+
 function stageTable(
   mixes: Mix[],
   stages: Map<string, StageDelta>,
@@ -671,22 +685,14 @@ function stageTable(
   const lines = [
     "tidegate's /metrics over each measured run (stage means are wall time, queueing included):",
     "",
-    "| mix | tokenize ms | hash ms | lookup ms | schedule ms | store lookups | answers | tokenizer failures |",
-    "|---|---:|---:|---:|---:|---|---|---:|",
+    "| mix | target | tokenize ms | hash ms | lookup ms | schedule ms | store lookups | answers | tokenizer failures |",
+    "|---|---|---:|---:|---:|---:|---|---|---:|",
   ];
   for (const mix of mixes) {
-    const s = stages.get(mix.name);
-    if (!s) continue;
-    const ms = (stage: string) => s.stages[stage] === undefined ? "—" : s.stages[stage].toFixed(3);
-    const kv = (record: Record<string, number>) =>
-      Object.entries(record).map(([k, v]) => `${k}: ${v}`).join(", ") || "none";
-    lines.push(
-      `| ${mix.name} | ${ms("tokenize")} | ${ms("hash")} | ${ms("lookup")} | ${ms("schedule")} | ${
-        kv(s.lookups)
-      } | ${kv(s.statuses)} (wrk: ${
-        results.get(`${mix.name}/tidegate`)?.requests
-      }) | ${s.tokenizerFailures} |`,
-    );
+    for (const target of ["tidegate", "tidegate-w0"]) {
+      const s = stages.get(`${mix.name}/${target}`);
+      if (s) lines.push(stageRow(mix.name, target, s, results.get(`${mix.name}/${target}`)));
+    }
   }
   return lines.join("\n");
 }
