@@ -52,6 +52,16 @@ interface SentBatches {
   outcomes: (BatchOutcome | undefined)[];
   run: LookupRun;
   timedOut: boolean;
+  /** How late the deadline's timer fired: the router's own event loop was that busy. */
+  lateMs: number;
+}
+
+/**
+ * A deadline timer this late means the router's event loop, not the store, was slow (answers
+ * may sit unread behind other work): such a miss does not count towards the down-window.
+ */
+export function routerWasBusy(lateMs: number, deadlineMs: number): boolean {
+  return lateMs > Math.max(5, deadlineMs / 2);
 }
 
 /** An attempt needs at least this much time left to be worth starting. */
@@ -154,8 +164,10 @@ export class MooncakeClient implements KvIndex {
     const deadlineAt = started + deadlineMs;
     const controller = new AbortController();
     let timedOut = false;
+    let lateMs = 0;
     const timer = setTimeout(() => {
       timedOut = true;
+      lateMs = Math.max(0, this.#now() - deadlineAt);
       controller.abort();
     }, deadlineMs);
     const onCallerAbort = () => controller.abort();
@@ -174,7 +186,8 @@ export class MooncakeClient implements KvIndex {
     signal?.removeEventListener("abort", onCallerAbort);
     // Stragglers (deadline or caller abort) are cancelled; their late answers are dropped.
     if (outcomes.includes(undefined)) controller.abort();
-    return this.#judge({ batches: batches.length, outcomes, run, timedOut }, deadlineMs, probe);
+    const sent = { batches: batches.length, outcomes, run, timedOut, lateMs };
+    return this.#judge(sent, deadlineMs, probe);
   }
 
   /** The lookup's outcome from its batches' outcomes; tells the health gate how the store did. */
@@ -190,20 +203,7 @@ export class MooncakeClient implements KvIndex {
       this.#health.recordAbandoned(now, probe);
       return { outcome: "deadline", ...base, error: "lookup aborted by the caller" };
     }
-    if (!settled) {
-      const pending = batches - answered - failed;
-      const firstError = run.errors[0];
-      // Nothing answered and something already failed: the store is failing, not just slow.
-      if (answered === 0 && firstError !== undefined) {
-        this.#health.recordFailure(now, firstError, probe);
-      } else this.#health.recordDeadline(now, probe);
-      return {
-        outcome: "deadline",
-        ...base,
-        error: `deadline of ${deadlineMs} ms passed with ${pending} of ${batches} ` +
-          `batches unanswered` + (firstError === undefined ? "" : `; first error: ${firstError}`),
-      };
-    }
+    if (!settled) return this.#missedDeadline(sent, deadlineMs, probe, now);
     if (failed === 0) {
       this.#health.recordSuccess(now, probe);
       return { outcome: "ok", ...base };
@@ -223,6 +223,36 @@ export class MooncakeClient implements KvIndex {
       outcome: "failed",
       ...base,
       error: `${failed} of ${batches} batches failed: ${firstError}`,
+    };
+  }
+
+  #missedDeadline(
+    sent: SentBatches,
+    deadlineMs: number,
+    probe: boolean,
+    now: number,
+  ): LookupOutcome {
+    const { batches, outcomes, run, lateMs } = sent;
+    const answered = outcomes.filter((o) => o?.kind === "answered").length;
+    const pending = batches - answered - outcomes.filter((o) => o?.kind === "failed").length;
+    const firstError = run.errors[0];
+    const busy = routerWasBusy(lateMs, deadlineMs);
+    // Nothing answered and something already failed: the store is failing, not just slow.
+    if (answered === 0 && firstError !== undefined) {
+      this.#health.recordFailure(now, firstError, probe);
+    } else if (busy) this.#health.recordAbandoned(now, probe);
+    else this.#health.recordDeadline(now, probe);
+    return {
+      outcome: "deadline",
+      locations: run.locations,
+      batches,
+      attempts: run.attempts,
+      error: `deadline of ${deadlineMs} ms passed with ${pending} of ${batches} ` +
+        `batches unanswered` + (firstError === undefined ? "" : `; first error: ${firstError}`) +
+        (busy
+          ? `; the router's event loop ran ${Math.round(lateMs)} ms late, so the ` +
+            "store is not blamed"
+          : ""),
     };
   }
 

@@ -123,6 +123,24 @@ Deno.test("MooncakeClient returns by the deadline with a slow master, then skips
   });
 });
 
+Deno.test("MooncakeClient does not blame the store for a deadline its own busy event loop missed", async () => {
+  await withMaster(async (master) => {
+    await master.setMode("slow");
+    master.setDelayMs(1_000);
+    const health = new StoreHealth({ deadlinesToOpen: 2 });
+    const mooncake = client(master, { deadlineMs: 20, health });
+    for (let i = 0; i < 3; i++) {
+      const pending = mooncake.lookup(keysOf(3));
+      const busyUntil = performance.now() + 80; // the router's loop is busy: the timer fires late
+      while (performance.now() < busyUntil) { /* other requests' work */ }
+      const result = await pending;
+      strictEqual(result.outcome, "deadline");
+      ok(result.error?.includes("event loop ran"), result.error);
+    }
+    strictEqual(health.state, "up", "late timers are the router's fault, not the store's");
+  });
+});
+
 Deno.test("MooncakeClient keeps the batches that answered when another misses the deadline", async () => {
   await withMaster(async (master) => {
     master.put("k0_0", "10.0.0.1:1");
