@@ -27,6 +27,8 @@ import { metricsObserver } from "../src/telemetry/metrics_observer.ts";
 import { RequestTracing } from "../src/telemetry/tracing.ts";
 import { TtftTimeline } from "../src/telemetry/ttft_timeline.ts";
 import { TokenizerPools } from "../src/tokenize/tokenizer_pools.ts";
+import { createSharedState } from "../src/cluster/shared_state_setup.ts";
+import type { SharedState } from "../src/cluster/shared_state.ts";
 import type { LoadedTokenizer } from "../src/tokenize/local_tokenizer.ts";
 import { adminRoutes } from "./admin.ts";
 import { dashboardRoutes } from "./dashboard.ts";
@@ -83,6 +85,7 @@ type RouterDeps = GatewayDeps & {
   timers?: Timers;
   tokenizerCache: Map<string, Promise<LoadedTokenizer>>;
   tokenizerPools: TokenizerPools;
+  shared?: SharedState;
 };
 
 /** The router's parts, built once; the routes and the lifecycle share them. */
@@ -115,7 +118,20 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     }),
   };
   const runtimes = await buildRuntimes(config, deps, experimentProblems);
-  const parts = assembleParts(config, runtimes, deps, options);
+  // Facts that arrive before the gateway exists find no model: the next ones will.
+  const built: { gateway?: Gateway } = {};
+  const shared = createSharedState(config.cluster.sharedState, {
+    viewOf: (model) => {
+      const runtime = built.gateway?.runtime(model);
+      return runtime && { account: runtime.cluster.account, predicted: runtime.predicted };
+    },
+    now: deps.now,
+    log: deps.log,
+  });
+  const parts = assembleParts(config, runtimes, { ...deps, shared }, options);
+  built.gateway = parts.gateway;
+  for (const runtime of runtimes.values()) attachShared(shared, runtime);
+  await shared?.start();
   const app = createApp(parts, deps);
   const background = new BackgroundWork({
     enabled: options.background ?? true,
@@ -125,7 +141,12 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     log: deps.log,
   });
   for (const runtime of runtimes.values()) background.start(runtime);
-  return routerHandle(parts, app, background, deps);
+  return routerHandle(parts, app, background, { ...deps, shared });
+}
+
+function attachShared(shared: SharedState | undefined, runtime: ModelRuntime): ModelRuntime {
+  shared?.attach(runtime.config.name, runtime.cluster.account, runtime.predicted);
+  return runtime;
 }
 
 /** Every collaborator, each given what it needs at construction. */
@@ -140,6 +161,7 @@ function assembleParts(
   const metrics = new GatewayMetrics(
     () => instanceSamples(gateway.runtimes(), deps.now),
     () => modelSamples(gateway.runtimes()),
+    () => ({ sharedState: deps.shared?.samples() }),
   );
   const arms = new ExperimentArms({
     random: deps.random,
@@ -230,7 +252,8 @@ function routerHandle(
         applyReload({
           gateway,
           background,
-          buildRuntime: (model) => ModelRuntime.create(model, deps),
+          buildRuntime: async (model) =>
+            attachShared(deps.shared, await ModelRuntime.create(model, deps)),
           validate: experimentProblems,
           log: deps.log,
         }, next)
@@ -249,6 +272,7 @@ function routerHandle(
       await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
       if (server) await server.shutdown();
       deps.tokenizerPools.close();
+      await deps.shared?.close();
     },
   };
 }

@@ -36,6 +36,13 @@ interface Entry {
   phase: "prefill" | "decode" | "done";
 }
 
+/** Told of every lease the account hands out and of its changes (shared state, tests). */
+export interface LeaseListener {
+  leased(lease: LoadLease): void;
+  firstToken(lease: LoadLease): void;
+  released(lease: LoadLease): void;
+}
+
 export class LoadAccount {
   readonly #expireAfterMs: number;
   readonly #now: () => number;
@@ -44,6 +51,7 @@ export class LoadAccount {
   #expired = 0;
   /** Forgotten while leases were out: dropped at their last release. */
   readonly #forgotten = new Set<string>();
+  readonly #listeners = new Set<LeaseListener>();
 
   constructor(options: LoadAccountOptions) {
     this.#expireAfterMs = options.expireAfterMs ?? 10_000;
@@ -55,7 +63,27 @@ export class LoadAccount {
     return this.#expired;
   }
 
-  lease(instanceId: string, prefillTokens: number): LoadLease {
+  /** Listens to leases taken from now on; `silent` ones (another replica's) are not told. */
+  observe(listener: LeaseListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  lease(instanceId: string, prefillTokens: number, options: { silent?: boolean } = {}): LoadLease {
+    const lease = this.#take(
+      instanceId,
+      prefillTokens,
+      options.silent ? undefined : this.#listeners,
+    );
+    for (const listener of options.silent ? [] : this.#listeners) listener.leased(lease);
+    return lease;
+  }
+
+  #take(
+    instanceId: string,
+    prefillTokens: number,
+    listeners: ReadonlySet<LeaseListener> | undefined,
+  ): LoadLease {
     const entry: Entry = {
       instanceId,
       prefillTokens: Math.max(0, Math.round(prefillTokens)),
@@ -72,6 +100,7 @@ export class LoadAccount {
       this.#leavePrefill(entry);
       entry.phase = "decode";
       this.#total(instanceId).decodeRequests++;
+      for (const listener of listeners ?? []) listener.firstToken(lease);
     };
     const release = () => {
       if (entry.phase === "done") return;
@@ -79,8 +108,9 @@ export class LoadAccount {
       else this.#total(instanceId).decodeRequests--;
       entry.phase = "done";
       if (this.#forgotten.has(instanceId)) this.forget(instanceId);
+      for (const listener of listeners ?? []) listener.released(lease);
     };
-    return {
+    const lease: LoadLease = {
       instanceId,
       prefillTokens: entry.prefillTokens,
       firstToken,
@@ -89,6 +119,7 @@ export class LoadAccount {
         return entry.phase === "done";
       },
     };
+    return lease;
   }
 
   /** Current load of one instance, after dropping expired prefill entries. */

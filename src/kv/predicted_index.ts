@@ -31,6 +31,7 @@ interface Writer {
 }
 
 export class PredictedIndex implements KvIndex {
+  readonly #listeners = new Set<(keys: readonly string[], writer: PredictedWriter) => void>();
   readonly #now: () => number;
   readonly #ttlMs: number;
   readonly #maxEntries: number;
@@ -46,8 +47,19 @@ export class PredictedIndex implements KvIndex {
       : 200_000;
   }
 
+  /** Listens to predictions recorded from now on (not the `silent` ones: another replica's). */
+  observe(listener: (keys: readonly string[], writer: PredictedWriter) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
   /** Record that `writer` is writing `keys` (call right after dispatch). */
-  record(keys: readonly string[], writer: PredictedWriter): void {
+  record(
+    keys: readonly string[],
+    writer: PredictedWriter,
+    options: { silent?: boolean } = {},
+  ): void {
+    if (!options.silent) { for (const listener of this.#listeners) listener(keys, writer); }
     const now = this.#now();
     const host = writer.kvHost === undefined || writer.kvHost.trim() === ""
       ? undefined

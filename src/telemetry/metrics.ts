@@ -50,6 +50,17 @@ export interface ModelGaugeSample {
   tokenizerWorkers?: { started: number; ready: number; replaced: number };
 }
 
+/** Router-wide gauges: the shared state between replicas (absent without the setting). */
+export interface RouterGaugeSample {
+  sharedState?: {
+    published: number;
+    received: number;
+    errors: number;
+    rejected: number;
+    remoteLeases: number;
+  };
+}
+
 const BREAKER_STATES = ["closed", "open", "half_open", "starting"];
 
 /**
@@ -81,6 +92,7 @@ export class GatewayMetrics {
   constructor(
     instanceSamples: () => InstanceGaugeSample[] = () => [],
     modelSamples: () => ModelGaugeSample[] = () => [],
+    routerSamples: () => RouterGaugeSample = () => ({}),
   ) {
     const registers = [this.registry];
     const base = ["model", "instance", "arm"] as const;
@@ -334,6 +346,40 @@ export class GatewayMetrics {
       "tidegate_load_leases_expired",
       "Dispatch-time load entries dropped because no first token came in time.",
       (s) => s.expiredLeases,
+    );
+    const sharedGauge = (
+      name: string,
+      help: string,
+      read: (s: NonNullable<RouterGaugeSample["sharedState"]>) => number,
+    ) =>
+      new client.Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const shared = routerSamples().sharedState;
+          this.set(shared ? read(shared) : 0);
+        },
+      });
+    sharedGauge(
+      "tidegate_shared_state_facts_published",
+      "Dispatch facts (leases, first tokens, ends, predicted keys) published to the other replicas.",
+      (s) => s.published,
+    );
+    sharedGauge(
+      "tidegate_shared_state_batches_received",
+      "Fact batches received from other replicas and applied.",
+      (s) => s.received,
+    );
+    sharedGauge(
+      "tidegate_shared_state_errors",
+      "Publishes or subscriptions that failed (the replica then keeps its own view).",
+      (s) => s.errors,
+    );
+    sharedGauge(
+      "tidegate_shared_state_remote_leases",
+      "Other replicas' in-flight leases counted in this replica's load account.",
+      (s) => s.remoteLeases,
     );
     modelGauge(
       "tidegate_tokenizer_workers",

@@ -5,75 +5,11 @@
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { completion, eventually, loadOnlyModel, range } from "./harness.ts";
+import { type RouterProcess, startRouterProcess } from "./router_process.ts";
 
 const MODEL = "shared-model";
 const PROMPT = 3000; // tokens per request; ~1.4 s of prefill each at the time scale below
 const POLL_MS = 200;
-const ROOT = new URL("../../", import.meta.url).pathname;
-
-interface RouterProcess {
-  url: string;
-  stop(): Promise<void>;
-}
-
-/** Starts `mod.ts start` and reads its bound URL from the "tidegate listening" log line. */
-async function startRouterProcess(configPath: string): Promise<RouterProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "mod.ts", "start", "--config", configPath],
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const lines = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  const log: string[] = [];
-  let buffered = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`no listening line:\n${log.join("\n")}`)),
-      20_000,
-    );
-    (async () => {
-      for (;;) {
-        const { value, done } = await lines.read();
-        if (done) break;
-        buffered += value;
-        let newline;
-        while ((newline = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, newline);
-          buffered = buffered.slice(newline + 1);
-          log.push(line);
-          try {
-            const entry = JSON.parse(line);
-            if (entry.msg === "tidegate listening") {
-              clearTimeout(timer);
-              resolve(entry.url);
-            }
-          } catch {
-            // not a JSON log line
-          }
-        }
-      }
-      clearTimeout(timer);
-      reject(new Error(`router exited:\n${log.join("\n")}`));
-    })().catch(reject);
-  });
-  // Keep draining stderr so the child never blocks on a full pipe.
-  const drained = (async () => {
-    while (!(await lines.read()).done) { /* discard */ }
-  })().catch(() => {});
-  return {
-    url,
-    async stop() {
-      child.kill("SIGTERM");
-      const killer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await child.status;
-      clearTimeout(killer);
-      await drained;
-    },
-  };
-}
-
 interface View {
   id: string;
   engineReport: { ageMs: number | null } | null;

@@ -1,0 +1,45 @@
+/**
+ * The shared-state channel over Redis pub/sub (node-redis): one connection publishes, one
+ * subscribes (Redis requires a dedicated one). Commands never queue while offline, so a replica
+ * cut from Redis fails fast and keeps its own view; the client reconnects with backoff and
+ * resubscribes by itself.
+ */
+import { createClient } from "redis";
+import type { PubSub } from "./shared_state.ts";
+
+export function createRedisPubSub(url: string, channel: string): PubSub {
+  const options = {
+    url,
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2_000) },
+  };
+  const publisher = createClient(options);
+  const subscriber = createClient(options);
+  const reconnectListeners: (() => void)[] = [];
+  let everReady = false;
+  // Errors are reported through failed publishes; these handlers only keep them from throwing.
+  publisher.on("error", () => {});
+  subscriber.on("error", () => {});
+  publisher.on("ready", () => {
+    if (everReady) { for (const listener of reconnectListeners) listener(); }
+    everReady = true;
+  });
+  const connecting = Promise.allSettled([publisher.connect(), subscriber.connect()]);
+  return {
+    async publish(message) {
+      if (!publisher.isReady) throw new Error("Redis is not connected");
+      await publisher.publish(channel, message);
+    },
+    async subscribe(onMessage) {
+      await connecting;
+      await subscriber.subscribe(channel, (message) => onMessage(message));
+    },
+    onReconnect(listener) {
+      reconnectListeners.push(listener);
+    },
+    async close() {
+      await connecting;
+      await Promise.allSettled([publisher.close(), subscriber.close()]);
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import { assert, assertEquals } from "../assert.ts";
+import { eventually } from "../gateway/harness.ts";
+import { LoadAccount } from "../../src/cluster/load_account.ts";
+import { RemoteFacts } from "../../src/cluster/remote_facts.ts";
+import { decodeBatch, encodeBatch } from "../../src/cluster/shared_facts.ts";
+import { type PubSub, SharedState } from "../../src/cluster/shared_state.ts";
+import { PredictedIndex } from "../../src/kv/predicted_index.ts";
+
+/** An in-memory channel several replicas share; `down` makes every publish fail. */
+function bus() {
+  const subscribers: ((message: string) => void)[] = [];
+  const reconnects: (() => void)[] = [];
+  const state = { down: false, sent: 0 };
+  const pubsub = (): PubSub => ({
+    publish(message) {
+      if (state.down) return Promise.reject(new Error("connection refused"));
+      state.sent++;
+      for (const subscriber of subscribers) queueMicrotask(() => subscriber(message));
+      return Promise.resolve();
+    },
+    subscribe(onMessage) {
+      subscribers.push(onMessage);
+      return Promise.resolve();
+    },
+    onReconnect: (listener) => void reconnects.push(listener),
+    close: () => Promise.resolve(),
+  });
+  return { pubsub, state, reconnect: () => reconnects.forEach((listener) => listener()) };
+}
+
+function replica(name: string, channel: ReturnType<typeof bus>, clock = { t: 0 }) {
+  const now = () => clock.t;
+  const account = new LoadAccount({ now, expireAfterMs: 60_000 });
+  const predicted = new PredictedIndex({ now, ttlMs: 5_000 });
+  const logs: string[] = [];
+  const shared = new SharedState({
+    pubsub: channel.pubsub(),
+    replica: name,
+    remote: new RemoteFacts({ viewOf: () => ({ account, predicted }), now, silentAfterMs: 1_000 }),
+    log: (message) => logs.push(message),
+    timeoutMs: 100,
+    heartbeatMs: 60_000,
+  });
+  shared.attach("m", account, predicted);
+  return { account, predicted, shared, logs };
+}
+
+Deno.test("facts survive encoding; a malformed or foreign message is refused", () => {
+  const batch = {
+    v: 1 as const,
+    replica: "a",
+    facts: [
+      { k: "lease" as const, model: "m", instance: "gpu-0", id: "1", tokens: 8_000 },
+      { k: "keys" as const, model: "m", instance: "gpu-0", kvHost: "10.0.0.1", keys: ["k0"] },
+    ],
+  };
+  assertEquals(decodeBatch(encodeBatch(batch)), batch);
+  assertEquals(decodeBatch("{"), "not JSON");
+  assertEquals(decodeBatch(JSON.stringify({ ...batch, v: 2 })), "unknown version");
+  const bad = decodeBatch(JSON.stringify({ ...batch, facts: [{ k: "lease", model: "m" }] }));
+  assert(typeof bad === "string" && bad.startsWith("malformed fact"), String(bad));
+});
+
+Deno.test("a lease and a prediction on one replica appear in the other's view and leave with it", async () => {
+  const channel = bus();
+  const [a, b] = [replica("a", channel), replica("b", channel)];
+  await Promise.all([a.shared.start(), b.shared.start()]);
+  try {
+    const lease = a.account.lease("gpu-0", 8_000);
+    a.predicted.record(["k0", "k1"], { instanceId: "gpu-0", kvHost: "10.0.0.1" });
+    await eventually(() => b.account.load("gpu-0").prefillTokens === 8_000, 2_000, "lease shared");
+    assertEquals(b.predicted.peek("k1")?.memoryHosts, ["10.0.0.1"]);
+    lease.firstToken();
+    await eventually(() => b.account.load("gpu-0").decodeRequests === 1, 2_000, "first token");
+    lease.release();
+    await eventually(() => b.account.load("gpu-0").decodeRequests === 0, 2_000, "release");
+    assertEquals(a.account.load("gpu-0").decodeRequests, 0, "b's copy is not echoed back to a");
+  } finally {
+    await Promise.all([a.shared.close(), b.shared.close()]);
+  }
+});
+
+Deno.test("a failing channel is counted and logged once; back online, the others catch up", async () => {
+  const channel = bus();
+  const [a, b] = [replica("a", channel), replica("b", channel)];
+  await Promise.all([a.shared.start(), b.shared.start()]);
+  try {
+    a.account.lease("gpu-1", 500);
+    await eventually(() => b.account.load("gpu-1").prefillRequests === 1, 2_000, "shared");
+    channel.state.down = true;
+    a.account.lease("gpu-1", 700); // not delivered: a keeps serving on its own view
+    a.account.lease("gpu-1", 900);
+    await eventually(() => a.shared.counts.errors >= 1, 2_000, "failures counted");
+    a.account.lease("gpu-1", 0).release(); // a later turn: fails too, logged no more
+    assertEquals(a.logs.filter((l) => l.startsWith("shared state unavailable")).length, 1);
+    await eventually(() => a.shared.counts.errors >= 2, 2_000, "second failure");
+    channel.state.down = false;
+    channel.reconnect(); // a republishes every live lease
+    await eventually(() => b.account.load("gpu-1").prefillRequests === 3, 2_000, "caught up");
+    assertEquals(b.account.load("gpu-1").prefillTokens, 2_100);
+  } finally {
+    await Promise.all([a.shared.close(), b.shared.close()]);
+  }
+});
+
+Deno.test("the leases of a replica gone silent are released; its facts for unknown models are ignored", () => {
+  const clock = { t: 0 };
+  const account = new LoadAccount({ now: () => clock.t });
+  const remote = new RemoteFacts({
+    viewOf: (model) => (model === "m" ? { account } : undefined),
+    now: () => clock.t,
+    silentAfterMs: 1_000,
+  });
+  remote.apply({
+    v: 1,
+    replica: "gone",
+    facts: [
+      { k: "lease", model: "m", instance: "gpu-0", id: "1", tokens: 300 },
+      { k: "lease", model: "other", instance: "gpu-0", id: "2", tokens: 300 },
+    ],
+  });
+  assertEquals(account.load("gpu-0").prefillTokens, 300);
+  assertEquals(remote.remoteLeases, 1);
+  clock.t = 999;
+  assertEquals(remote.sweep(), 0);
+  clock.t = 1_001;
+  assertEquals(remote.sweep(), 1);
+  assertEquals(account.load("gpu-0").prefillRequests, 0);
+});

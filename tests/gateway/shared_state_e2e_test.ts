@@ -1,0 +1,155 @@
+/**
+ * Three router processes (`mod.ts start`) sharing their dispatch-time facts through a real
+ * redis-server (cluster.sharedState), in front of one fake cluster whose store never learns the
+ * new prefix: only the shared predictions can tell the replicas where it is being written.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { ensureDebianCommands } from "../support/debian_packages.ts";
+import { completion, eventually, range } from "./harness.ts";
+import { type RouterProcess, startRouterProcess } from "./router_process.ts";
+
+const MODEL = "shared-model";
+
+async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const child = new Deno.Command("redis-server", {
+    args: ["--port", `${port}`, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+      break;
+    } catch {
+      if (performance.now() > deadline) throw new Error("redis-server did not start in 10 s");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  let stopped = false;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      child.kill("SIGKILL");
+      await child.status;
+    },
+  };
+}
+
+/** Sum of a /metrics series' samples on one replica, filtered by label text. */
+async function metric(router: RouterProcess, name: string, label = ""): Promise<number> {
+  const text = await (await fetch(`${router.url}/metrics`)).text();
+  return text.split("\n").filter((l) => l.startsWith(name) && l.includes(label))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+async function send(router: RouterProcess, prompt: number[], maxTokens = 2): Promise<string> {
+  const response = await completion(router.url, { model: MODEL, prompt, max_tokens: maxTokens });
+  assertEquals(response.status, 200);
+  await response.text();
+  return response.headers.get("x-tidegate-instance")!;
+}
+
+Deno.test("three replicas sharing state through Redis land a burst like one router, agree on load, and lose no request when Redis dies", async () => {
+  const missing = await ensureDebianCommands([
+    { command: "redis-server", versionArgs: ["--version"], pkg: "redis-server" },
+  ]);
+  if (missing.length > 0) {
+    console.warn("skipped: redis-server is not installed (apt-get install -y redis-server)");
+    return;
+  }
+  const redis = await startRedis();
+  const master = await startFakeMooncakeMaster();
+  const engines = await Promise.all(
+    range(0, 4).map((i) =>
+      startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.001, decodeSecondsPerToken: 0.002 })
+    ),
+  );
+  const dir = await Deno.makeTempDir();
+  const config = `${dir}/tidegate.json`;
+  await Deno.writeTextFile(
+    config,
+    JSON.stringify({
+      listen: { host: "127.0.0.1", port: 0 },
+      cluster: { sharedState: { redis: redis.url, prefix: `t${Date.now()}` } },
+      models: [{
+        name: MODEL,
+        tokenizer: { mode: "none" },
+        kv: {
+          store: "mooncake",
+          url: master.url,
+          chunkSize: 256,
+          minPromptTokens: 0,
+          timeoutMs: 500,
+        },
+        policy: "cache_aware",
+        health: { intervalMs: 60_000, timeoutMs: 500 },
+        instances: engines.map((e, i) => ({ id: e.id, url: e.url, kvHost: `10.0.0.${i + 1}` })),
+      }],
+    }),
+  );
+  const replicas: RouterProcess[] = [];
+  try {
+    replicas.push(...await Promise.all([config, config, config].map(startRouterProcess)));
+    // Every replica hears the others before the burst starts.
+    await send(replicas[0], range(5_000_000, 300));
+    for (const replica of replicas.slice(1)) {
+      const deadline = performance.now() + 15_000;
+      while (await metric(replica, "tidegate_shared_state_batches_received") === 0) {
+        assert(performance.now() < deadline, "a replica never heard the others");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+
+    // A burst on a new 8k prefix, round-robin: one router would send all of it to one instance.
+    const prefix = range(1_000_000, 8_192);
+    const landed = [];
+    for (let i = 0; i < 30; i++) {
+      landed.push(await send(replicas[i % 3], [...prefix, 7_000_000 + i]));
+    }
+    assertEquals(new Set(landed).size, 1, `landed on ${landed.join(",")}`);
+
+    // Requests in flight through all three: every replica counts all of them.
+    const slow = range(0, 9).map((i) =>
+      send(replicas[i % 3], range(2_000_000 + i * 10_000, 1_000), 2_000)
+    );
+    const inflight = async (r: RouterProcess) =>
+      await metric(r, "tidegate_instance_inflight_prefill_requests") +
+      await metric(r, "tidegate_instance_inflight_decode_requests");
+    const deadline = performance.now() + 15_000;
+    let views: number[] = [];
+    for (;;) {
+      views = await Promise.all(replicas.map(inflight));
+      if (views.every((v) => v >= 8)) break;
+      assert(performance.now() < deadline, `replicas' in-flight views ${views} never reached 9±1`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert(Math.max(...views) - Math.min(...views) <= 1, `views ${views}`);
+    await Promise.all(slow);
+
+    // Redis dies mid-run: no request fails; each replica keeps serving on its own view.
+    const during = [];
+    for (let i = 0; i < 12; i++) {
+      if (i === 4) await redis.stop();
+      during.push(await send(replicas[i % 3], range(3_000_000 + i * 10_000, 2_000)));
+    }
+    assertEquals(during.length, 12);
+    await eventually(
+      () => replicas.some((r) => r.log.some((l) => l.includes("shared state unavailable"))),
+      5_000,
+      "the outage logged",
+    );
+  } finally {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await redis.stop();
+    await Promise.all([...engines.map((e) => e.close()), master.close()]);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
