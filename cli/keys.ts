@@ -89,10 +89,13 @@ export async function runKeys(
     });
     const tokens = await promptTokens(runtime, values);
     const report = keysReport(runtime, tokens);
-    if (values.probe) await probeStore(runtime, report, tokens.length);
+    const asked = values.probe ? await probeStore(runtime, report, tokens.length) : true;
     if (values.json) out(JSON.stringify(report, null, 2));
     else for (const line of formatKeysReport(report)) out(line);
-    return 0;
+    if (asked) return 0;
+    // A dead store must not look like a key mismatch (every chunk "missing").
+    console.error(`keys: the store could not be asked (${report.probe?.error}); no chunk is known`);
+    return 3;
   } catch (error) {
     if (error instanceof ConfigError || error instanceof UsageError) {
       console.error(error.message);
@@ -162,8 +165,15 @@ function keysReport(runtime: ModelRuntime, tokens: number[]): KeysReport {
   };
 }
 
-/** Asks the store which keys exist and where; fills each chunk and the prefixes in. */
-async function probeStore(runtime: ModelRuntime, report: KeysReport, tokens: number) {
+/**
+ * Asks the store which keys exist and where; fills each chunk and the prefixes in. False when the
+ * store did not answer every key (down, refused, late): then no chunk is marked missing.
+ */
+async function probeStore(
+  runtime: ModelRuntime,
+  report: KeysReport,
+  tokens: number,
+): Promise<boolean> {
   const modelConfig = runtime.config;
   if (!runtime.store) {
     throw new UsageError(`Model ${modelConfig.name} has no store configured (kv.store is "none")`);
@@ -173,7 +183,8 @@ async function probeStore(runtime: ModelRuntime, report: KeysReport, tokens: num
   const lookup = await runtime.store.lookup(chunkKeys.flat(), {
     deadlineMs: Math.max(2000, modelConfig.kv.timeoutMs),
   });
-  for (const chunk of report.chunks) {
+  const answered = lookup.outcome === "ok" || lookup.outcome === "skipped";
+  for (const chunk of answered ? report.chunks : []) {
     const locations = chunk.keys.map((k) => lookup.locations.get(k));
     chunk.present = locations.every((l) => l?.present === true);
     const hosts = [...new Set(locations.flatMap((l) => l?.memoryHosts ?? []))];
@@ -192,6 +203,7 @@ async function probeStore(runtime: ModelRuntime, report: KeysReport, tokens: num
       [...hits.localChunks].map(([id, chunks]) => [id, capped(chunks)]),
     ),
   };
+  return answered;
 }
 
 export function formatKeysReport(report: KeysReport): string[] {
@@ -219,6 +231,10 @@ export function formatKeysReport(report: KeysReport): string[] {
         report.probe.error ? ` (${report.probe.error})` : ""
       }`,
     );
+    if (report.probe.outcome !== "ok" && report.probe.outcome !== "skipped") {
+      lines.push("the store could not be asked: whether each chunk is present is unknown");
+      return lines;
+    }
     lines.push(`pool prefix: ${report.probe.poolPrefixTokens} tokens`);
     for (const [id, tokens] of Object.entries(report.probe.localPrefixTokens)) {
       lines.push(`local prefix ${id}: ${tokens} tokens`);

@@ -80,6 +80,44 @@ Deno.test("keys --probe shows each chunk's key, where it lives, and the prefixes
   }
 });
 
+Deno.test("keys --probe against a store it cannot reach says so and exits non-zero, marking no chunk missing", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const deadPort = (listener.addr as Deno.NetAddr).port;
+  listener.close(); // nothing listens there now: connection refused
+  await withConfig(`http://127.0.0.1:${deadPort}`, async (path) => {
+    const quiet = console.error;
+    const errors: string[] = [];
+    console.error = (message: string) => errors.push(message);
+    try {
+      const tokens = Array.from({ length: 8 }, (_, i) => i + 1).join(",");
+      const text: string[] = [];
+      const code = await runKeys(
+        ["--config", path, "--tokens", tokens, "--probe"],
+        (l) => text.push(l),
+      );
+      assertEquals(code, 3);
+      assert(!text.some((l) => l.endsWith("missing")), text.join("\n"));
+      assertMatch(text.join("\n"), /store lookup: failed .*could not be asked/s);
+      assertMatch(errors.join("\n"), /store could not be asked \(.*127\.0\.0\.1/);
+      const json: string[] = [];
+      assertEquals(
+        await runKeys(
+          ["--config", path, "--tokens", tokens, "--probe", "--json"],
+          (l) => json.push(l),
+        ),
+        3,
+      );
+      const report = JSON.parse(json.join("\n"));
+      assertEquals(report.chunks.map((c: { present?: boolean }) => c.present), [
+        undefined,
+        undefined,
+      ]);
+    } finally {
+      console.error = quiet;
+    }
+  });
+});
+
 Deno.test("keys tokenizes a prompt with the configured tokenizer", async () => {
   await withConfig("http://127.0.0.1:9", async (path) => {
     const lines: string[] = [];
