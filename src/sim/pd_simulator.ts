@@ -207,40 +207,13 @@ class PdReplay {
     this.#account = new LoadAccount({ now: nowMs, expireAfterMs: Number.POSITIVE_INFINITY });
     this.#outlook = new DecodeOutlook({ meanDecodeS: config.meanDecodeS, now: nowMs });
     const tbt = new GapHistogram();
-    const onGap = (gapS: number) => tbt.add(gapS);
-    const named = (prefix: string, count: number) =>
-      Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(2, "0")}`);
     const poolPrefix = (blocks: readonly number[]) => poolPrefixLength(this.#prefill, blocks);
-    if (topology.kind === "pd") {
-      this.#names = named("prefill", topology.prefill);
-      this.#prefill = prefillEngines(this.#names, config, poolPrefix);
-      this.#neutral = [];
-      this.#decodeNames = named("decode", topology.decode);
-      this.#decoders = this.#decodeNames.map((name) =>
-        new SimDecodeEngine(name, config.engineDecodeModel, {
-          onGap,
-          maxBatch: config.decodeMaxBatch,
-        })
-      );
-    } else {
-      this.#names = named("neutral", topology.instances);
-      this.#prefill = prefillEngines(
-        this.#names,
-        { ...config, chunkTokens: topology.chunkTokens ?? config.chunkTokens },
-        poolPrefix,
-        { unchunked: !topology.chunked },
-      );
-      this.#neutral = this.#prefill.map((engine) =>
-        new SimNeutralEngine(
-          engine,
-          // No batch cap: an aggregated engine batches every running request.
-          new SimDecodeEngine(engine.name, config.engineDecodeModel, { onGap }),
-          topology.chunked,
-        )
-      );
-      this.#decodeNames = [];
-      this.#decoders = [];
-    }
+    const engines = buildEngines(topology, config, (gapS) => tbt.add(gapS), poolPrefix);
+    this.#names = engines.names;
+    this.#prefill = engines.prefill;
+    this.#neutral = engines.neutral;
+    this.#decodeNames = engines.decodeNames;
+    this.#decoders = engines.decoders;
     this.#indexOf = new Map(this.#names.map((name, i) => [name, i]));
     this.#decodeIndexOf = new Map(this.#decodeNames.map((name, i) => [name, i]));
     this.#incoming = this.#decoders.map(() => 0);
@@ -253,31 +226,7 @@ class PdReplay {
     this.#firstTokenS = new Float64Array(n).fill(NaN);
     this.#lastArrival = n > 0 ? this.#arrivalS[n - 1] : 0;
     this.#periodS = Math.max(this.#lastArrival / Math.max(1, config.timelinePoints), 1e-3);
-    this.#result = {
-      label: run.label,
-      policy: run.policy,
-      admission: run.admission,
-      topology,
-      instanceNames: this.#names,
-      decodeNames: this.#decodeNames,
-      ttftS: new Float64Array(n).fill(NaN),
-      predictedTtftS: new Float64Array(n).fill(NaN),
-      tpotS: new Float64Array(n).fill(NaN),
-      promptTokens: new Float64Array(n),
-      reusedTokens: new Float64Array(n),
-      transferTokens: new Float64Array(n),
-      instance: new Int32Array(n).fill(-1),
-      decodeInstance: new Int32Array(n).fill(-1),
-      rejectedByReason: {},
-      rejectedAfterPrefill: 0,
-      wastedPrefillTokens: 0,
-      tbt,
-      timeline: { periodS: this.#periodS, waitingTokens: this.#names.map(() => []) },
-      load: { periodS: this.#periodS, prefill: [], decode: [], rejected: [] },
-      busyS: [],
-      evictions: 0,
-      endS: 0,
-    };
+    this.#result = emptyResult(run, engines, n, tbt, this.#periodS);
   }
 
   replay(): PdResult {
@@ -636,5 +585,91 @@ function decodeJob(i: number, output: number, prompt: number, firstTokenS: numbe
     joinS: firstTokenS,
     contextTokens: prompt,
     lastTokenS: firstTokenS,
+  };
+}
+
+interface PdEngines {
+  names: string[];
+  prefill: SimPrefillEngine[];
+  neutral: SimNeutralEngine[];
+  decodeNames: string[];
+  decoders: SimDecodeEngine[];
+}
+
+/** The simulated engines of a topology: N prefill + M decode, or N neutral ones. */
+function buildEngines(
+  topology: PdTopology,
+  config: PdConfig,
+  onGap: (gapS: number) => void,
+  poolPrefix: (blocks: readonly number[]) => number,
+): PdEngines {
+  const named = (prefix: string, count: number) =>
+    Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(2, "0")}`);
+  if (topology.kind === "pd") {
+    const names = named("prefill", topology.prefill);
+    const decodeNames = named("decode", topology.decode);
+    return {
+      names,
+      prefill: prefillEngines(names, config, poolPrefix),
+      neutral: [],
+      decodeNames,
+      decoders: decodeNames.map((name) =>
+        new SimDecodeEngine(name, config.engineDecodeModel, {
+          onGap,
+          maxBatch: config.decodeMaxBatch,
+        })
+      ),
+    };
+  }
+  const names = named("neutral", topology.instances);
+  const prefill = prefillEngines(
+    names,
+    { ...config, chunkTokens: topology.chunkTokens ?? config.chunkTokens },
+    poolPrefix,
+    { unchunked: !topology.chunked },
+  );
+  const neutral = prefill.map((engine) =>
+    new SimNeutralEngine(
+      engine,
+      // No batch cap: an aggregated engine batches every running request.
+      new SimDecodeEngine(engine.name, config.engineDecodeModel, { onGap }),
+      topology.chunked,
+    )
+  );
+  return { names, prefill, neutral, decodeNames: [], decoders: [] };
+}
+
+/** A run's result before the replay fills it in. */
+function emptyResult(
+  run: PdRun,
+  engines: PdEngines,
+  n: number,
+  tbt: GapHistogram,
+  periodS: number,
+): PdResult {
+  return {
+    label: run.label,
+    policy: run.policy,
+    admission: run.admission,
+    topology: run.topology,
+    instanceNames: engines.names,
+    decodeNames: engines.decodeNames,
+    ttftS: new Float64Array(n).fill(NaN),
+    predictedTtftS: new Float64Array(n).fill(NaN),
+    tpotS: new Float64Array(n).fill(NaN),
+    promptTokens: new Float64Array(n),
+    reusedTokens: new Float64Array(n),
+    transferTokens: new Float64Array(n),
+    instance: new Int32Array(n).fill(-1),
+    decodeInstance: new Int32Array(n).fill(-1),
+    rejectedByReason: {},
+    rejectedAfterPrefill: 0,
+    wastedPrefillTokens: 0,
+    tbt,
+    timeline: { periodS, waitingTokens: engines.names.map(() => []) },
+    load: { periodS, prefill: [], decode: [], rejected: [] },
+    busyS: [],
+    evictions: 0,
+    endS: 0,
   };
 }
