@@ -215,11 +215,46 @@ export function poolLoadSvg(
   allPanels: readonly PoolLoadPanel[],
   options: { title?: string; fromS?: number; toS?: number } = {},
 ): string {
-  // A time window: the samples in [fromS, toS], the axis labelled from fromS.
   const startS = options.fromS ?? 0;
-  const panels = allPanels.map((panel) => {
+  const panels = windowPanels(allPanels, startS, options.toS);
+  const { panelW, panelH, gap, top } = POOL_LOAD_LAYOUT;
+  const width = panelW + 2 * gap;
+  const height = top + panels.length * (panelH + gap);
+  const yMax = Math.max(
+    1.5,
+    niceCeil(Math.max(0, ...panels.flatMap((p) => [...p.prefill, ...p.decode]))),
+  );
+  const out: string[] = [
+    svgOpen(
+      width,
+      height,
+      options.title ?? "Prefill and decode pool load over time (1 = at the SLO)",
+    ),
+    ...poolLoadLegend(),
+  ];
+  panels.forEach((panel, p) => out.push(...poolLoadPanel(panel, p, yMax, startS)));
+  out.push("</svg>\n");
+  return out.join("\n");
+}
+
+const POOL_LOAD_LAYOUT = {
+  panelW: 820,
+  panelH: 200,
+  gap: 18,
+  top: 64,
+  m: { left: 56, right: 16, top: 22, bottom: 30 },
+  colors: { prefill: "#d62728", decode: "#1f77b4" },
+};
+
+/** A time window: the samples in [startS, toS], the axis labelled from startS. */
+function windowPanels(
+  allPanels: readonly PoolLoadPanel[],
+  startS: number,
+  toS: number | undefined,
+): PoolLoadPanel[] {
+  return allPanels.map((panel) => {
     const first = Math.max(0, Math.floor(startS / panel.periodS));
-    const last = options.toS === undefined ? undefined : Math.ceil(options.toS / panel.periodS) + 1;
+    const last = toS === undefined ? undefined : Math.ceil(toS / panel.periodS) + 1;
     return {
       ...panel,
       prefill: panel.prefill.slice(first, last),
@@ -227,21 +262,11 @@ export function poolLoadSvg(
       rejected: panel.rejected.slice(first, last),
     };
   });
-  const panelW = 820, panelH = 200, gap = 18, top = 64;
-  const m = { left: 56, right: 16, top: 22, bottom: 30 };
-  const width = panelW + 2 * gap;
-  const height = top + panels.length * (panelH + gap);
-  const yMax = Math.max(
-    1.5,
-    niceCeil(Math.max(0, ...panels.flatMap((p) => [...p.prefill, ...p.decode]))),
-  );
-  const colors = { prefill: "#d62728", decode: "#1f77b4" };
-  const out: string[] = [
-    svgOpen(
-      width,
-      height,
-      options.title ?? "Prefill and decode pool load over time (1 = at the SLO)",
-    ),
+}
+
+function poolLoadLegend(): string[] {
+  const { gap, m, colors } = POOL_LOAD_LAYOUT;
+  return [
     `<line x1="${gap + m.left}" y1="44" x2="${
       gap + m.left + 24
     }" y2="44" stroke="${colors.prefill}" stroke-width="3"/>`,
@@ -255,54 +280,54 @@ export function poolLoadSvg(
     `<rect x="${gap + m.left + 680}" y="38" width="10" height="10" fill="#bbb"/>`,
     `<text x="${gap + m.left + 696}" y="48">refusals</text>`,
   ];
-  panels.forEach((panel, p) => {
-    const ox = gap, oy = top + p * (panelH + gap);
-    const plotW = panelW - m.left - m.right, plotH = panelH - m.top - m.bottom;
-    const samples = Math.max(1, panel.prefill.length, panel.decode.length);
-    const duration = samples * panel.periodS;
-    const x = (j: number) => ox + m.left + j / Math.max(1, samples - 1) * plotW;
-    const y = (v: number) => oy + m.top + (1 - Math.min(v, yMax) / yMax) * plotH;
+}
+
+/** One run's panel: refusal bars, the axes, the SLO line and both pools' load. */
+function poolLoadPanel(panel: PoolLoadPanel, p: number, yMax: number, startS: number): string[] {
+  const { panelW, panelH, gap, top, m, colors } = POOL_LOAD_LAYOUT;
+  const ox = gap, oy = top + p * (panelH + gap);
+  const plotW = panelW - m.left - m.right, plotH = panelH - m.top - m.bottom;
+  const samples = Math.max(1, panel.prefill.length, panel.decode.length);
+  const duration = samples * panel.periodS;
+  const x = (j: number) => ox + m.left + j / Math.max(1, samples - 1) * plotW;
+  const y = (v: number) => oy + m.top + (1 - Math.min(v, yMax) / yMax) * plotH;
+  const out = [
+    `<text x="${ox + m.left}" y="${oy + 14}" font-weight="bold">${escapeXml(panel.label)}</text>`,
+    frame(ox + m.left, oy + m.top, plotW, plotH),
+  ];
+  const maxRejected = Math.max(1, ...panel.rejected);
+  const barW = Math.max(0.5, plotW / samples);
+  panel.rejected.forEach((count, j) => {
+    if (count <= 0) return;
+    const h = count / maxRejected * plotH * 0.5;
     out.push(
-      `<text x="${ox + m.left}" y="${oy + 14}" font-weight="bold">${escapeXml(panel.label)}</text>`,
-      frame(ox + m.left, oy + m.top, plotW, plotH),
+      `<rect x="${r(x(j) - barW / 2)}" y="${r(oy + m.top + plotH - h)}" width="${
+        r(barW)
+      }" height="${r(h)}" fill="#bbb" fill-opacity="0.6"/>`,
     );
-    const maxRejected = Math.max(1, ...panel.rejected);
-    const barW = Math.max(0.5, plotW / samples);
-    panel.rejected.forEach((count, j) => {
-      if (count <= 0) return;
-      const h = count / maxRejected * plotH * 0.5;
-      out.push(
-        `<rect x="${r(x(j) - barW / 2)}" y="${r(oy + m.top + plotH - h)}" width="${
-          r(barW)
-        }" height="${r(h)}" fill="#bbb" fill-opacity="0.6"/>`,
-      );
-    });
-    for (const v of [0, 1, yMax]) {
-      out.push(
-        `<text x="${ox + m.left - 6}" y="${r(y(v)) + 4}" text-anchor="end">${v}</text>`,
-      );
-    }
-    out.push(
-      `<line x1="${ox + m.left}" y1="${r(y(1))}" x2="${ox + m.left + plotW}" y2="${
-        r(y(1))
-      }" stroke="#555" stroke-dasharray="5,4"/>`,
-    );
-    for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-      out.push(
-        `<text x="${r(ox + m.left + f * plotW)}" y="${
-          oy + m.top + plotH + 16
-        }" text-anchor="middle">${Math.round(startS + f * duration)} s</text>`,
-      );
-    }
-    for (const key of ["prefill", "decode"] as const) {
-      const points = panel[key].map((v, j) => `${r(x(j))},${r(y(v))}`).join(" ");
-      out.push(
-        `<polyline fill="none" stroke="${colors[key]}" stroke-width="1.5" points="${points}"/>`,
-      );
-    }
   });
-  out.push("</svg>\n");
-  return out.join("\n");
+  for (const v of [0, 1, yMax]) {
+    out.push(`<text x="${ox + m.left - 6}" y="${r(y(v)) + 4}" text-anchor="end">${v}</text>`);
+  }
+  out.push(
+    `<line x1="${ox + m.left}" y1="${r(y(1))}" x2="${ox + m.left + plotW}" y2="${
+      r(y(1))
+    }" stroke="#555" stroke-dasharray="5,4"/>`,
+  );
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    out.push(
+      `<text x="${r(ox + m.left + f * plotW)}" y="${
+        oy + m.top + plotH + 16
+      }" text-anchor="middle">${Math.round(startS + f * duration)} s</text>`,
+    );
+  }
+  for (const key of ["prefill", "decode"] as const) {
+    const points = panel[key].map((v, j) => `${r(x(j))},${r(y(v))}`).join(" ");
+    out.push(
+      `<polyline fill="none" stroke="${colors[key]}" stroke-width="1.5" points="${points}"/>`,
+    );
+  }
+  return out;
 }
 
 function tokenLabel(value: number): string {
