@@ -220,187 +220,10 @@ export class GatewayMetrics {
       registers,
     });
 
-    const instanceGauge = (
-      name: string,
-      help: string,
-      read: (s: InstanceGaugeSample) => number | undefined,
-    ) =>
-      new client.Gauge({
-        name,
-        help,
-        labelNames: ["model", "instance"],
-        registers,
-        collect() {
-          this.reset();
-          for (const sample of instanceSamples()) {
-            const value = read(sample);
-            if (value !== undefined) {
-              this.set({ model: sample.model, instance: sample.instance }, value);
-            }
-          }
-        },
-      });
-    instanceGauge(
-      "tidegate_instance_healthy",
-      "1 when the instance takes traffic.",
-      (s) => (s.healthy ? 1 : 0),
-    );
-    instanceGauge(
-      "tidegate_instance_draining",
-      "1 while the instance is drained.",
-      (s) => (s.draining ? 1 : 0),
-    );
-    instanceGauge(
-      "tidegate_instance_inflight_prefill_tokens",
-      "Uncomputed prefill tokens the router dispatched that have no first token yet.",
-      (s) => s.inflightPrefillTokens,
-    );
-    instanceGauge(
-      "tidegate_instance_inflight_prefill_requests",
-      "Requests dispatched by this router that have no first token yet.",
-      (s) => s.inflightPrefillRequests,
-    );
-    instanceGauge(
-      "tidegate_instance_inflight_decode_requests",
-      "Requests dispatched by this router that are decoding.",
-      (s) => s.inflightDecodeRequests,
-    );
-    instanceGauge(
-      "tidegate_instance_waiting_prefill_tokens",
-      "The waiting-prefill estimate the policies see (account reconciled with engine reports).",
-      (s) => s.estimatedWaitingPrefillTokens,
-    );
-    instanceGauge(
-      "tidegate_instance_reported_waiting_requests",
-      "Waiting requests the engine reported (vLLM num_requests_waiting, SGLang num_waiting_reqs).",
-      (s) => s.reportedWaitingRequests,
-    );
-    instanceGauge(
-      "tidegate_instance_reported_running_requests",
-      "Running requests the engine reported.",
-      (s) => s.reportedRunningRequests,
-    );
-    instanceGauge(
-      "tidegate_instance_reported_pending_tokens",
-      "Pending prefill tokens the engine reported (SGLang num_pending_tokens).",
-      (s) => s.reportedPendingTokens,
-    );
-    instanceGauge(
-      "tidegate_instance_report_age_seconds",
-      "Age of the engine's last load report (reconciliation lag).",
-      (s) => s.reportAgeSeconds,
-    );
-    instanceGauge(
-      "tidegate_instance_report_stale",
-      "1 when the engine's last load report is too old to use.",
-      (s) => (s.reportStale === undefined ? undefined : s.reportStale ? 1 : 0),
-    );
-    // A counter read from the prober's tally at scrape time (it restarts if the instance leaves
-    // and comes back, which Prometheus treats as a counter reset).
-    new client.Counter({
-      name: "tidegate_instance_probe_failures_total",
-      help: "Failed health probes of the instance since it joined.",
-      labelNames: ["model", "instance"],
-      registers,
-      collect() {
-        this.reset();
-        for (const sample of instanceSamples()) {
-          this.inc({ model: sample.model, instance: sample.instance }, sample.probeFailures);
-        }
-      },
-    });
-    new client.Gauge({
-      name: "tidegate_instance_breaker_state",
-      help: "Circuit breaker state per instance (1 for the current state).",
-      labelNames: ["model", "instance", "state"],
-      registers,
-      collect() {
-        this.reset();
-        for (const sample of instanceSamples()) {
-          for (const state of BREAKER_STATES) {
-            this.set(
-              { model: sample.model, instance: sample.instance, state },
-              sample.breakerState === state ? 1 : 0,
-            );
-          }
-        }
-      },
-    });
-    const modelGauge = (name: string, help: string, read: (s: ModelGaugeSample) => number) =>
-      new client.Gauge({
-        name,
-        help,
-        labelNames: ["model"],
-        registers,
-        collect() {
-          this.reset();
-          for (const sample of modelSamples()) this.set({ model: sample.model }, read(sample));
-        },
-      });
-    modelGauge(
-      "tidegate_store_down",
-      "1 while the KV store is in its down-window.",
-      (s) => (s.storeDown ? 1 : 0),
-    );
-    modelGauge(
-      "tidegate_load_leases_expired",
-      "Dispatch-time load entries dropped because no first token came in time.",
-      (s) => s.expiredLeases,
-    );
-    const sharedGauge = (
-      name: string,
-      help: string,
-      read: (s: NonNullable<RouterGaugeSample["sharedState"]>) => number,
-    ) =>
-      new client.Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          const shared = routerSamples().sharedState;
-          this.set(shared ? read(shared) : 0);
-        },
-      });
-    sharedGauge(
-      "tidegate_shared_state_facts_published",
-      "Dispatch facts (leases, first tokens, ends, predicted keys) published to the other replicas.",
-      (s) => s.published,
-    );
-    sharedGauge(
-      "tidegate_shared_state_batches_received",
-      "Fact batches received from other replicas and applied.",
-      (s) => s.received,
-    );
-    sharedGauge(
-      "tidegate_shared_state_errors",
-      "Publishes or subscriptions that failed (the replica then keeps its own view).",
-      (s) => s.errors,
-    );
-    sharedGauge(
-      "tidegate_shared_state_remote_leases",
-      "Other replicas' in-flight leases counted in this replica's load account.",
-      (s) => s.remoteLeases,
-    );
-    modelGauge(
-      "tidegate_tokenizer_workers",
-      "Tokenizer workers started (they start with the first long prompt; 0 without a pool).",
-      (s) => s.tokenizerWorkers?.started ?? 0,
-    );
-    modelGauge(
-      "tidegate_tokenizer_workers_ready",
-      "Tokenizer workers that have loaded their tokenizer and take work.",
-      (s) => s.tokenizerWorkers?.ready ?? 0,
-    );
-    modelGauge(
-      "tidegate_tokenizer_workers_replaced",
-      "Tokenizer workers replaced after a crash, a missed deadline or a failed load.",
-      (s) => s.tokenizerWorkers?.replaced ?? 0,
-    );
-    modelGauge(
-      "tidegate_predicted_index_keys",
-      "Keys in the local predicted index (recent dispatches not yet visible in the store).",
-      (s) => s.predictedIndexKeys,
-    );
+    declareInstanceGauges(registers, instanceSamples);
+    declareHealthGauges(registers, instanceSamples);
+    declareModelGauges(registers, modelSamples);
+    declareSharedStateGauges(registers, routerSamples);
   }
 
   text(): Promise<string> {
@@ -410,4 +233,213 @@ export class GatewayMetrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+/** Per-instance load gauges, read from the live runtimes at scrape time. */
+function declareInstanceGauges(
+  registers: client.Registry[],
+  instanceSamples: () => InstanceGaugeSample[],
+): void {
+  const instanceGauge = (
+    name: string,
+    help: string,
+    read: (s: InstanceGaugeSample) => number | undefined,
+  ) =>
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ["model", "instance"],
+      registers,
+      collect() {
+        this.reset();
+        for (const sample of instanceSamples()) {
+          const value = read(sample);
+          if (value !== undefined) {
+            this.set({ model: sample.model, instance: sample.instance }, value);
+          }
+        }
+      },
+    });
+  instanceGauge(
+    "tidegate_instance_healthy",
+    "1 when the instance takes traffic.",
+    (s) => (s.healthy ? 1 : 0),
+  );
+  instanceGauge(
+    "tidegate_instance_draining",
+    "1 while the instance is drained.",
+    (s) => (s.draining ? 1 : 0),
+  );
+  instanceGauge(
+    "tidegate_instance_inflight_prefill_tokens",
+    "Uncomputed prefill tokens the router dispatched that have no first token yet.",
+    (s) => s.inflightPrefillTokens,
+  );
+  instanceGauge(
+    "tidegate_instance_inflight_prefill_requests",
+    "Requests dispatched by this router that have no first token yet.",
+    (s) => s.inflightPrefillRequests,
+  );
+  instanceGauge(
+    "tidegate_instance_inflight_decode_requests",
+    "Requests dispatched by this router that are decoding.",
+    (s) => s.inflightDecodeRequests,
+  );
+  instanceGauge(
+    "tidegate_instance_waiting_prefill_tokens",
+    "The waiting-prefill estimate the policies see (account reconciled with engine reports).",
+    (s) => s.estimatedWaitingPrefillTokens,
+  );
+  instanceGauge(
+    "tidegate_instance_reported_waiting_requests",
+    "Waiting requests the engine reported (vLLM num_requests_waiting, SGLang num_waiting_reqs).",
+    (s) => s.reportedWaitingRequests,
+  );
+  instanceGauge(
+    "tidegate_instance_reported_running_requests",
+    "Running requests the engine reported.",
+    (s) => s.reportedRunningRequests,
+  );
+  instanceGauge(
+    "tidegate_instance_reported_pending_tokens",
+    "Pending prefill tokens the engine reported (SGLang num_pending_tokens).",
+    (s) => s.reportedPendingTokens,
+  );
+  instanceGauge(
+    "tidegate_instance_report_age_seconds",
+    "Age of the engine's last load report (reconciliation lag).",
+    (s) => s.reportAgeSeconds,
+  );
+  instanceGauge(
+    "tidegate_instance_report_stale",
+    "1 when the engine's last load report is too old to use.",
+    (s) => (s.reportStale === undefined ? undefined : s.reportStale ? 1 : 0),
+  );
+}
+
+/** Per-instance health series: probe failures and breaker state. */
+function declareHealthGauges(
+  registers: client.Registry[],
+  instanceSamples: () => InstanceGaugeSample[],
+): void {
+  // A counter read from the prober's tally at scrape time (it restarts if the instance leaves
+  // and comes back, which Prometheus treats as a counter reset).
+  new client.Counter({
+    name: "tidegate_instance_probe_failures_total",
+    help: "Failed health probes of the instance since it joined.",
+    labelNames: ["model", "instance"],
+    registers,
+    collect() {
+      this.reset();
+      for (const sample of instanceSamples()) {
+        this.inc({ model: sample.model, instance: sample.instance }, sample.probeFailures);
+      }
+    },
+  });
+  new client.Gauge({
+    name: "tidegate_instance_breaker_state",
+    help: "Circuit breaker state per instance (1 for the current state).",
+    labelNames: ["model", "instance", "state"],
+    registers,
+    collect() {
+      this.reset();
+      for (const sample of instanceSamples()) {
+        for (const state of BREAKER_STATES) {
+          this.set(
+            { model: sample.model, instance: sample.instance, state },
+            sample.breakerState === state ? 1 : 0,
+          );
+        }
+      }
+    },
+  });
+}
+
+/** Per-model gauges: the store's health, lease expiries, tokenizer workers, predictions. */
+function declareModelGauges(
+  registers: client.Registry[],
+  modelSamples: () => ModelGaugeSample[],
+): void {
+  const modelGauge = (name: string, help: string, read: (s: ModelGaugeSample) => number) =>
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ["model"],
+      registers,
+      collect() {
+        this.reset();
+        for (const sample of modelSamples()) this.set({ model: sample.model }, read(sample));
+      },
+    });
+  modelGauge(
+    "tidegate_store_down",
+    "1 while the KV store is in its down-window.",
+    (s) => (s.storeDown ? 1 : 0),
+  );
+  modelGauge(
+    "tidegate_load_leases_expired",
+    "Dispatch-time load entries dropped because no first token came in time.",
+    (s) => s.expiredLeases,
+  );
+  modelGauge(
+    "tidegate_tokenizer_workers",
+    "Tokenizer workers started (they start with the first long prompt; 0 without a pool).",
+    (s) => s.tokenizerWorkers?.started ?? 0,
+  );
+  modelGauge(
+    "tidegate_tokenizer_workers_ready",
+    "Tokenizer workers that have loaded their tokenizer and take work.",
+    (s) => s.tokenizerWorkers?.ready ?? 0,
+  );
+  modelGauge(
+    "tidegate_tokenizer_workers_replaced",
+    "Tokenizer workers replaced after a crash, a missed deadline or a failed load.",
+    (s) => s.tokenizerWorkers?.replaced ?? 0,
+  );
+  modelGauge(
+    "tidegate_predicted_index_keys",
+    "Keys in the local predicted index (recent dispatches not yet visible in the store).",
+    (s) => s.predictedIndexKeys,
+  );
+}
+
+/** Router-wide gauges of the shared state between replicas (0 without it). */
+function declareSharedStateGauges(
+  registers: client.Registry[],
+  routerSamples: () => RouterGaugeSample,
+): void {
+  const sharedGauge = (
+    name: string,
+    help: string,
+    read: (s: NonNullable<RouterGaugeSample["sharedState"]>) => number,
+  ) =>
+    new client.Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const shared = routerSamples().sharedState;
+        this.set(shared ? read(shared) : 0);
+      },
+    });
+  sharedGauge(
+    "tidegate_shared_state_facts_published",
+    "Dispatch facts (leases, first tokens, ends, predicted keys) published to the other replicas.",
+    (s) => s.published,
+  );
+  sharedGauge(
+    "tidegate_shared_state_batches_received",
+    "Fact batches received from other replicas and applied.",
+    (s) => s.received,
+  );
+  sharedGauge(
+    "tidegate_shared_state_errors",
+    "Publishes or subscriptions that failed (the replica then keeps its own view).",
+    (s) => s.errors,
+  );
+  sharedGauge(
+    "tidegate_shared_state_remote_leases",
+    "Other replicas' in-flight leases counted in this replica's load account.",
+    (s) => s.remoteLeases,
+  );
 }
