@@ -1,7 +1,7 @@
 import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts";
 import { HttpError } from "../openai/errors.ts";
 import { type ForwardOutcome, type ForwardTarget, forwardWithRetries } from "../proxy/forward.ts";
-import { endToEndHeaders } from "../proxy/hop_headers.ts";
+import { upstreamHeaders as upstreamHeadersOf } from "../proxy/hop_headers.ts";
 import { AttemptLeases } from "./attempt_leases.ts";
 import { executePd } from "./execute_pd.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -64,7 +64,7 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
       }),
     );
   }
-  const upstreamHeaders = endToEndHeaders(options.clientHeaders);
+  const upstreamHeaders = upstreamHeadersOf(options.clientHeaders);
   upstreamHeaders.set("x-request-id", record.requestId);
   const leases = new AttemptLeases(
     runtime,

@@ -17,7 +17,7 @@ import {
   forwardWithRetries,
   readBodyText,
 } from "../proxy/forward.ts";
-import { endToEndHeaders } from "../proxy/hop_headers.ts";
+import { upstreamHeaders } from "../proxy/hop_headers.ts";
 import {
   bootstrapRoom,
   decodeBody,
@@ -80,7 +80,7 @@ class PdRun {
   constructor(options: PdExecuteOptions) {
     this.#o = options;
     const { plan } = options;
-    this.#headers = endToEndHeaders(options.clientHeaders);
+    this.#headers = upstreamHeaders(options.clientHeaders);
     this.#headers.set("x-request-id", options.record.requestId);
     this.#headers.set("content-type", "application/json");
     this.#headers.delete("content-length"); // each leg's body is its own

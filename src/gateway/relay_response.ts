@@ -1,7 +1,7 @@
 import type { DispatchPlan, RequestRecord } from "../contracts.ts";
 import { openAIErrorBody } from "../openai/errors.ts";
 import type { ForwardTarget } from "../proxy/forward.ts";
-import { endToEndHeaders } from "../proxy/hop_headers.ts";
+import { downstreamHeaders } from "../proxy/hop_headers.ts";
 import { observeBody } from "../proxy/observed_body.ts";
 import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
@@ -40,7 +40,7 @@ export function relayResponse(options: RelayOptions): Response {
   record.status = response.status;
   record.outcome = response.status < 400 ? "ok" : "upstream_error_status";
   const body = observeBody(response.body, bodyObserver(options));
-  const headers = endToEndHeaders(response.headers);
+  const headers = downstreamHeaders(response.headers);
   headers.delete("content-length"); // the body is re-streamed (and may gain an error event)
   options.responseHeaders.forEach((value, key) => headers.set(key, value));
   headers.set("x-tidegate-instance", target.id);

@@ -26,3 +26,20 @@ export function endToEndHeaders(headers: Headers): Headers {
   });
   return out;
 }
+
+/**
+ * What goes to an engine: the client's end-to-end headers, less `x-tidegate-*` (the router's own
+ * namespace: a client must not pass itself off as the router to the engine).
+ */
+export function upstreamHeaders(client: Headers): Headers {
+  const out = endToEndHeaders(client);
+  for (const name of [...out.keys()]) if (name.startsWith("x-tidegate-")) out.delete(name);
+  return out;
+}
+
+/** What goes back to the client: the engine's end-to-end headers, less its `server` banner. */
+export function downstreamHeaders(engine: Headers): Headers {
+  const out = endToEndHeaders(engine);
+  out.delete("server");
+  return out;
+}

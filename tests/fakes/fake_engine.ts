@@ -632,6 +632,7 @@ class Engine implements FakeEngine {
   #headers(extra: Record<string, string> = {}): Headers {
     const headers = new Headers(extra);
     headers.set("x-fake-engine", this.id);
+    headers.set("server", "uvicorn"); // as vLLM and SGLang answer (their HTTP servers' banner)
     return headers;
   }
 

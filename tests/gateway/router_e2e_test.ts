@@ -180,6 +180,27 @@ Deno.test("streams pass through with the instance and request id headers, and tr
   }
 });
 
+Deno.test("the router's header namespace is its own: client x-tidegate-* never reach the engine, the engine's server banner never reaches the client", async () => {
+  const t = await startTestCluster();
+  try {
+    const response = await completion(t.url, { prompt: PROMPT }, {
+      "x-tidegate-instance": "spoofed",
+      "x-tidegate-prefill-instance": "spoofed",
+      "x-keep-me": "2",
+    });
+    assertEquals(response.status, 200);
+    await response.text();
+    const instance = response.headers.get("x-tidegate-instance")!;
+    assert(instance !== "spoofed");
+    assertEquals(response.headers.get("server"), null);
+    const seen = t.engines.find((e) => e.id === instance)!.stats.requests.at(-1)!;
+    assertEquals(Object.keys(seen.headers).filter((h) => h.startsWith("x-tidegate-")), []);
+    assertEquals(seen.headers["x-keep-me"], "2");
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test("every lease is released exactly once: on completion, client abort and mid-stream failure", async () => {
   const t = await startTestCluster({ engine: { decodeSecondsPerToken: 0.05, timeScale: 1 } });
   try {
