@@ -7,6 +7,8 @@ export interface ObservedUsage {
 }
 
 const MAX_JSON_BYTES = 4 * 1024 * 1024;
+/** A longer SSE line is not an event worth reading: it is skipped, never buffered whole. */
+export const MAX_SSE_LINE_CHARS = 1024 * 1024;
 
 /**
  * Reads `usage` out of a response while it streams through, without holding the stream back:
@@ -17,6 +19,8 @@ export class UsageSniffer {
   readonly #sse: boolean;
   readonly #decoder = new TextDecoder();
   #pending = "";
+  /** The current line outgrew MAX_SSE_LINE_CHARS: drop it up to its newline. */
+  #skipping = false;
   #json: Uint8Array[] = [];
   #jsonBytes = 0;
   usage: ObservedUsage = {};
@@ -38,19 +42,38 @@ export class UsageSniffer {
       this.#jsonBytes += chunk.byteLength;
       return 0;
     }
-    const text = this.#pending + this.#decoder.decode(chunk, { stream: true });
-    const lines = text.split("\n");
-    this.#pending = lines.pop() ?? "";
+    // Only the new text is searched for line ends: linear in the stream, however long a line.
+    const text = this.#decoder.decode(chunk, { stream: true });
     let completed = 0;
-    for (const line of lines) {
-      if (!line.startsWith("data:")) continue;
-      const data = line.slice(5).trim();
-      if (data === "[DONE]" || data === "") continue;
-      completed++;
-      if (data.includes('"usage"')) this.#readUsage(data);
+    let start = 0;
+    for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
+      const line = this.#pending + text.slice(start, end);
+      if (!this.#skipping) completed += this.#readLine(line);
+      this.#pending = "";
+      this.#skipping = false;
+      start = end + 1;
+    }
+    if (!this.#skipping) this.#pending += text.slice(start);
+    if (this.#pending.length > MAX_SSE_LINE_CHARS) {
+      this.#pending = "";
+      this.#skipping = true;
     }
     this.events += completed;
     return completed;
+  }
+
+  /** Characters held for a line not yet ended (bounded by MAX_SSE_LINE_CHARS). */
+  get bufferedChars(): number {
+    return this.#pending.length;
+  }
+
+  /** 1 when the line is a data event (other than `[DONE]`), reading its usage if it has one. */
+  #readLine(line: string): number {
+    if (!line.startsWith("data:")) return 0;
+    const data = line.slice(5).trim();
+    if (data === "[DONE]" || data === "") return 0;
+    if (data.includes('"usage"')) this.#readUsage(data);
+    return 1;
   }
 
   /** Call at the end of the body. */

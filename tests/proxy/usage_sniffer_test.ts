@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../assert.ts";
-import { UsageSniffer } from "../../src/proxy/usage_sniffer.ts";
+import { MAX_SSE_LINE_CHARS, UsageSniffer } from "../../src/proxy/usage_sniffer.ts";
 
 const encoder = new TextEncoder();
 
@@ -149,4 +149,16 @@ Deno.test("UsageSniffer: a JSON body without usage, or not JSON at all, reports 
   const broken = new UsageSniffer(null);
   broken.push(encoder.encode('{"usage": {"prompt_tokens": 5'));
   assertEquals(broken.finish(), {});
+});
+
+Deno.test("UsageSniffer: an endless line is skipped, never buffered whole, and the events after it still count", () => {
+  const sniffer = new UsageSniffer(SSE);
+  const kilobyte = encoder.encode("x".repeat(1024));
+  for (let i = 0; i < 3 * 1024; i++) {
+    sniffer.push(kilobyte); // 3 MiB without a newline
+    assert(sniffer.bufferedChars <= MAX_SSE_LINE_CHARS, `${sniffer.bufferedChars} chars held`);
+  }
+  const tail = sseStream(["a", "b"], USAGE);
+  assertEquals(sniffer.push(encoder.encode(`data: {"usage": {"prompt_tokens": 1}}\n${tail}`)), 3);
+  assertEquals(sniffer.finish(), EXPECTED, "the oversized line is dropped, not parsed");
 });
