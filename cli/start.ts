@@ -30,14 +30,17 @@ export async function runStart(args: string[]): Promise<number> {
     console.error(port);
     return 2;
   }
+  let listen = "";
   try {
     const config = await loadConfigFile(values.config);
+    listen = `${values.host ?? config.listen.host}:${port ?? config.listen.port}`;
     const router = await createRouter(config);
     const address = await router.serve({ hostname: values.host, port });
     jsonLog("tidegate listening", {
       url: `http://${address.hostname}:${address.port}`,
       models: config.models.map((m) => m.name),
     });
+    warnOnOpenAdmin(address.hostname, config);
     const reloader = watchConfigFile({ path: values.config, router });
     await waitForShutdown();
     jsonLog("tidegate shutting down");
@@ -49,9 +52,23 @@ export async function runStart(args: string[]): Promise<number> {
       console.error(error.message);
       return 2;
     }
-    console.error(`tidegate failed to start: ${(error as Error).message}`);
+    const reason = error instanceof Deno.errors.AddrInUse
+      ? `${listen} is already in use (another tidegate? change listen.port or --port)`
+      : (error as Error).message;
+    console.error(`tidegate failed to start: ${reason}`);
     return 1;
   }
+}
+
+/** Reachable from other hosts with no admin token: say what that means for /admin. */
+function warnOnOpenAdmin(hostname: string, config: Config): void {
+  const loopback = hostname === "localhost" || hostname === "::1" || hostname.startsWith("127.");
+  if (loopback || config.admin.token) return;
+  jsonLog("warning: no admin.token while listening beyond loopback", {
+    listen: hostname,
+    effect: "/admin answers only clients on this host; set admin.token (env:NAME) to manage " +
+      "instances remotely",
+  });
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */
