@@ -241,6 +241,13 @@ export const ConfigSchema = z.strictObject({
     upstreamHeadersTimeoutMs: z.int().min(1).default(60_000),
     /** Attempts per request: the first try plus at most this many retries elsewhere. */
     maxRetries: z.int().min(0).max(10).default(2),
+    /**
+     * After its headers, an engine silent this long has failed (a long prefill can keep a
+     * stream quiet for tens of seconds): the stream ends with an error event, counted.
+     */
+    upstreamIdleTimeoutMs: z.int().min(1).default(120_000),
+    /** An answer still streaming after this long is ended the same way. */
+    maxRequestDurationMs: z.int().min(1).default(1_800_000),
   }).prefault({}),
   admin: z.strictObject({
     /** Bearer token for /admin; `env:NAME` reads it from the environment. */

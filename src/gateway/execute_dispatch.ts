@@ -2,6 +2,7 @@ import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts"
 import { HttpError } from "../openai/errors.ts";
 import { type ForwardOutcome, type ForwardTarget, forwardWithRetries } from "../proxy/forward.ts";
 import { upstreamHeaders as upstreamHeadersOf } from "../proxy/hop_headers.ts";
+import type { BodyLimits } from "../proxy/observed_body.ts";
 import { AttemptLeases } from "./attempt_leases.ts";
 import { executePd } from "./execute_pd.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -28,6 +29,8 @@ export interface ExecuteOptions {
   now: () => number;
   maxRetries: number;
   headersTimeoutMs: number;
+  /** Silence and total-time bounds of an engine's answer once its headers came. */
+  bodyLimits?: BodyLimits;
   /** Response headers added to every answer (x-request-id, x-tidegate-arm). */
   responseHeaders: Headers;
   /** Called exactly once when the request is over (last byte sent, failed, or aborted). */

@@ -180,6 +180,10 @@ export class Gateway {
         now: this.#deps.now,
         maxRetries: this.#config.limits.maxRetries,
         headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
+        bodyLimits: {
+          idleTimeoutMs: this.#config.limits.upstreamIdleTimeoutMs,
+          maxDurationMs: this.#config.limits.maxRequestDurationMs,
+        },
         responseHeaders: flight.responseHeaders,
         finish: (record) => this.#finish(flight.trace, record),
         trace: flight.trace,

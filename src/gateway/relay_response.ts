@@ -2,7 +2,7 @@ import type { DispatchPlan, RequestRecord } from "../contracts.ts";
 import { openAIErrorBody } from "../openai/errors.ts";
 import type { ForwardTarget } from "../proxy/forward.ts";
 import { downstreamHeaders } from "../proxy/hop_headers.ts";
-import { observeBody } from "../proxy/observed_body.ts";
+import { type BodyLimits, observeBody, UpstreamStalledError } from "../proxy/observed_body.ts";
 import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -27,6 +27,8 @@ export interface RelayOptions {
   prefillInstanceId?: string;
   /** Called once when the body ended, before the record is finished. */
   onEnd?: (end: "completed" | "client_aborted" | "upstream_failed") => void;
+  /** Silence and total-time bounds of the engine's answer (absent: none). */
+  bodyLimits?: BodyLimits;
 }
 
 /**
@@ -39,7 +41,7 @@ export function relayResponse(options: RelayOptions): Response {
   if (options.prefillInstanceId) record.prefillInstanceId = options.prefillInstanceId;
   record.status = response.status;
   record.outcome = response.status < 400 ? "ok" : "upstream_error_status";
-  const body = observeBody(response.body, bodyObserver(options));
+  const body = observeBody(response.body, bodyObserver(options), options.bodyLimits);
   const headers = downstreamHeaders(response.headers);
   headers.delete("content-length"); // the body is re-streamed (and may gain an error event)
   options.responseHeaders.forEach((value, key) => headers.set(key, value));
@@ -86,7 +88,8 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
       if (end === "upstream_failed") {
         record.outcome = "midstream_failure";
         record.error = (error as Error)?.message ?? String(error);
-        cluster.get(target.id)?.breaker.recordFailure("request", "other");
+        const kind = error instanceof UpstreamStalledError ? "timeout" : "other";
+        cluster.get(target.id)?.breaker.recordFailure("request", kind);
       }
       leases.release(target.id);
       options.onEnd?.(end);

@@ -12,13 +12,30 @@ export interface BodyObserver {
   errorEvent?(error: unknown): Uint8Array | undefined;
 }
 
+/** How long an engine may stay silent, and how long a whole answer may take. */
+export interface BodyLimits {
+  idleTimeoutMs: number;
+  maxDurationMs: number;
+}
+
+/** The engine went silent past `idleTimeoutMs`, or the answer outlasted `maxDurationMs`. */
+export class UpstreamStalledError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UpstreamStalledError";
+  }
+}
+
 /**
  * Streams `body` through without buffering while reporting first byte and end. Leases are
  * released from here, not from `request.signal` (Deno also aborts that after normal responses).
+ * A failing engine ends an SSE stream with the observer's error event; any other body is errored,
+ * so the client sees a broken answer rather than a clean, truncated one.
  */
 export function observeBody(
   body: ReadableStream<Uint8Array> | null,
   observer: BodyObserver,
+  limits?: BodyLimits,
 ): ReadableStream<Uint8Array> {
   let ended = false;
   let first = true;
@@ -36,17 +53,20 @@ export function observeBody(
     });
   }
   const reader = body.getReader();
+  const endBy = limits ? performance.now() + limits.maxDurationMs : Infinity;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let result: ReadableStreamReadResult<Uint8Array>;
       try {
-        result = await reader.read();
+        result = limits ? await readWithin(reader, limits, endBy) : await reader.read();
       } catch (error) {
         if (ended) return;
         const event = observer.errorEvent?.(error);
-        if (event) controller.enqueue(event);
         end("upstream_failed", error);
-        controller.close();
+        if (event) {
+          controller.enqueue(event);
+          controller.close();
+        } else controller.error(error);
         return;
       }
       if (result.done) {
@@ -66,4 +86,29 @@ export function observeBody(
       return reader.cancel(reason).catch(() => {});
     },
   }, { highWaterMark: 0 });
+}
+
+/** One read, bounded by the idle timeout and what is left of the whole answer's time. */
+async function readWithin(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  limits: BodyLimits,
+  endBy: number,
+): Promise<ReadableStreamReadResult<Uint8Array>> {
+  const left = endBy - performance.now();
+  const waitMs = Math.max(0, Math.min(limits.idleTimeoutMs, left));
+  const reason = left <= limits.idleTimeoutMs
+    ? `the answer took longer than ${limits.maxDurationMs} ms`
+    : `the engine sent nothing for ${limits.idleTimeoutMs} ms`;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UpstreamStalledError(reason)), waitMs);
+  });
+  try {
+    return await Promise.race([reader.read(), stalled]);
+  } catch (error) {
+    if (error instanceof UpstreamStalledError) reader.cancel(error).catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }

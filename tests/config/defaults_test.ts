@@ -42,7 +42,13 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
   const config = resolveConfig(structuredClone(MINIMAL));
   assertEquals(config, {
     listen: { host: "127.0.0.1", port: 8080 },
-    limits: { maxBodyBytes: 32 * 1024 * 1024, upstreamHeadersTimeoutMs: 60_000, maxRetries: 2 },
+    limits: {
+      maxBodyBytes: 32 * 1024 * 1024,
+      upstreamHeadersTimeoutMs: 60_000,
+      maxRetries: 2,
+      upstreamIdleTimeoutMs: 120_000,
+      maxRequestDurationMs: 1_800_000,
+    },
     admin: {},
     cluster: {},
     models: [{

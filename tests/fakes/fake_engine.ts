@@ -53,7 +53,9 @@ export type FailureMode =
   | "http500"
   | "http503"
   | "midstream"
-  | "slow_first_byte";
+  | "slow_first_byte"
+  /** Sends its headers (and a stream's first token), then nothing until the client leaves. */
+  | "stall";
 
 export type RequestOutcome =
   | "ok"
@@ -62,6 +64,7 @@ export type RequestOutcome =
   | "http500"
   | "http503"
   | "midstream"
+  | "stall"
   | "not_ready"
   | "bad_request"
   | "not_found"
@@ -302,6 +305,7 @@ const OUTCOMES: RequestOutcome[] = [
   "http500",
   "http503",
   "midstream",
+  "stall",
   "not_ready",
   "bad_request",
   "not_found",
@@ -834,6 +838,7 @@ class Engine implements FakeEngine {
       includeUsage: (body.stream_options as { include_usage?: unknown } | undefined)
         ?.include_usage === true,
       midstream: failure === "midstream",
+      stall: failure === "stall",
       pd: plan,
       kvTransferParams: null,
     };
@@ -1265,6 +1270,7 @@ class Engine implements FakeEngine {
     record.headersAtMs = record.firstByteAtMs = this.#opts.now();
     const headers = this.#headers({ "content-type": "application/json", ...echo });
     if (reply.midstream) return this.#truncated(record, json.slice(0, json.length >> 1), headers);
+    if (reply.stall) return this.#stalled(record, headers);
     this.#finish(record, "ok");
     return new Response(json, { status: 200, headers });
   }
@@ -1281,6 +1287,29 @@ class Engine implements FakeEngine {
         start(controller) {
           controller.enqueue(encoder.encode(text));
           controller.close();
+        },
+      }),
+      { status: 200, headers },
+    );
+  }
+
+  /** Headers, then silence until the client (or the engine) goes away. */
+  #stalled(record: RequestRecord, headers: Headers): Response {
+    const life = this.#life.signal;
+    const finish = () => this.#finish(record, "stall");
+    let onClose = () => {};
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          onClose = () => {
+            finish();
+            controller.close();
+          };
+          life.addEventListener("abort", onClose, { once: true });
+        },
+        cancel() {
+          life.removeEventListener("abort", onClose);
+          finish();
         },
       }),
       { status: 200, headers },
@@ -1331,6 +1360,7 @@ class Engine implements FakeEngine {
           send(chunk(tokenChoice(text)));
           // Cut after the first token: the declared length is never reached.
           if (reply.midstream) throw new Midstream();
+          if (reply.stall) throw new Stall();
         });
         send(chunk(
           reply.chat
@@ -1342,7 +1372,10 @@ class Engine implements FakeEngine {
         this.#finish(record, "ok");
       } catch (error) {
         if (error instanceof Midstream) this.#finish(record, "midstream");
-        else if (error instanceof PdTransferError) {
+        else if (error instanceof Stall) {
+          await stalledUntil(signal);
+          this.#finish(record, "stall");
+        } else if (error instanceof PdTransferError) {
           // After the headers all an engine can do is an error event (then [DONE], as vLLM).
           const message = this.#pdFailed(reply, error);
           try {
@@ -1559,6 +1592,9 @@ function checkPdOptions(options: FakeEngineOptions): void {
   }
 }
 
+/** The stall mode's cue: silence after the first token. */
+class Stall extends Error {}
+
 class Midstream extends Error {
   constructor() {
     super("midstream cut");
@@ -1577,6 +1613,7 @@ interface Reply {
   created: number;
   includeUsage: boolean;
   midstream: boolean;
+  stall: boolean;
   /** P/D engines: what the request asks (undefined: an ordinary or degraded request). */
   pd?: PdPlan;
   /** vLLM P/D engines: `kv_transfer_params` of the answer. */
@@ -1598,4 +1635,12 @@ function promFloat(value: number): string {
 /** Starts a fake engine on 127.0.0.1 (port 0 unless given). Call `close()` when done. */
 export function startFakeEngine(options: FakeEngineOptions = {}): FakeEngine {
   return Engine.create(options);
+}
+
+/** Resolves when `signal` aborts: a stalled stream stays silent until then. */
+function stalledUntil(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) =>
+    signal.addEventListener("abort", () => resolve(), { once: true })
+  );
 }
