@@ -47,7 +47,7 @@ export interface BreakerPermit {
   readonly trial: boolean;
   /** The instance answered usefully (first byte or a complete non-5xx answer). */
   success(): void;
-  failure(kind: FailureKind): void;
+  failure(kind: FailureKind, detail?: string): void;
   /** Ended without a verdict (client abort, 4xx): frees a trial slot, counts nothing. */
   release(): void;
 }
@@ -72,7 +72,8 @@ export interface BreakerSnapshot {
   consecutiveSuccesses: number;
   trialInFlight: boolean;
   openedAtMs?: number;
-  lastFailure?: { kind: FailureKind; source: SignalSource; atMs: number };
+  /** The last failure, with what went wrong (`detail`: the error, with the URL when known). */
+  lastFailure?: { kind: FailureKind; source: SignalSource; atMs: number; detail?: string };
   counters: BreakerCounters;
 }
 
@@ -150,7 +151,7 @@ export class CircuitBreaker {
     return {
       trial: trialId !== undefined,
       success: () => settle(() => this.recordSuccess("request")),
-      failure: (kind) => settle(() => this.recordFailure("request", kind)),
+      failure: (kind, detail) => settle(() => this.recordFailure("request", kind, detail)),
       release: () => settle(() => {}),
     };
   }
@@ -177,13 +178,14 @@ export class CircuitBreaker {
     }
   }
 
-  recordFailure(source: SignalSource, kind: FailureKind): void {
+  recordFailure(source: SignalSource, kind: FailureKind, detail?: string): void {
     this.#advance();
     const now = this.#now();
     this.#counters.failures++;
     if (source === "probe") this.#counters.probeFailures++;
     else this.#counters.requestFailures++;
-    this.#lastFailure = { kind, source, atMs: now };
+    this.#lastFailure = { kind, source, atMs: now, ...(detail ? { detail } : {}) };
+    const last = `${source} ${kind}${detail ? `: ${detail}` : ""}`;
     this.#consecutiveSuccesses = 0;
     this.#consecutiveFailures++;
     switch (this.#state) {
@@ -191,11 +193,11 @@ export class CircuitBreaker {
         break;
       case "closed":
         if (this.#consecutiveFailures >= this.#failureThreshold) {
-          this.#open(`${this.#consecutiveFailures} consecutive failures (last: ${kind})`);
+          this.#open(`${this.#consecutiveFailures} consecutive failures (last: ${last})`);
         }
         break;
       case "half_open":
-        this.#open(`failed in half_open (${kind})`);
+        this.#open(`failed in half_open (${last})`);
         break;
       case "open":
         this.#openedAtMs = now; // still failing: restart the cool-down
@@ -204,7 +206,7 @@ export class CircuitBreaker {
   }
 
   /** Feeds one health-probe result (health_prober.ts). A 503 while starting keeps it starting. */
-  recordProbe(result: { outcome: ProbeOutcome; failure?: FailureKind }): void {
+  recordProbe(result: { outcome: ProbeOutcome; failure?: FailureKind; error?: string }): void {
     if (result.outcome === "healthy") this.recordSuccess("probe");
     else if (result.outcome === "starting" && this.state === "starting") {
       this.#consecutiveSuccesses = 0;
@@ -217,6 +219,7 @@ export class CircuitBreaker {
       this.recordFailure(
         "probe",
         result.outcome === "starting" ? "unready" : result.failure ?? "other",
+        result.error,
       );
     }
   }

@@ -218,6 +218,7 @@ export class ModelCluster {
         this.#options.log?.("instance breaker changed", {
           model: this.model,
           instance: id,
+          url: this.#entries.get(id)?.config.url,
           ...change,
         }),
     });

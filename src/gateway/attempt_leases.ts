@@ -117,7 +117,7 @@ export class AttemptLeases {
     const held = this.#held.get(target.id);
     if (!held) return;
     if (attempt.failure) {
-      held.permit.failure(BREAKER_KIND[attempt.failure]);
+      held.permit.failure(BREAKER_KIND[attempt.failure], `${target.url}: ${attempt.error}`);
       this.release(target.id);
       if (this.leg !== "decode") forgetPredictions(this.runtime, this.plan, target.id);
     } else if (attempt.status === undefined) {

@@ -231,7 +231,16 @@ function createStore(config: ModelConfig, deps: RuntimeDeps): MooncakeClient | u
     url: config.kv.url,
     fetch: deps.fetch,
     now: deps.now,
-    health: new StoreHealth({ downWindowMs: config.kv.downWindowMs }),
+    health: new StoreHealth({
+      downWindowMs: config.kv.downWindowMs,
+      onChange: ({ state, error }) =>
+        deps.log(
+          state === "down"
+            ? "KV store down: dispatching by load only during its down-window"
+            : "KV store answering again",
+          { model: config.name, url: config.kv.url, error, downWindowMs: config.kv.downWindowMs },
+        ),
+    }),
     batchSize: config.kv.batchSize,
     deadlineMs: config.kv.timeoutMs,
   });

@@ -89,7 +89,8 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
         record.outcome = "midstream_failure";
         record.error = (error as Error)?.message ?? String(error);
         const kind = error instanceof UpstreamStalledError ? "timeout" : "other";
-        cluster.get(target.id)?.breaker.recordFailure("request", kind);
+        const detail = `${target.url}: ${record.error}`;
+        cluster.get(target.id)?.breaker.recordFailure("request", kind, detail);
       }
       leases.release(target.id);
       options.onEnd?.(end);

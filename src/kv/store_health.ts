@@ -25,6 +25,8 @@ export interface StoreHealthOptions {
   deadlinesToOpen?: number;
   /** A probe not reported back within this long is forgotten and another is allowed (default 10 000 ms). */
   probeStaleMs?: number;
+  /** Told when the store goes down (with the error that took it there) and when it is back. */
+  onChange?: (change: { state: "down" | "up"; error?: string }) => void;
 }
 
 export interface StoreHealthSnapshot {
@@ -51,6 +53,7 @@ export class StoreHealth {
   readonly #failuresToOpen: number;
   readonly #deadlinesToOpen: number;
   readonly #probeStaleMs: number;
+  readonly #onChange: StoreHealthOptions["onChange"];
 
   #state: StoreState = "up";
   #downUntil = 0;
@@ -68,6 +71,7 @@ export class StoreHealth {
 
   constructor(options: StoreHealthOptions = {}) {
     this.#downWindowMs = nonNegative(options.downWindowMs, 30_000);
+    this.#onChange = options.onChange;
     this.#failuresToOpen = atLeastOne(options.failuresToOpen, 1);
     this.#deadlinesToOpen = atLeastOne(options.deadlinesToOpen, 3);
     this.#probeStaleMs = nonNegative(options.probeStaleMs, 10_000);
@@ -101,6 +105,7 @@ export class StoreHealth {
     if (this.#state === "probing" && probe) {
       this.#state = "up";
       this.#recovered++;
+      this.#onChange?.({ state: "up" });
     }
   }
 
@@ -178,6 +183,8 @@ export class StoreHealth {
   }
 
   #open(now: number): void {
+    // A failed probe re-opens the window; only the first fall is news.
+    if (this.#state === "up") this.#onChange?.({ state: "down", error: this.#lastError });
     this.#state = "down";
     this.#downUntil = now + this.#downWindowMs;
     this.#markedDown++;

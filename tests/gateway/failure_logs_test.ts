@@ -1,0 +1,48 @@
+/** Failures an operator must see: one log line each, naming the URL and the error. */
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { completion, range, startTestCluster } from "./harness.ts";
+
+const PROMPT = range(1000, 200);
+
+Deno.test("a breaker opening logs the instance's URL and the last error", async () => {
+  const t = await startTestCluster({ engines: 2 });
+  try {
+    await t.engines[0].setFailure("http500");
+    await t.engines[1].setFailure("http500");
+    for (let i = 0; i < 3; i++) await (await completion(t.url, { prompt: PROMPT })).text();
+    const opened = t.logs.filter((l) =>
+      l.message === "instance breaker changed" && l.fields?.to === "open"
+    );
+    assert(opened.length >= 1, JSON.stringify(t.logs.map((l) => l.message)));
+    const line = opened[0].fields!;
+    const engine = t.engines.find((e) => e.id === line.instance)!;
+    assertEquals(line.url, engine.url);
+    assertMatch(
+      String(line.reason),
+      new RegExp(
+        `consecutive failures \\(last: request http_5xx: ${
+          engine.url.replaceAll(".", "\\.")
+        }: HTTP 500`,
+      ),
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("the store going down and coming back is logged once each, with its URL and error", async () => {
+  const t = await startTestCluster({ kv: { timeoutMs: 200, downWindowMs: 0 } });
+  try {
+    await t.master.setMode("http500");
+    await (await completion(t.url, { prompt: PROMPT })).text();
+    const down = t.logs.filter((l) => l.message.startsWith("KV store down"));
+    assertEquals(down.length, 1);
+    assertEquals(down[0].fields?.url, t.master.url);
+    assertMatch(String(down[0].fields?.error), /500/);
+    await t.master.setMode("ok"); // with no down-window the next lookup is the probe
+    await (await completion(t.url, { prompt: range(5000, 200) })).text();
+    assertEquals(t.logs.filter((l) => l.message === "KV store answering again").length, 1);
+  } finally {
+    await t.close();
+  }
+});
