@@ -68,6 +68,40 @@ export function parsePdOptions(
 ): PdCliOptions | undefined {
   const has = (key: string) => values.has(key);
   if (!has("prefill") && !has("decode") && !has("neutral")) return undefined;
+  // In this order, so that problems are listed as the flags are documented.
+  const topologies = parseTopologies(values, num, problems);
+  const policies = parsePolicies(values, problems);
+  const admissions = parseAdmissions(values, problems);
+  const decodePolicy = (values.get("decode-policy") ?? "least_running") as DecodePolicyName;
+  if (!DECODE_POLICY_NAMES.includes(decodePolicy)) {
+    problems.push(`--decode-policy must be one of ${DECODE_POLICY_NAMES.join(", ")}`);
+  }
+  const maxBatchRaw = values.get("decode-max-batch");
+  const transferRaw = values.get("pd-transfer-gbps");
+  return {
+    topologies,
+    policies,
+    admissions,
+    decodeModel: parseDecodeModel(values.get("decode-model"), problems),
+    decodeMaxBatch: maxBatchRaw === undefined
+      ? undefined
+      : num("decode-max-batch", 1, count, "a positive integer"),
+    decodeKvCapacityTokens: num("decode-kv-tokens", 1_500_000, positive, "a positive number"),
+    pdTransferGbps: transferRaw === undefined
+      ? undefined
+      : num("pd-transfer-gbps", 85, positive, "a positive number"),
+    decodePolicy,
+    meanDecodeS: num("mean-decode-s", 10, positive, "a positive number"),
+  };
+}
+
+/** `--prefill N --decode M` and `--neutral N` with each `--neutral-chunk` variant. */
+function parseTopologies(
+  values: ReadonlyMap<string, string>,
+  num: NumberReader,
+  problems: string[],
+): PdTopology[] {
+  const has = (key: string) => values.has(key);
   const topologies: PdTopology[] = [];
   if (has("prefill") || has("decode")) {
     if (!has("prefill") || !has("decode")) {
@@ -90,12 +124,13 @@ export function parsePdOptions(
       } else problems.push(`--neutral-chunk: "${v}" is neither off nor a positive integer`);
     }
   }
+  return topologies;
+}
+
+function parsePolicies(values: ReadonlyMap<string, string>, problems: string[]): string[] {
   const policies: string[] = [];
-  for (
-    const name of (values.get("policies") ?? "random,least_load,cache_aware,mooncake_ttft").split(
-      ",",
-    )
-  ) {
+  const names = values.get("policies") ?? "random,least_load,cache_aware,mooncake_ttft";
+  for (const name of names.split(",")) {
     const policy = name.trim();
     if (isPolicyName(policy)) policies.push(policy);
     else {
@@ -105,35 +140,17 @@ export function parsePdOptions(
       );
     }
   }
+  return policies;
+}
+
+function parseAdmissions(values: ReadonlyMap<string, string>, problems: string[]): PdAdmission[] {
   const admissions: PdAdmission[] = [];
   for (const mode of (values.get("early-rejection") ?? "off").split(",")) {
     const m = mode.trim() as PdAdmission;
     if (PD_ADMISSIONS.includes(m)) admissions.push(m);
-    else {problems.push(
-        `--early-rejection: "${mode}" is not one of ${PD_ADMISSIONS.join(", ")}`,
-      );}
+    else problems.push(`--early-rejection: "${mode}" is not one of ${PD_ADMISSIONS.join(", ")}`);
   }
-  const decodePolicy = (values.get("decode-policy") ?? "least_running") as DecodePolicyName;
-  if (!DECODE_POLICY_NAMES.includes(decodePolicy)) {
-    problems.push(`--decode-policy must be one of ${DECODE_POLICY_NAMES.join(", ")}`);
-  }
-  const maxBatchRaw = values.get("decode-max-batch");
-  const transferRaw = values.get("pd-transfer-gbps");
-  return {
-    topologies,
-    policies,
-    admissions,
-    decodeModel: parseDecodeModel(values.get("decode-model"), problems),
-    decodeMaxBatch: maxBatchRaw === undefined
-      ? undefined
-      : num("decode-max-batch", 1, count, "a positive integer"),
-    decodeKvCapacityTokens: num("decode-kv-tokens", 1_500_000, positive, "a positive number"),
-    pdTransferGbps: transferRaw === undefined
-      ? undefined
-      : num("pd-transfer-gbps", 85, positive, "a positive number"),
-    decodePolicy,
-    meanDecodeS: num("mean-decode-s", 10, positive, "a positive number"),
-  };
+  return admissions;
 }
 
 function parseDecodeModel(raw: string | undefined, problems: string[]): DecodeModel {
