@@ -94,14 +94,6 @@ export const KvSchema = z.strictObject({
     ttlMs: z.int().min(1).default(5_000),
     maxKeys: z.int().min(1).default(200_000),
   }).prefault({}),
-  /**
-   * Ask streaming engines for their final usage chunk (`stream_options.include_usage`) when the
-   * client did not, and strip it from what the client receives: the engines' reported reuse is
-   * what the live key-agreement check compares the router's predictions with.
-   */
-  requestStreamUsage: z.boolean().default(true),
-  /** While the engines' reuse says the router's keys are wrong (`blind`): warn, or dispatch by load. */
-  onDisagreement: z.enum(["warn", "load_only"]).default("warn"),
 });
 
 export const TokenizerSchema = z.strictObject({
