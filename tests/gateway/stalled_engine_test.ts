@@ -45,3 +45,17 @@ Deno.test("a non-streamed answer cut by the idle timeout reaches the client brok
     await t.close();
   }
 });
+
+Deno.test("a non-streamed body the engine cuts short is cut short for the client, never a clean 200", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    await t.engines[0].setFailure("midstream");
+    const response = await completion(t.url, { prompt: PROMPT, max_tokens: 8 });
+    assertEquals(response.status, 200);
+    await assertRejects(() => response.text());
+    const breaker = t.router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker;
+    assertEquals(breaker.snapshot().lastFailure?.kind, "other");
+  } finally {
+    await t.close();
+  }
+});
