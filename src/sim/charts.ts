@@ -135,15 +135,14 @@ export interface LoadPanel {
   waitingTokens: readonly (readonly number[])[];
 }
 
-/** One panel per policy: each instance's waiting prefill tokens over time, on a shared scale. */
+/** One panel per policy: each instance's waiting prefill tokens over time, on the panel's scale. */
 export function instanceLoadSvg(
   panels: readonly LoadPanel[],
   options: { title?: string } = {},
 ): string {
+  const { panelW, panelH, gap, top } = INSTANCE_LOAD_LAYOUT;
   const columns = Math.min(2, Math.max(1, panels.length));
   const rows = Math.ceil(panels.length / columns);
-  const panelW = 380, panelH = 220, gap = 20, top = 40;
-  const m = { left: 56, right: 10, top: 24, bottom: 34 };
   const width = columns * panelW + (columns + 1) * gap;
   const height = top + rows * (panelH + gap);
   const out: string[] = [
@@ -154,45 +153,56 @@ export function instanceLoadSvg(
         "Waiting prefill tokens per instance over time (each panel on its own scale)",
     ),
   ];
-  panels.forEach((panel, p) => {
-    const ox = gap + (p % columns) * (panelW + gap),
-      oy = top + Math.floor(p / columns) * (panelH + gap);
-    const plotW = panelW - m.left - m.right, plotH = panelH - m.top - m.bottom;
-    const samples = Math.max(1, ...panel.waitingTokens.map((s) => s.length));
-    const duration = samples * panel.periodS;
-    const x = (j: number) => ox + m.left + j / Math.max(1, samples - 1) * plotW;
-    // Each panel has its own (labelled) scale: a shared one flattens the balanced policies.
-    const yMax = niceCeil(Math.max(1, ...panel.waitingTokens.flatMap((s) => s as number[])));
-    const y = (tokens: number) => oy + m.top + (1 - tokens / yMax) * plotH;
-    out.push(
-      `<text x="${ox + m.left}" y="${oy + 16}" font-weight="bold">${escapeXml(panel.label)}</text>`,
-      frame(ox + m.left, oy + m.top, plotW, plotH),
-    );
-    for (const f of [0, 0.5, 1]) {
-      const ty = r(oy + m.top + (1 - f) * plotH);
-      out.push(
-        `<text x="${ox + m.left - 6}" y="${ty + 4}" text-anchor="end">${
-          tokenLabel(f * yMax)
-        }</text>`,
-      );
-    }
-    for (const f of [0, 0.5, 1]) {
-      out.push(
-        `<text x="${r(ox + m.left + f * plotW)}" y="${
-          oy + m.top + plotH + 16
-        }" text-anchor="middle">${Math.round(f * duration)} s</text>`,
-      );
-    }
-    panel.waitingTokens.forEach((series, k) => {
-      const hue = Math.round(k * 360 / panel.waitingTokens.length);
-      const points = series.map((tokens, j) => `${r(x(j))},${r(y(tokens))}`).join(" ");
-      out.push(
-        `<polyline fill="none" stroke="hsl(${hue},65%,45%)" stroke-opacity="0.7" stroke-width="1" points="${points}"/>`,
-      );
-    });
-  });
+  panels.forEach((panel, p) => out.push(...instanceLoadPanel(panel, p, columns)));
   out.push("</svg>\n");
   return out.join("\n");
+}
+
+const INSTANCE_LOAD_LAYOUT = {
+  panelW: 380,
+  panelH: 220,
+  gap: 20,
+  top: 40,
+  m: { left: 56, right: 10, top: 24, bottom: 34 },
+};
+
+/** Panel `p` of the grid: the axes and one line per instance, hues spread over the instances. */
+function instanceLoadPanel(panel: LoadPanel, p: number, columns: number): string[] {
+  const { panelW, panelH, gap, top, m } = INSTANCE_LOAD_LAYOUT;
+  const ox = gap + (p % columns) * (panelW + gap),
+    oy = top + Math.floor(p / columns) * (panelH + gap);
+  const plotW = panelW - m.left - m.right, plotH = panelH - m.top - m.bottom;
+  const samples = Math.max(1, ...panel.waitingTokens.map((s) => s.length));
+  const duration = samples * panel.periodS;
+  const x = (j: number) => ox + m.left + j / Math.max(1, samples - 1) * plotW;
+  // Each panel has its own (labelled) scale: a shared one flattens the balanced policies.
+  const yMax = niceCeil(Math.max(1, ...panel.waitingTokens.flatMap((s) => s as number[])));
+  const y = (tokens: number) => oy + m.top + (1 - tokens / yMax) * plotH;
+  const out = [
+    `<text x="${ox + m.left}" y="${oy + 16}" font-weight="bold">${escapeXml(panel.label)}</text>`,
+    frame(ox + m.left, oy + m.top, plotW, plotH),
+  ];
+  for (const f of [0, 0.5, 1]) {
+    const ty = r(oy + m.top + (1 - f) * plotH);
+    out.push(
+      `<text x="${ox + m.left - 6}" y="${ty + 4}" text-anchor="end">${tokenLabel(f * yMax)}</text>`,
+    );
+  }
+  for (const f of [0, 0.5, 1]) {
+    out.push(
+      `<text x="${r(ox + m.left + f * plotW)}" y="${
+        oy + m.top + plotH + 16
+      }" text-anchor="middle">${Math.round(f * duration)} s</text>`,
+    );
+  }
+  panel.waitingTokens.forEach((series, k) => {
+    const hue = Math.round(k * 360 / panel.waitingTokens.length);
+    const points = series.map((tokens, j) => `${r(x(j))},${r(y(tokens))}`).join(" ");
+    out.push(
+      `<polyline fill="none" stroke="hsl(${hue},65%,45%)" stroke-opacity="0.7" stroke-width="1" points="${points}"/>`,
+    );
+  });
+  return out;
 }
 
 export interface PoolLoadPanel {

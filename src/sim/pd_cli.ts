@@ -7,6 +7,7 @@ import {
   PD_ADMISSIONS,
   type PdAdmission,
   type PdConfig,
+  type PdResult,
   type PdTopology,
   simulatePd,
 } from "./pd_simulator.ts";
@@ -242,44 +243,10 @@ export async function runPd(
     const s = summarizePd(result, pdConfig.sloTtftS, pdConfig.sloTbtS);
     summaries[run.label] = s;
     results.push(result);
-    console.log(
-      `${run.label.padEnd(36)} mean ${s.meanTtftS.toFixed(2)} s  p90 ${s.p90TtftS.toFixed(2)} s  ` +
-        `slo ${(s.sloAttainment * 100).toFixed(1)}%  rejected ${s.rejected} ` +
-        `(${s.rejectedAfterPrefill} after prefill)  hit ${s.hitRatio.toFixed(3)}  ` +
-        `TBT p99 ${s.tbtP99S.toFixed(3)} s  (${
-          ((performance.now() - started) / 1000).toFixed(1)
-        } s)`,
-    );
+    console.log(runLine(run.label, s, (performance.now() - started) / 1000));
   }
-  const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
-  const settings: Record<string, string | number | boolean> = {
-    trace: `${context.traceName} (${trace.length} requests, mean prompt ${
-      Math.round(meanPrompt)
-    } tokens)`,
-    clusters: pd.topologies.map(topologyLabel).join(", "),
-    speed: pdConfig.speed,
-    seed: pdConfig.seed,
-    "TTFT SLO (s)": pdConfig.sloTtftS,
-    "TBT SLO (s)": pdConfig.sloTbtS,
-    "KV pool": pdConfig.kvPool,
-    "cache per prefill instance (blocks)": pdConfig.cacheBlocks,
-    "chunk tokens (prefill instances)": pdConfig.chunkTokens,
-    "prefill model (s, n in k tokens)": describeModel(pdConfig.engineModel),
-    "decode step (s)":
-      `${pdConfig.engineDecodeModel.baseS} + ${pdConfig.engineDecodeModel.perRequestS}·batch + ${
-        pdConfig.engineDecodeModel.perKvTokenS ?? 0
-      }·KV tokens`,
-    "router's KV tokens per decoding request": pdConfig.routerDecodeModel.kvTokensPerRequest ?? 0,
-    "decode max batch": pdConfig.decodeMaxBatch ?? "none",
-    "decode KV capacity (tokens)": pdConfig.decodeKvCapacityTokens,
-    "decode policy": pdConfig.decodePolicy,
-    "prefill → decode transfer (GB/s)": pdConfig.pdTransferBytesPerS / 1e9,
-    "pool transfer (GB/s)": pdConfig.ttft.transferBytesPerS / 1e9,
-    "router's first mean decode guess (s)": pdConfig.meanDecodeS,
-    "online refinement": pdConfig.refine,
-  };
   await writePdResults(context.out, summaries, results, pdConfig, {
-    settings,
+    settings: pdSettings(trace, pd, pdConfig, context.traceName),
     command: context.command,
   });
   console.log(
@@ -289,10 +256,53 @@ export async function runPd(
   return 0;
 }
 
+/** One run's progress line on the console: its headline figures and how long it took. */
+function runLine(label: string, s: PdSummary, elapsedS: number): string {
+  return `${label.padEnd(36)} mean ${s.meanTtftS.toFixed(2)} s  p90 ${s.p90TtftS.toFixed(2)} s  ` +
+    `slo ${(s.sloAttainment * 100).toFixed(1)}%  rejected ${s.rejected} ` +
+    `(${s.rejectedAfterPrefill} after prefill)  hit ${s.hitRatio.toFixed(3)}  ` +
+    `TBT p99 ${s.tbtP99S.toFixed(3)} s  (${elapsedS.toFixed(1)} s)`;
+}
+
+/** The settings the results record (results.json and results.md): the trace and the config. */
+function pdSettings(
+  trace: readonly TraceRequest[],
+  pd: PdCliOptions,
+  pdConfig: PdConfig,
+  traceName: string,
+): Record<string, string | number | boolean> {
+  const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
+  const decodeModel = pdConfig.engineDecodeModel;
+  return {
+    trace: `${traceName} (${trace.length} requests, mean prompt ${Math.round(meanPrompt)} tokens)`,
+    clusters: pd.topologies.map(topologyLabel).join(", "),
+    speed: pdConfig.speed,
+    seed: pdConfig.seed,
+    "TTFT SLO (s)": pdConfig.sloTtftS,
+    "TBT SLO (s)": pdConfig.sloTbtS,
+    "KV pool": pdConfig.kvPool,
+    "cache per prefill instance (blocks)": pdConfig.cacheBlocks,
+    "chunk tokens (prefill instances)": pdConfig.chunkTokens,
+    "prefill model (s, n in k tokens)": describeModel(pdConfig.engineModel),
+    "decode step (s)": `${decodeModel.baseS} + ${decodeModel.perRequestS}·batch + ${
+      decodeModel.perKvTokenS ?? 0
+    }·KV tokens`,
+    "router's KV tokens per decoding request": pdConfig.routerDecodeModel.kvTokensPerRequest ?? 0,
+    "decode max batch": pdConfig.decodeMaxBatch ?? "none",
+    "decode KV capacity (tokens)": pdConfig.decodeKvCapacityTokens,
+    "decode policy": pdConfig.decodePolicy,
+    "prefill → decode transfer (GB/s)": pdConfig.pdTransferBytesPerS / 1e9,
+    "pool transfer (GB/s)": pdConfig.ttft.transferBytesPerS / 1e9,
+    "router's first mean decode guess (s)": pdConfig.meanDecodeS,
+    "online refinement": pdConfig.refine,
+  };
+}
+
+/** results.json, results.md and the charts, into `out`. */
 async function writePdResults(
   out: string,
   summaries: Record<string, PdSummary>,
-  results: ReturnType<typeof simulatePd>[],
+  results: PdResult[],
   config: PdConfig,
   context: { settings: Record<string, string | number | boolean>; command: string },
 ): Promise<void> {
@@ -308,6 +318,12 @@ async function writePdResults(
     `${out}/results.md`,
     pdResultsMarkdown(summaries, { command: context.command, settings: context.settings }),
   );
+  await writeLatencyCdfs(out, results, config);
+  await writeLoadCharts(out, results);
+}
+
+/** ttft_cdf.svg (served requests) and tbt_cdf.svg (every inter-token gap). */
+async function writeLatencyCdfs(out: string, results: PdResult[], config: PdConfig): Promise<void> {
   await Deno.writeTextFile(
     `${out}/ttft_cdf.svg`,
     ttftCdfSvg(
@@ -330,6 +346,10 @@ async function writePdResults(
       },
     ),
   );
+}
+
+/** instance_load.svg, pool_load.svg and pool_load_zoom.svg. */
+async function writeLoadCharts(out: string, results: PdResult[]): Promise<void> {
   await Deno.writeTextFile(
     `${out}/instance_load.svg`,
     instanceLoadSvg(results.map((r) => ({ label: r.label, ...r.timeline }))),

@@ -1,12 +1,14 @@
 import type { PdSummary } from "./pd_summary.ts";
 
+type Runs = [name: string, summary: PdSummary][];
+
 /** The P/D mode's Markdown: TTFT, rejections and load, TBT; with the command and settings. */
 export function pdResultsMarkdown(
   summaries: Record<string, PdSummary>,
   context: { command: string; settings: Record<string, string | number | boolean>; title?: string },
 ): string {
   const runs = Object.entries(summaries);
-  const lines = [
+  return [
     `# ${context.title ?? "Simulator results: prefill/decode disaggregation"}`,
     "",
     "Command:",
@@ -15,57 +17,69 @@ export function pdResultsMarkdown(
     context.command,
     "```",
     "",
+    ...ttftSection(runs),
+    "",
+    ...rejectionSection(runs),
+    "",
+    ...tbtSection(runs),
+    "",
+    "Settings:",
+    "",
+    ...Object.entries(context.settings).map(([key, value]) => `- ${key}: ${value}`),
+    "",
+  ].join("\n");
+}
+
+/** TTFT per run: mean and percentiles, SLO attainment, rejections, cache hits, tokens. */
+function ttftSection(runs: Runs): string[] {
+  return [
     "## TTFT",
     "",
     "| run | mean TTFT (s) | P50 (s) | P90 (s) | P99 (s) | TTFT SLO attainment | rejected | hit ratio | prefill tokens (M) | transferred (M) |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-  ];
-  for (const [name, s] of runs) {
-    lines.push(
+    ...runs.map(([name, s]) =>
       `| ${name} | ${f(s.meanTtftS, 2)} | ${f(s.p50TtftS, 2)} | ${f(s.p90TtftS, 2)} | ${
         f(s.p99TtftS, 2)
       } | ${pct(s.sloAttainment)} | ${s.rejected} | ${f(s.hitRatio, 3)} | ${
         f(s.prefillTokens / 1e6, 1)
-      } | ${f(s.transferTokens / 1e6, 1)} |`,
-    );
-  }
-  lines.push(
-    "",
+      } | ${f(s.transferTokens / 1e6, 1)} |`
+    ),
+  ];
+}
+
+/** Rejections before and after the prefill, and the two pools' load over the run. */
+function rejectionSection(runs: Runs): string[] {
+  return [
     "## Rejections and pool load",
     "",
     "Load: the pools' load sampled over the run (1 = at the SLO), its mean and coefficient of " +
-      "variation; correlation of the two series (negative: anti-phase).",
+    "variation; correlation of the two series (negative: anti-phase).",
     "",
     "| run | rejected | before prefill | after prefill | wasted prefill tokens (M) | prefill load mean (CV) | decode load mean (CV) | correlation |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-  );
-  for (const [name, s] of runs) {
-    lines.push(
+    ...runs.map(([name, s]) =>
       `| ${name} | ${s.rejected} | ${s.rejectedBeforePrefill} | ${s.rejectedAfterPrefill} | ${
         f(s.wastedPrefillTokens / 1e6, 1)
       } | ${f(s.load.prefillMean, 2)} (${f(s.load.prefillCv, 2)}) | ${f(s.load.decodeMean, 2)} (${
         f(s.load.decodeCv, 2)
-      }) | ${f(s.load.correlation, 2)} |`,
-    );
-  }
-  lines.push(
-    "",
+      }) | ${f(s.load.correlation, 2)} |`
+    ),
+  ];
+}
+
+/** Time between tokens: the gaps' percentiles and how many gaps and requests meet the SLO. */
+function tbtSection(runs: Runs): string[] {
+  return [
     "## Time between tokens",
     "",
     "| run | TBT P50 (s) | P90 (s) | P99 (s) | gaps within the TBT SLO | requests with TPOT within it | mean TPOT (s) |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-  );
-  for (const [name, s] of runs) {
-    lines.push(
+    ...runs.map(([name, s]) =>
       `| ${name} | ${f(s.tbtP50S, 3)} | ${f(s.tbtP90S, 3)} | ${f(s.tbtP99S, 3)} | ${
         pct(s.tbtSloTokenShare)
-      } | ${pct(s.tbtSloRequestShare)} | ${f(s.meanTpotS ?? NaN, 3)} |`,
-    );
-  }
-  lines.push("", "Settings:", "");
-  for (const [key, value] of Object.entries(context.settings)) lines.push(`- ${key}: ${value}`);
-  lines.push("");
-  return lines.join("\n");
+      } | ${pct(s.tbtSloRequestShare)} | ${f(s.meanTpotS ?? NaN, 3)} |`
+    ),
+  ];
 }
 
 function f(value: number, digits: number): string {

@@ -20,7 +20,7 @@ import { admitPd, type EarlyRejection } from "../scheduling/pd_admission.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy } from "../scheduling/registry.ts";
 import { estimateQueueS, estimateTtft } from "../scheduling/ttft_estimate.ts";
-import type { Candidate, Decision, Policy } from "../scheduling/types.ts";
+import type { Candidate, Decision, Policy, ScheduleRequest } from "../scheduling/types.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
 import { EventQueue } from "./event_queue.ts";
 import { GapHistogram } from "./gap_histogram.ts";
@@ -147,6 +147,18 @@ export function simulatePd(
   run: PdRun,
 ): PdResult {
   return new PdReplay(trace, config, run).replay();
+}
+
+/** The router's prefill-side choice for one request (`#planPrefill`). */
+interface PrefillPlan {
+  prefillId: string;
+  /** Index of `prefillId` among the prefill-side engines. */
+  engine: number;
+  /** Whether the prefix is fetched from the pool (per `kvPool` and the plan). */
+  usePool: boolean;
+  /** Prompt tokens the estimate reuses (not leased as prefill work). */
+  reusedTokens: number;
+  predictedTtftS: number;
 }
 
 interface DecodeSlot {
@@ -312,66 +324,108 @@ class PdReplay {
 
   /** Request `i` arrives: lookup, prefill-side policy, decode choice, admission, queueing. */
   #dispatch(i: number): void {
-    const config = this.#config;
-    const result = this.#result;
     const request = this.#trace[i];
     const prompt = request.inputLength;
-    result.promptTokens[i] = prompt;
+    this.#result.promptTokens[i] = prompt;
+    const plan = this.#planPrefill(i);
+    this.#result.predictedTtftS[i] = plan.predictedTtftS;
+
+    // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
+    let decodeId: string | undefined;
+    if (this.#pd) {
+      decodeId = this.#chooseDecode();
+      if (decodeId === undefined) return this.#reject("no_decode_instance");
+    }
+    const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeId);
+    if (!verdict.admit) return this.#reject(verdict.reason);
+
+    const k = plan.engine;
+    this.#prefillLeases[i] = this.#account.lease(plan.prefillId, prompt - plan.reusedTokens);
+    if (decodeId !== undefined) {
+      this.#decodeSlots[i] = this.#takeDecodeSlot(decodeId, plan.predictedTtftS);
+    }
+    this.#result.instance[i] = k;
+    this.#prefill[k].enqueue(newPrefillJob(i, prompt, request.hashIds, plan.usePool));
+    this.#startPrefill(k);
+  }
+
+  /**
+   * The prefill side of request `i`, as the router decides it: the prefix lookup, the policy's
+   * choice among the candidates, whether the pool is used, and the TTFT it predicts.
+   */
+  #planPrefill(i: number): PrefillPlan {
+    const config = this.#config;
+    const request = this.#trace[i];
+    const prompt = request.inputLength;
     const hits = lookupPrefix(this.#prefill, this.#placements, request.hashIds);
     const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
-    const scheduleRequest = {
+    const scheduleRequest: ScheduleRequest = {
       promptTokens: prompt,
       poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
     };
-    const candidates = this.#names.map((name, k): Candidate => {
-      const load = this.#account.load(name);
-      const candidate: Candidate = {
-        id: name,
-        healthy: true,
-        localPrefixTokens: tokens(hits.localChunks.get(name) ?? 0),
-        waitingPrefillTokens: load.prefillTokens,
-        waitingPrefillRequests: load.prefillRequests,
-        runningRequests: load.decodeRequests,
-      };
-      if (config.refine) candidate.prefillModel = this.#estimators[k].model();
-      return candidate;
-    });
+    const candidates = this.#prefillCandidates((name) => tokens(hits.localChunks.get(name) ?? 0));
     const decision = this.#policy.select(scheduleRequest, candidates, {
       random: this.#random,
       sequence: this.#sequence++,
     });
-    if (
-      result.exampleDecision === undefined && i >= this.#trace.length / 2 &&
-      scheduleRequest.poolPrefixTokens > 0 && candidates.some((c) => c.waitingPrefillTokens > 0)
-    ) result.exampleDecision = decision;
-    const chosenId = decision.ranking[0];
-    const k = this.#indexOf.get(chosenId)!;
-    const plannedTransfer = decision.scores.find((s) => s.id === chosenId)?.transferTokens ?? 0;
+    this.#keepExampleDecision(i, scheduleRequest, candidates, decision);
+    const prefillId = decision.ranking[0];
+    const k = this.#indexOf.get(prefillId)!;
+    const plannedTransfer = decision.scores.find((s) => s.id === prefillId)?.transferTokens ?? 0;
     const usePool = config.kvPool === "always" ||
       (config.kvPool === "planned" && plannedTransfer > 0);
     const estimate = estimateTtft(scheduleRequest, candidates[k], config.ttft, {
       allowTransfer: usePool,
     });
-    const predicted = decision.predictedTtftS ?? estimate.totalS;
-    result.predictedTtftS[i] = predicted;
+    return {
+      prefillId,
+      engine: k,
+      usePool,
+      reusedTokens: estimate.reusedTokens,
+      predictedTtftS: decision.predictedTtftS ?? estimate.totalS,
+    };
+  }
 
-    // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
-    let decodeId: string | undefined;
-    if (this.#pd) {
-      decodeId = selectDecode(this.#decodeCandidates(), {
-        model: config.routerDecodeModel,
-        policy: config.decodePolicy,
-      }).ranking[0];
-      if (decodeId === undefined) return this.#reject("no_decode_instance");
-    }
-    const verdict = this.#admitAtArrival(predicted, chosenId, decodeId);
-    if (!verdict.admit) return this.#reject(verdict.reason);
+  /** The router's prefill candidates: its load account, and the learned model when refining. */
+  #prefillCandidates(localPrefixTokens: (name: string) => number): Candidate[] {
+    return this.#names.map((name, k): Candidate => {
+      const load = this.#account.load(name);
+      const candidate: Candidate = {
+        id: name,
+        healthy: true,
+        localPrefixTokens: localPrefixTokens(name),
+        waitingPrefillTokens: load.prefillTokens,
+        waitingPrefillRequests: load.prefillRequests,
+        runningRequests: load.decodeRequests,
+      };
+      if (this.#config.refine) candidate.prefillModel = this.#estimators[k].model();
+      return candidate;
+    });
+  }
 
-    this.#prefillLeases[i] = this.#account.lease(chosenId, prompt - estimate.reusedTokens);
-    if (decodeId !== undefined) this.#decodeSlots[i] = this.#takeDecodeSlot(decodeId, predicted);
-    result.instance[i] = k;
-    this.#prefill[k].enqueue(newPrefillJob(i, prompt, request.hashIds, usePool));
-    this.#startPrefill(k);
+  /**
+   * Keeps the first decision of the run's second half with a pool prefix and a queue somewhere:
+   * one where the policy has something to weigh, for the results' example.
+   */
+  #keepExampleDecision(
+    i: number,
+    request: ScheduleRequest,
+    candidates: readonly Candidate[],
+    decision: Decision,
+  ): void {
+    const result = this.#result;
+    if (
+      result.exampleDecision === undefined && i >= this.#trace.length / 2 &&
+      request.poolPrefixTokens > 0 && candidates.some((c) => c.waitingPrefillTokens > 0)
+    ) result.exampleDecision = decision;
+  }
+
+  /** The decode instance `selectDecode` picks now, or undefined when none has room. */
+  #chooseDecode(): string | undefined {
+    return selectDecode(this.#decodeCandidates(), {
+      model: this.#config.routerDecodeModel,
+      policy: this.#config.decodePolicy,
+    }).ranking[0];
   }
 
   /** The router's decode candidates: its own leases as running requests, the engines' KV use. */
@@ -465,6 +519,14 @@ class PdReplay {
         return this.#reject(refusal);
       }
     }
+    this.#handOffToDecode(i, output, prompt);
+  }
+
+  /**
+   * P/D: the prefilled request reaches the decode instance chosen at arrival; it joins that
+   * batch once its KV has been transferred (a request with no more tokens to decode ends here).
+   */
+  #handOffToDecode(i: number, output: number, prompt: number): void {
     const slot = this.#decodeSlots[i]!;
     slot.arrived();
     if (output <= 1) {
@@ -473,7 +535,7 @@ class PdReplay {
       return;
     }
     const d = slot.engine;
-    result.decodeInstance[i] = d;
+    this.#result.decodeInstance[i] = d;
     this.#incoming[d]++;
     this.#incomingKv[d] += prompt;
     const transferS = prompt * this.#config.ttft.kvBytesPerToken / this.#config.pdTransferBytesPerS;
