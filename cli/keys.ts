@@ -1,5 +1,4 @@
 import { parseCommandArgs } from "./args.ts";
-import { createKeyFormatter } from "../src/hashing/key_scheme.ts";
 import { ConfigError, loadConfigFile } from "../src/config/load.ts";
 import type { Config, ModelConfig } from "../src/config/schema.ts";
 import { ModelRuntime } from "../src/gateway/model_runtime.ts";
@@ -148,11 +147,11 @@ function keysReport(runtime: ModelRuntime, tokens: number[]): KeysReport {
   const scheme = runtime.keyScheme;
   const { chunkSize } = scheme.options;
   const hashes = scheme.blockHashes(tokens);
-  const chunkKeys = createKeyFormatter(scheme.options).chunkKeys(hashes);
+  const chunkKeys = scheme.chunkKeys(tokens); // as the router asks the store
   return {
     model: runtime.config.name,
     hash: scheme.options.hash,
-    seed: scheme.options.seed ?? "0",
+    seed: scheme.options.seed ?? "(none: this chain is unseeded)",
     chunkSize,
     keyFormat: String(scheme.options.keyFormat),
     tokens: tokens.length,

@@ -69,6 +69,20 @@ export const KeyParamsSchema = z.strictObject({
   cachePrefix: z.string().optional(),
   group: z.int().min(0).optional(),
   mla: z.boolean().optional(),
+  /** vLLM store: total KV heads; tpSize > numKvHeads shares keys across ranks (GQA). */
+  numKvHeads: z.int().min(1).optional(),
+  /** vLLM store: decode / prefill context-parallel sizes (the `@dcp` / `@pcp` key fields). */
+  dcpSize: z.int().min(1).optional(),
+  pcpSize: z.int().min(1).optional(),
+  /** vLLM store: KV-cache groups of a hybrid model, a count or each group's kind. */
+  groups: z.union([
+    z.int().min(1),
+    z.array(z.enum(["attention", "mla", "mamba"])).min(1),
+  ]).optional(),
+  /** SGLang HiCache: tp_lcm_size (split heads when it exceeds tpSize). */
+  tpLcmSize: z.int().min(1).optional(),
+  /** LMCache `lmcache.tag.*` values, written `@name%value` in this order. */
+  lmcacheTags: z.record(z.string(), z.string()).optional(),
 });
 
 export const KvSchema = z.strictObject({
@@ -76,9 +90,15 @@ export const KvSchema = z.strictObject({
   /** The Mooncake master's admin/metrics port (default 9003), not the metadata server. */
   url: httpUrl.optional(),
   hash: z.enum(HASH_ALGORITHMS).default("sha256_cbor"),
-  /** Must equal the engines' PYTHONHASHSEED (vLLM) / GO_HASH_SEED (Llumnix). */
-  seed: z.string().default("0"),
+  /**
+   * The engines' PYTHONHASHSEED (vLLM) / GO_HASH_SEED (Llumnix), hashed as given. Omitted: the
+   * engine default ("0" for llumnix, "vllm-none-hash" for vLLM sha256 / sha256_cbor; xxhash
+   * needs one). docs/compat.md §2.
+   */
+  seed: z.string().optional(),
   chunkSize: z.int().min(1).max(1 << 20).default(256),
+  /** vLLM `hash_block_size` (hybrid models), a divisor of chunkSize. */
+  hashBlockSize: z.int().min(1).optional(),
   saveUnfullChunk: z.boolean().default(false),
   /** A preset (llumnix, vllm-mooncake-store, lmcache, sglang-hicache) or a custom template. */
   keyFormat: z.string().min(1).default("llumnix"),

@@ -2,7 +2,7 @@ import type { ModelConfig } from "../config/schema.ts";
 import { DecodeOutlook } from "../cluster/decode_outlook.ts";
 import { ModelCluster } from "../cluster/model_cluster.ts";
 import type { Timers } from "../cluster/timers.ts";
-import { createKeyScheme } from "../hashing/key_scheme.ts";
+import { createKeyScheme, describeSeed, keySchemeOptionsFromKv } from "../hashing/key_scheme.ts";
 import type { KeyScheme } from "../hashing/types.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { BootstrapEngineIds } from "../proxy/mooncake_bootstrap.ts";
@@ -104,21 +104,14 @@ export class ModelRuntime {
       cluster,
       tokenizerFailures,
     );
+    const keyScheme = createKeyScheme(keySchemeOptionsFromKv(config.kv, config.name));
+    deps.log(describeSeed(keyScheme), { model: config.name });
     return new ModelRuntime({
       config,
       tokenizer,
       tokenizerFailures,
       localTokenizer,
-      keyScheme: createKeyScheme({
-        hash: config.kv.hash,
-        seed: config.kv.seed,
-        chunkSize: config.kv.chunkSize,
-        saveUnfullChunk: config.kv.saveUnfullChunk,
-        keyFormat: config.kv.keyFormat,
-        requireAllRanks: config.kv.requireAllRanks,
-        ...config.kv.keyParams,
-        model: config.kv.keyParams.model ?? config.name,
-      }),
+      keyScheme,
       store: createStore(config, deps),
       predicted: config.kv.predictedIndex.enabled
         ? new PredictedIndex({

@@ -1,3 +1,4 @@
+import { resolveSeed } from "./seed_policy.ts";
 import type { ExtraKeys, HashAlgorithm } from "./types.ts";
 
 /** Every chain algorithm of docs/compat.md §2. */
@@ -13,9 +14,14 @@ export const HASH_ALGORITHMS = [
 /** What a chain needs: the algorithm, its root seed and how tokens are cut into chunks. */
 export interface ChainOptions {
   hash: HashAlgorithm;
-  /** PYTHONHASHSEED / GO_HASH_SEED of the engines; unset or empty means "0". */
+  /**
+   * The seed hashed for the root, exactly as given. Omitted: vLLM's default for sha256 /
+   * sha256_cbor ("vllm-none-hash"); xxhash / xxhash_cbor need one (docs/compat.md §2).
+   */
   seed?: string;
   chunkSize: number;
+  /** vLLM `hash_block_size`: the chain runs per this many tokens (docs/compat.md §2). */
+  hashBlockSize?: number;
   saveUnfullChunk?: boolean;
 }
 
@@ -33,19 +39,10 @@ export function chunkCount(length: number, chunkSize: number, saveUnfullChunk: b
   return saveUnfullChunk ? Math.ceil(length / chunkSize) : Math.floor(length / chunkSize);
 }
 
-/**
- * The seed vLLM hashes for the root (`NONE_HASH = hash_fn(PYTHONHASHSEED)`). Llumnix's
- * GO_HASH_SEED rule applies: unset or empty means "0". vLLM with PYTHONHASHSEED unset draws a
- * random root nobody can match, so the router's seed must equal the engines' PYTHONHASHSEED.
- */
-export function effectiveSeed(seed: string | undefined): string {
-  return seed === undefined || seed === "" ? "0" : seed;
-}
-
 /** Problems with chain options, one sentence each (empty when valid). */
 export function chainOptionProblems(options: Partial<ChainOptions>): string[] {
   const problems: string[] = [];
-  const { hash, seed, chunkSize, saveUnfullChunk } = options;
+  const { hash, seed, chunkSize, saveUnfullChunk, hashBlockSize } = options;
   if (!HASH_ALGORITHMS.includes(hash as HashAlgorithm)) {
     problems.push(
       `Unknown hash ${JSON.stringify(hash)}: use one of ${HASH_ALGORITHMS.join(", ")}`,
@@ -53,6 +50,9 @@ export function chainOptionProblems(options: Partial<ChainOptions>): string[] {
   }
   if (seed !== undefined && typeof seed !== "string") {
     problems.push(`seed must be a string (the engines' PYTHONHASHSEED), got ${typeof seed}`);
+  } else if (HASH_ALGORITHMS.includes(hash as HashAlgorithm)) {
+    const { problem } = resolveSeed(hash as HashAlgorithm, seed, undefined);
+    if (problem !== undefined) problems.push(problem);
   }
   if (typeof chunkSize !== "number" || !Number.isInteger(chunkSize) || chunkSize < 1) {
     problems.push(
@@ -61,6 +61,36 @@ export function chainOptionProblems(options: Partial<ChainOptions>): string[] {
   }
   if (saveUnfullChunk !== undefined && typeof saveUnfullChunk !== "boolean") {
     problems.push(`saveUnfullChunk must be true or false, got ${JSON.stringify(saveUnfullChunk)}`);
+  }
+  if (hashBlockSize !== undefined) {
+    problems.push(...hashBlockSizeProblems(hash, hashBlockSize, chunkSize, saveUnfullChunk));
+  }
+  return problems;
+}
+
+/** vLLM's `hash_block_size` must divide the block size, and only vLLM's chains have it. */
+function hashBlockSizeProblems(
+  hash: HashAlgorithm | undefined,
+  hashBlockSize: unknown,
+  chunkSize: unknown,
+  saveUnfullChunk: unknown,
+): string[] {
+  if (typeof hashBlockSize !== "number" || !Number.isInteger(hashBlockSize) || hashBlockSize < 1) {
+    return [`hashBlockSize must be an integer >= 1, got ${JSON.stringify(hashBlockSize)}`];
+  }
+  const problems: string[] = [];
+  if (typeof chunkSize === "number" && chunkSize % hashBlockSize !== 0) {
+    problems.push(
+      `hashBlockSize (${hashBlockSize}) must divide chunkSize (${chunkSize}), as vLLM requires`,
+    );
+  }
+  if (hash === "sha256_hex" || hash === "xxh64_cumulative") {
+    problems.push(`hashBlockSize is vLLM's: hash "${hash}" has none, drop it`);
+  }
+  if (saveUnfullChunk === true && hashBlockSize !== chunkSize) {
+    problems.push(
+      "hashBlockSize smaller than chunkSize cannot go with saveUnfullChunk: vLLM keys full blocks only",
+    );
   }
   return problems;
 }

@@ -22,7 +22,8 @@ const utf8Encoder = new TextEncoder();
  * vLLM's `generate_block_hash_extra_keys` for text-only requests: the tuple is
  * `lora_extra_keys + mm_extra_keys + cache_salt_keys + prompt_embeds_keys`, so the LoRA name
  * (every block) comes before `cache_salt` (block 0 only), and an empty tuple becomes `None`.
- * Empty strings count as absent, as vLLM's truthiness checks do for `cache_salt`.
+ * vLLM tests the LoRA *request* for presence, so a LoRA named "" still adds `("",)`; it tests
+ * `cache_salt` for truthiness, so an empty salt is absent (docs/compat.md §2).
  */
 export function extraTuples(extra: ExtraKeys | undefined): ExtraTuples {
   if (extra === undefined) return NO_EXTRA;
@@ -33,7 +34,7 @@ export function extraTuples(extra: ExtraKeys | undefined): ExtraTuples {
   if (cacheSalt !== undefined && typeof cacheSalt !== "string") {
     throw new TypeError(`extra.cacheSalt must be a string, got ${typeof cacheSalt}`);
   }
-  const lora = loraName ? [item(loraName)] : [];
+  const lora = loraName !== undefined ? [item(loraName)] : [];
   const first = cacheSalt ? [...lora, item(cacheSalt)] : lora;
   if (first.length === 0) return NO_EXTRA;
   return { first, rest: lora.length > 0 ? lora : null };
@@ -41,7 +42,7 @@ export function extraTuples(extra: ExtraKeys | undefined): ExtraTuples {
 
 /** True when the request carries any extra key. */
 export function hasExtra(extra: ExtraKeys | undefined): boolean {
-  return extra !== undefined && (Boolean(extra.loraName) || Boolean(extra.cacheSalt));
+  return extra !== undefined && (extra.loraName !== undefined || Boolean(extra.cacheSalt));
 }
 
 function item(text: string): ExtraItem {

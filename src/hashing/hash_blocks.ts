@@ -1,5 +1,6 @@
 import { type ChainHasher, chainOptionProblems, type ChainOptions } from "./chain_hasher.ts";
 import { hasExtra } from "./extra_tuple.ts";
+import { lastHashOfEachBlock } from "./hash_block_chain.ts";
 import { createSha256HexChain } from "./sha256_hex_chain.ts";
 import type { ExtraKeys } from "./types.ts";
 import { createVllmChain } from "./vllm_chain.ts";
@@ -18,8 +19,11 @@ export function createChainHasher(options: ChainOptions): ChainHasher {
     case "sha256_cbor":
     case "sha256":
     case "xxhash":
-    case "xxhash_cbor":
-      return createVllmChain(hash, seed, chunkSize, unfull);
+    case "xxhash_cbor": {
+      const hashBlockSize = options.hashBlockSize ?? chunkSize;
+      const chain = createVllmChain(hash, seed, hashBlockSize, unfull);
+      return lastHashOfEachBlock(chain, chunkSize / hashBlockSize);
+    }
     case "sha256_hex":
       return rejectExtra(createSha256HexChain(chunkSize, unfull));
     case "xxh64_cumulative":

@@ -1,30 +1,54 @@
+import {
+  basename,
+  HEX,
+  INDEX,
+  type Layout,
+  type Params,
+  type Piece,
+  range,
+  type Template,
+} from "./key_layout.ts";
+import { resolveParams } from "./key_params.ts";
+import { llumnixLayout, lmcacheLayout, sglangHicacheLayout } from "./preset_layouts.ts";
 import type { KeyFormatPreset, KeySchemeOptions } from "./types.ts";
+import { vllmMooncakeStoreLayout } from "./vllm_store_layout.ts";
 
-/** The options that shape store keys (everything but the chain). */
-export type KeyFormatOptions = Pick<
-  KeySchemeOptions,
-  | "keyFormat"
-  | "model"
-  | "tpRank"
-  | "ppRank"
-  | "tpSize"
-  | "ppSize"
-  | "worldSize"
-  | "workerId"
-  | "dtype"
-  | "tag"
-  | "cachePrefix"
-  | "group"
-  | "mla"
-  | "requireAllRanks"
->;
+/** The options that shape store keys (everything but the chain; `hash` only picks variants). */
+export type KeyFormatOptions =
+  & Partial<Pick<KeySchemeOptions, "hash">>
+  & Pick<
+    KeySchemeOptions,
+    | "keyFormat"
+    | "model"
+    | "tpRank"
+    | "ppRank"
+    | "tpSize"
+    | "ppSize"
+    | "worldSize"
+    | "workerId"
+    | "dtype"
+    | "tag"
+    | "cachePrefix"
+    | "group"
+    | "mla"
+    | "numKvHeads"
+    | "dcpSize"
+    | "pcpSize"
+    | "groups"
+    | "tpLcmSize"
+    | "lmcacheTags"
+    | "requireAllRanks"
+  >;
 
-/** Turns chunk hashes (hex, or decimal for xxh64_cumulative) into store keys. */
+/**
+ * Turns chunk hashes (hex, or decimal for xxh64_cumulative) into store keys. `lastUnfull` says
+ * the last hash is of an unfull chunk (saveUnfullChunk), which some layouts key differently.
+ */
 export interface KeyFormatter {
   /** The primary key of each chunk. */
-  keys(hashes: readonly string[]): string[];
+  keys(hashes: readonly string[], lastUnfull?: boolean): string[];
   /** Every key each chunk needs; `result[i][0]` is `keys(hashes)[i]`. */
-  chunkKeys(hashes: readonly string[]): string[][];
+  chunkKeys(hashes: readonly string[], lastUnfull?: boolean): string[][];
 }
 
 const KEY_FORMAT_PRESETS: readonly KeyFormatPreset[] = [
@@ -64,33 +88,6 @@ const TEMPLATE_PLACEHOLDERS: readonly string[] = [
   "group",
 ];
 
-const HEX = 0;
-const INDEX = 1;
-/** A compiled key: literal text, the chunk hash (HEX) or the chunk index (INDEX). */
-type Piece = string | typeof HEX | typeof INDEX;
-type Template = readonly Piece[];
-
-interface Params {
-  model?: string;
-  dtype?: string;
-  tag?: string;
-  cachePrefix?: string;
-  group?: number;
-  tpRank: number;
-  ppRank: number;
-  tpSize: number;
-  ppSize: number;
-  worldSize: number;
-  workerId: number;
-  mla: boolean;
-}
-
-interface Layout {
-  primary: Template;
-  /** Every key a chunk needs, `primary` included (placed first by `compileKeyFormat`). */
-  all: Template[];
-}
-
 /** Builds a formatter; throws one error listing every problem with the options. */
 export function createKeyFormatter(options: KeyFormatOptions): KeyFormatter {
   const { formatter, problems } = compileKeyFormat(options);
@@ -116,41 +113,84 @@ export function compileKeyFormat(
   if (typeof keyFormat !== "string") {
     problems.push(`keyFormat must be a preset name or a template string, got ${typeof keyFormat}`);
   } else {
+    problems.push(...inapplicableOptions(options, keyFormat));
     layout = (KEY_FORMAT_PRESETS as readonly string[]).includes(keyFormat)
       ? presetLayout(keyFormat as KeyFormatPreset, params, problems)
       : templateLayout(keyFormat, params, problems);
   }
-  if (layout !== null) {
-    for (const t of layout.all) {
-      for (const piece of t) {
-        if (typeof piece === "string" && piece.includes(",")) {
-          problems.push(
-            `Keys would contain a comma (${JSON.stringify(piece)}): Mooncake's ` +
-              `batch_query_keys joins keys with commas, so no key may contain one`,
-          );
-          break;
-        }
-      }
-    }
-  }
+  if (layout !== null) problems.push(...commaProblems(layout));
   if (layout === null || problems.length > 0) return { formatter: null, problems };
 
-  const primary = render(layout.primary);
-  const primaryId = JSON.stringify(layout.primary);
-  const all = options.requireAllRanks
-    ? [layout.primary, ...layout.all.filter((t) => JSON.stringify(t) !== primaryId)].map(render)
-    : [primary];
+  const full = renderLayout(layout, options.requireAllRanks === true);
+  const unfull = layout.unfull
+    ? renderLayout(layout.unfull, options.requireAllRanks === true)
+    : full;
+  const pick = (i: number, n: number, lastUnfull: boolean | undefined) =>
+    lastUnfull && i === n - 1 ? unfull : full;
   return {
     formatter: {
-      keys: (hashes) => hashes.map((h, i) => primary(h, i)),
-      chunkKeys: (hashes) => hashes.map((h, i) => all.map((key) => key(h, i))),
+      keys: (hashes, lastUnfull) =>
+        hashes.map((h, i) => pick(i, hashes.length, lastUnfull).primary(h, i)),
+      chunkKeys: (hashes, lastUnfull) =>
+        hashes.map((h, i) => pick(i, hashes.length, lastUnfull).all.map((key) => key(h, i))),
     },
     problems: [],
   };
 }
 
+type Render = (hash: string, index: number) => string;
+
+/** The primary renderer and every key's renderer (primary first, no duplicates). */
+function renderLayout(
+  layout: Layout,
+  requireAllRanks: boolean,
+): { primary: Render; all: Render[] } {
+  const list = requireAllRanks ? layout.all : layout.required ?? [layout.primary];
+  const seen = new Set([JSON.stringify(layout.primary)]);
+  const rest = list.filter((t) => {
+    const id = JSON.stringify(t);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+  const primary = render(layout.primary);
+  return { primary, all: [primary, ...rest.map(render)] };
+}
+
+/** No key may contain a comma: Mooncake's batch_query_keys splits on them (docs/compat.md §4). */
+function commaProblems(layout: Layout): string[] {
+  const templates = [layout.primary, ...layout.all, ...(layout.required ?? [])];
+  if (layout.unfull) templates.push(layout.unfull.primary, ...layout.unfull.all);
+  for (const t of templates) {
+    for (const piece of t) {
+      if (typeof piece === "string" && piece.includes(",")) {
+        return [
+          `Keys would contain a comma (${JSON.stringify(piece)}): Mooncake's ` +
+          `batch_query_keys joins keys with commas, so no key may contain one`,
+        ];
+      }
+    }
+  }
+  return [];
+}
+
+/** Options only one preset reads: set anywhere else they would do nothing, so they are refused. */
+function inapplicableOptions(options: KeyFormatOptions, keyFormat: string): string[] {
+  const owners: [keyof KeyFormatOptions, string][] = [
+    ["numKvHeads", "vllm-mooncake-store"],
+    ["dcpSize", "vllm-mooncake-store"],
+    ["pcpSize", "vllm-mooncake-store"],
+    ["groups", "vllm-mooncake-store"],
+    ["tpLcmSize", "sglang-hicache"],
+    ["lmcacheTags", "lmcache"],
+  ];
+  return owners
+    .filter(([name, owner]) => options[name] !== undefined && keyFormat !== owner)
+    .map(([name, owner]) => `${name} applies to keyFormat "${owner}" only: drop it`);
+}
+
 /** A fast renderer for the common `prefix + hash + suffix` shape, generic otherwise. */
-function render(t: Template): (hash: string, index: number) => string {
+function render(t: Template): Render {
   if (t.length === 3 && typeof t[0] === "string" && t[1] === HEX && typeof t[2] === "string") {
     const [pre, , post] = t;
     return (hash) => pre + hash + post;
@@ -173,85 +213,6 @@ function presetLayout(preset: KeyFormatPreset, p: Params, problems: string[]): L
     case "sglang-hicache":
       return sglangHicacheLayout(p);
   }
-}
-
-function llumnixLayout(p: Params): Layout {
-  // Llumnix HybridConnector writes `{hex}_{tp_rank}`; its own lookup asks for rank 0 only.
-  const key = (tp: number): Template => ["", HEX, `_${tp}`];
-  return { primary: key(p.tpRank), all: range(p.tpSize).map(key) };
-}
-
-function vllmMooncakeStoreLayout(p: Params, problems: string[]): Layout | null {
-  if (p.model === undefined) {
-    problems.push(
-      `keyFormat "vllm-mooncake-store" needs model (the engine's --model; keys use its last path component)`,
-    );
-    return null;
-  }
-  // vLLM KeyMetadata/PoolKey. `@group:{g}` exists only in newer vLLM (always written there,
-  // 0 for single-group models): set `group` to match. With MLA every TP rank holds the same
-  // bytes and newer vLLM keys them all as tp_rank:0.
-  const prefix = p.cachePrefix ? `${p.cachePrefix}@` : "";
-  const group = p.group === undefined ? "" : `@group:${p.group}`;
-  const key = (tp: number, pp: number): Template => [
-    `${prefix}${basename(p.model!)}@tp_rank:${tp}@pcp0@dcp0@pp_rank:${pp}${group}@`,
-    HEX,
-    "",
-  ];
-  const pps = range(p.ppSize);
-  const shards = p.mla ? [0] : range(p.tpSize);
-  return {
-    primary: key(p.mla ? 0 : p.tpRank, p.ppRank),
-    all: shards.flatMap((tp) => pps.map((pp) => key(tp, pp))),
-  };
-}
-
-function lmcacheLayout(p: Params, problems: string[]): Layout | null {
-  const missing = [p.model === undefined && "model", p.dtype === undefined && "dtype"]
-    .filter(Boolean);
-  if (missing.length > 0) {
-    problems.push(
-      `keyFormat "lmcache" needs ${missing.join(" and ")} (keys are ` +
-        `{model}@{world_size}@{worker_id}@{hex}@{dtype}, e.g. dtype "bfloat16")`,
-    );
-    return null;
-  }
-  // LMCache CacheEngineKey. With MLA only the first rank saves (save_only_first_rank) and the
-  // key's world_size collapses to 1.
-  const ws = p.mla ? 1 : p.worldSize;
-  const key = (worker: number): Template => [
-    `${p.model}@${ws}@${worker}@`,
-    HEX,
-    `@${p.dtype}`,
-  ];
-  return {
-    primary: key(p.mla ? 0 : p.workerId),
-    all: (p.mla ? [0] : range(p.worldSize)).map(key),
-  };
-}
-
-function sglangHicacheLayout(p: Params): Layout {
-  // SGLang MooncakeStore: `[{tag}_][{model with / as -}_]{hex}` then a per-rank suffix,
-  // MHA `_{tp}[_{pp}]_k` and `_v`, MLA `_[{pp}]_k` (so `{hex}__k` without PP). The `_{pp}`
-  // part is written only when pp_size > 1.
-  const parts = [p.tag, p.model === undefined ? undefined : p.model.split("/").join("-")]
-    .filter((s): s is string => Boolean(s));
-  const prefix = parts.length > 0 ? `${parts.join("_")}_` : "";
-  const ppPart = (pp: number) => (p.ppSize > 1 ? `_${pp}` : "");
-  const pps = range(p.ppSize);
-  if (p.mla) {
-    const key = (pp: number): Template => [prefix, HEX, `_${ppPart(pp).slice(1)}_k`];
-    return { primary: key(p.ppRank), all: pps.map(key) };
-  }
-  const key = (tp: number, pp: number, kv: "k" | "v"): Template => [
-    prefix,
-    HEX,
-    `_${tp}${ppPart(pp)}_${kv}`,
-  ];
-  return {
-    primary: key(p.tpRank, p.ppRank, "k"),
-    all: range(p.tpSize).flatMap((tp) => pps.flatMap((pp) => [key(tp, pp, "k"), key(tp, pp, "v")])),
-  };
 }
 
 function templateLayout(template: string, p: Params, problems: string[]): Layout | null {
@@ -353,73 +314,4 @@ function templatePieces(tokens: readonly string[], values: Record<string, string
     else pieces[pieces.length - 1] += name === null ? t : values[name];
   }
   return pieces;
-}
-
-/** Defaults and checks for the numeric and string parameters (invalid ones fall back to defaults). */
-function resolveParams(o: KeyFormatOptions, problems: string[]): Params {
-  const count = (name: string, v: unknown, min: number): number | undefined => {
-    if (v === undefined) return undefined;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
-      problems.push(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-      return undefined;
-    }
-    return v;
-  };
-  const text = (name: string, v: unknown): string | undefined => {
-    if (v === undefined) return undefined;
-    if (typeof v !== "string") {
-      problems.push(`${name} must be a string, got ${typeof v}`);
-      return undefined;
-    }
-    return v;
-  };
-  const flag = (name: string, v: unknown): boolean => {
-    if (v !== undefined && typeof v !== "boolean") {
-      problems.push(`${name} must be true or false, got ${JSON.stringify(v)}`);
-    }
-    return v === true;
-  };
-  const tpSize = count("tpSize", o.tpSize, 1) ?? 1;
-  const ppSize = count("ppSize", o.ppSize, 1) ?? 1;
-  const worldSize = count("worldSize", o.worldSize, 1) ?? tpSize * ppSize;
-  const tpRank = count("tpRank", o.tpRank, 0) ?? 0;
-  const ppRank = count("ppRank", o.ppRank, 0) ?? 0;
-  const workerId = count("workerId", o.workerId, 0) ?? 0;
-  const group = count("group", o.group, 0);
-  if (tpRank >= tpSize) {
-    problems.push(`tpRank (${tpRank}) must be < tpSize (${tpSize}): set tpSize`);
-  }
-  if (ppRank >= ppSize) {
-    problems.push(`ppRank (${ppRank}) must be < ppSize (${ppSize}): set ppSize`);
-  }
-  if (workerId >= worldSize) {
-    problems.push(`workerId (${workerId}) must be < worldSize (${worldSize}): set worldSize`);
-  }
-  const params: Params = {
-    model: text("model", o.model),
-    dtype: text("dtype", o.dtype),
-    tag: text("tag", o.tag),
-    cachePrefix: text("cachePrefix", o.cachePrefix),
-    group,
-    tpRank,
-    ppRank,
-    tpSize,
-    ppSize,
-    worldSize,
-    workerId,
-    mla: flag("mla", o.mla),
-  };
-  flag("requireAllRanks", o.requireAllRanks);
-  if (params.model !== undefined && params.model.trim() === "") problems.push("model is empty");
-  return params;
-}
-
-/** vLLM: `model.rstrip("/").split("/")[-1]`. */
-function basename(model: string): string {
-  const parts = model.replace(/\/+$/, "").split("/");
-  return parts[parts.length - 1];
-}
-
-function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
 }

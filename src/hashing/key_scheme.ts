@@ -1,6 +1,7 @@
-import { chainOptionProblems, effectiveSeed } from "./chain_hasher.ts";
+import { chainOptionProblems } from "./chain_hasher.ts";
 import { createChainHasher } from "./hash_blocks.ts";
 import { compileKeyFormat } from "./key_format.ts";
+import { resolveSeed } from "./seed_policy.ts";
 import type { ExtraKeys, KeyScheme, KeySchemeOptions } from "./types.ts";
 
 export { createChainHasher, hashBlocks } from "./hash_blocks.ts";
@@ -12,15 +13,17 @@ export {
   type KeyFormatter,
   keysFromHashes,
 } from "./key_format.ts";
+export { describeSeed, LLUMNIX_DEFAULT_SEED, VLLM_DEFAULT_SEED } from "./seed_policy.ts";
 
 /**
  * The chain hash + store-key layout of one engine deployment (docs/compat.md §2-3). Synchronous and
  * reusable: the root hash, key templates and encode buffers are built once here. Throws one
  * error listing every invalid option.
  *
- * The seed must equal the engines' PYTHONHASHSEED (vLLM) / GO_HASH_SEED (Llumnix); unset or
- * empty means "0". With `keyFormat: "lmcache"` extra keys are ignored, because LMCache hashes
- * `(parent, tokens, None)` whatever the request carries.
+ * `seed` is hashed exactly as given (`keyFormat: "llumnix"` reads "" as "0"); omitted, it is the
+ * engine's default, and xxhash chains without one are refused (docs/compat.md §2). The seed in
+ * use is `options.seed`, its origin `seedSource`. With `keyFormat: "lmcache"` extra keys are
+ * ignored, because LMCache hashes `(parent, tokens, None)` whatever the request carries.
  */
 export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
   if (options === null || typeof options !== "object") {
@@ -29,25 +32,36 @@ export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
     );
   }
   const compiled = compileKeyFormat(options);
-  const problems = [...chainOptionProblems(options), ...compiled.problems];
+  const resolved = typeof options.seed === "string" || options.seed === undefined
+    ? resolveSeed(options.hash, options.seed, String(options.keyFormat))
+    : { seed: options.seed, source: "given" as const };
+  const chainOptions = { ...options, seed: resolved.seed };
+  const problems = [...chainOptionProblems(chainOptions), ...compiled.problems];
   if (compiled.formatter === null || problems.length > 0) {
     throw new Error(`Invalid key scheme options:\n- ${problems.join("\n- ")}`);
   }
   const formatter = compiled.formatter;
-  const chain = createChainHasher(options);
+  const chain = createChainHasher(chainOptions);
   const ignoreExtra = options.keyFormat === "lmcache";
   const extraFor = (extra: ExtraKeys | undefined) => (ignoreExtra ? undefined : extra);
+  const unfullChunks = options.saveUnfullChunk === true;
+  const lastUnfull = (tokens: ArrayLike<number>) =>
+    unfullChunks && tokens.length % options.chunkSize !== 0;
   const frozen: Readonly<KeySchemeOptions> = Object.freeze({
     ...options,
-    seed: effectiveSeed(options.seed),
-    saveUnfullChunk: options.saveUnfullChunk ?? false,
+    seed: resolved.seed,
+    saveUnfullChunk: unfullChunks,
     requireAllRanks: options.requireAllRanks ?? false,
   });
 
   return {
     options: frozen,
+    seedSource: resolved.source,
     blockHashes: (tokens, extra) => chain.strings(tokens, extraFor(extra)),
-    keys: (tokens, extra) => formatter.keys(chain.strings(tokens, extraFor(extra))),
-    chunkKeys: (tokens, extra) => formatter.chunkKeys(chain.strings(tokens, extraFor(extra))),
+    keys: (tokens, extra) =>
+      formatter.keys(chain.strings(tokens, extraFor(extra)), lastUnfull(tokens)),
+    chunkKeys: (tokens, extra) =>
+      formatter.chunkKeys(chain.strings(tokens, extraFor(extra)), lastUnfull(tokens)),
   };
 }
+export { keySchemeOptionsFromKv, type KvKeyBlock } from "./kv_block_options.ts";

@@ -18,11 +18,20 @@ export interface ExtraKeys {
   cacheSalt?: string;
 }
 
+/** A vLLM KV-cache group's kind: how many TP ranks hold the same bytes (docs/compat.md §3). */
+export type KvGroupKind = "attention" | "mla" | "mamba";
+
 export interface KeySchemeOptions {
   hash: HashAlgorithm;
-  /** The engines' PYTHONHASHSEED / GO_HASH_SEED; ignored by the unseeded chains. */
+  /**
+   * The engines' PYTHONHASHSEED (vLLM) / GO_HASH_SEED (Llumnix), hashed exactly as given (with
+   * `keyFormat: "llumnix"` an empty seed means "0"). Omitted: the engine's own default
+   * (docs/compat.md §2). Ignored by the unseeded chains.
+   */
   seed?: string;
   chunkSize: number;
+  /** vLLM `hash_block_size` (hybrid models): hash per this many tokens; divides chunkSize. */
+  hashBlockSize?: number;
   saveUnfullChunk?: boolean;
   /** A preset name, or a custom template with `{hex}`, `{model}`, `{tp_rank}` ... placeholders. */
   keyFormat: KeyFormatPreset | string;
@@ -38,12 +47,32 @@ export interface KeySchemeOptions {
   cachePrefix?: string;
   group?: number;
   mla?: boolean;
+  /** vLLM store: total KV heads; with tpSize > numKvHeads ranks share keys (GQA replication). */
+  numKvHeads?: number;
+  /** vLLM store: decode-context-parallel size (dcp_rank = tp_rank % dcpSize). */
+  dcpSize?: number;
+  /** vLLM store: prefill-context-parallel size. */
+  pcpSize?: number;
+  /** vLLM store: KV-cache groups, a count or each group's kind; every group's key must exist. */
+  groups?: number | readonly KvGroupKind[];
+  /** SGLang HiCache: tp_lcm_size; when > tpSize each rank writes the keys of tpLcmSize/tpSize ranks. */
+  tpLcmSize?: number;
+  /** LMCache `lmcache.tag.*` request configs, written as `@name%value` in this order. */
+  lmcacheTags?: Readonly<Record<string, string>>;
   /** Count a chunk only when every rank's (and `_k`/`_v`) key exists. Default: rank 0 only. */
   requireAllRanks?: boolean;
 }
 
+/**
+ * Where the scheme's seed came from: `given` (options.seed, as given or Llumnix's "" → "0"),
+ * `engine-default` (seed omitted: the preset's engine default), `unseeded` (the chain has none).
+ */
+export type SeedSource = "given" | "engine-default" | "unseeded";
+
 export interface KeyScheme {
+  /** The options with the defaults applied; `seed` is the seed in use (undefined when unseeded). */
   readonly options: Readonly<KeySchemeOptions>;
+  readonly seedSource: SeedSource;
   /** Chain hash of each chunk, lowercase hex (decimal for xxh64_cumulative). */
   blockHashes(tokens: ArrayLike<number>, extra?: ExtraKeys): string[];
   /** The primary store key of each chunk (rank 0). */

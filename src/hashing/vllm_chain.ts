@@ -1,7 +1,8 @@
-import { type ChainHasher, chunkCount, effectiveSeed } from "./chain_hasher.ts";
+import { type ChainHasher, chunkCount } from "./chain_hasher.ts";
 import { CborChainEncoder, cborText } from "./cbor_chain_encoder.ts";
 import { type ExtraTuple, extraTuples } from "./extra_tuple.ts";
 import { PickleChainEncoder } from "./pickle_chain_encoder.ts";
+import { resolveSeed } from "./seed_policy.ts";
 import { type BlockDigest, sha256Digest } from "./sha256_digest.ts";
 import type { ExtraKeys } from "./types.ts";
 import { xxh3_128Digest } from "./xxhash_wasm.ts";
@@ -17,7 +18,7 @@ interface ChainEncoder {
 /**
  * vLLM's `hash_block_tokens`: block i hashes `(parent, tuple(tokens), extra_keys)` serialized
  * as canonical CBOR or pickle protocol 5, where block 0's parent is `NONE_HASH`, the hash of
- * the seed string serialized the same way.
+ * the seed string serialized the same way (an omitted seed is vLLM's default, docs/compat.md §2).
  */
 export function createVllmChain(
   hash: VllmHashAlgorithm,
@@ -27,7 +28,8 @@ export function createVllmChain(
 ): ChainHasher {
   const cbor = hash === "sha256_cbor" || hash === "xxhash_cbor";
   const digest: BlockDigest = hash.startsWith("sha256") ? sha256Digest : xxh3_128Digest;
-  const seedText = effectiveSeed(seed);
+  const seedText = resolveSeed(hash, seed, undefined).seed;
+  if (seedText === undefined) throw new Error(`hash "${hash}" needs a seed (docs/compat.md §2)`);
   const root = new Uint8Array(digest.length);
   digest.digestInto(cbor ? cborText(seedText) : PickleChainEncoder.encodeString(seedText), root);
   const encoder: ChainEncoder = cbor

@@ -14,7 +14,6 @@ const MINIMAL = {
 
 const KV_DEFAULTS = {
   hash: "sha256_cbor",
-  seed: "0",
   chunkSize: 256,
   saveUnfullChunk: false,
   keyFormat: "llumnix",

@@ -1,6 +1,11 @@
 import { deepStrictEqual, notDeepStrictEqual, strictEqual, throws } from "node:assert/strict";
 import { bytesToHex } from "../../src/hashing/hex.ts";
-import { createKeyScheme, HASH_ALGORITHMS, hashBlocks } from "../../src/hashing/key_scheme.ts";
+import {
+  createKeyScheme,
+  describeSeed,
+  HASH_ALGORITHMS,
+  hashBlocks,
+} from "../../src/hashing/key_scheme.ts";
 import type { KeySchemeOptions } from "../../src/hashing/types.ts";
 
 const tokens = (n: number, salt = 0) =>
@@ -11,7 +16,7 @@ Deno.test("every chain shares hashes exactly up to the first chunk where two pro
   const b = a.slice();
   b[21] += 1; // chunk 2 of 8-token chunks
   for (const hash of HASH_ALGORITHMS) {
-    const scheme = createKeyScheme({ hash, chunkSize: 8, keyFormat: "{hex}" });
+    const scheme = createKeyScheme({ hash, seed: "0", chunkSize: 8, keyFormat: "{hex}" });
     const ha = scheme.blockHashes(a);
     const hb = scheme.blockHashes(b);
     strictEqual(ha.length, 5, hash);
@@ -60,6 +65,7 @@ Deno.test("typed-array and plain-array prompts give the same hashes", () => {
   for (const hash of HASH_ALGORITHMS) {
     const scheme = createKeyScheme({
       hash,
+      seed: "0",
       chunkSize: 256,
       saveUnfullChunk: true,
       keyFormat: "{hex}",
@@ -79,8 +85,9 @@ Deno.test("hashBlocks returns the raw digests behind the printed hashes", () => 
     xxh64_cumulative: 8,
   };
   for (const hash of HASH_ALGORITHMS) {
-    const raw = hashBlocks(t, { hash, chunkSize: 16 });
-    const printed = createKeyScheme({ hash, chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t);
+    const raw = hashBlocks(t, { hash, seed: "0", chunkSize: 16 });
+    const printed = createKeyScheme({ hash, seed: "0", chunkSize: 16, keyFormat: "{hex}" })
+      .blockHashes(t);
     strictEqual(raw.length, 4);
     for (const d of raw) strictEqual(d.length, lengths[hash], hash);
     const asText = raw.map((d) =>
@@ -90,40 +97,62 @@ Deno.test("hashBlocks returns the raw digests behind the printed hashes", () => 
   }
 });
 
-Deno.test('the seed picks the root of vLLM chains; unset and empty both mean "0"', () => {
+Deno.test("the seed is hashed as given; omitted, it is the engine default (docs/compat.md §2)", () => {
   const t = tokens(32);
-  for (const hash of ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"] as const) {
-    const with0 = createKeyScheme({ hash, seed: "0", chunkSize: 16, keyFormat: "{hex}" })
+  const hashes = (o: Partial<KeySchemeOptions>) =>
+    createKeyScheme(
+      { hash: "sha256_cbor", chunkSize: 16, keyFormat: "{hex}", ...o } as KeySchemeOptions,
+    )
       .blockHashes(t);
-    deepStrictEqual(
-      createKeyScheme({ hash, chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
-      with0,
-    );
-    deepStrictEqual(
-      createKeyScheme({ hash, seed: "", chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
-      with0,
-    );
-    notDeepStrictEqual(
-      createKeyScheme({ hash, seed: "42", chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
-      with0,
-    );
+  for (const hash of ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"] as const) {
+    const with0 = hashes({ hash, seed: "0" });
+    notDeepStrictEqual(hashes({ hash, seed: "" }), with0, `${hash}: "" is not "0"`);
+    notDeepStrictEqual(hashes({ hash, seed: "42" }), with0, hash);
+    deepStrictEqual(hashes({ hash, seed: "", keyFormat: "llumnix" }), hashes({ hash, seed: "0" }));
+    deepStrictEqual(hashes({ hash, keyFormat: "llumnix" }), with0, `${hash}: Llumnix's default`);
+  }
+  for (const hash of ["sha256_cbor", "sha256"] as const) {
+    deepStrictEqual(hashes({ hash }), hashes({ hash, seed: "vllm-none-hash" }), hash);
+  }
+  for (const hash of ["xxhash", "xxhash_cbor"] as const) {
+    throws(() => hashes({ hash }), /seed is required.*PYTHONHASHSEED/s, hash);
+    throws(() => hashBlocks(t, { hash, chunkSize: 16 }), /seed is required/, hash);
   }
   for (const hash of ["sha256_hex", "xxh64_cumulative"] as const) {
-    deepStrictEqual(
-      createKeyScheme({ hash, seed: "42", chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
-      createKeyScheme({ hash, chunkSize: 16, keyFormat: "{hex}" }).blockHashes(t),
-    );
+    deepStrictEqual(hashes({ hash, seed: "42" }), hashes({ hash }), hash);
+    const scheme = createKeyScheme({ hash, seed: "42", chunkSize: 16, keyFormat: "{hex}" });
+    strictEqual(scheme.options.seed, undefined);
+    strictEqual(scheme.seedSource, "unseeded");
   }
 });
 
-Deno.test("a LoRA name changes every block hash of vLLM chains, and empty extra keys change nothing", () => {
+Deno.test("a scheme names its seed and where it came from, for the start-up log", () => {
+  const omitted = createKeyScheme({
+    hash: "sha256",
+    chunkSize: 16,
+    keyFormat: "lmcache",
+    model: "m",
+    dtype: "half",
+  });
+  strictEqual(omitted.options.seed, "vllm-none-hash");
+  strictEqual(omitted.seedSource, "engine-default");
+  strictEqual(
+    describeSeed(omitted),
+    'hash sha256 roots at seed "vllm-none-hash" (seed omitted: the engine default)',
+  );
+  const given = createKeyScheme({ hash: "sha256", seed: "7", chunkSize: 16, keyFormat: "{hex}" });
+  strictEqual(describeSeed(given), 'hash sha256 roots at seed "7" (from the config)');
+});
+
+Deno.test('a LoRA name (even "") changes every block hash of vLLM chains; an empty salt does not', () => {
   const t = tokens(32);
   for (const hash of ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"] as const) {
-    const scheme = createKeyScheme({ hash, chunkSize: 8, keyFormat: "{hex}" });
+    const scheme = createKeyScheme({ hash, seed: "0", chunkSize: 8, keyFormat: "{hex}" });
     const plain = scheme.blockHashes(t);
     const lora = scheme.blockHashes(t, { loraName: "adapter-1" });
     for (let i = 0; i < 4; i++) notDeepStrictEqual(lora[i], plain[i], `${hash} block ${i}`);
-    deepStrictEqual(scheme.blockHashes(t, { loraName: "", cacheSalt: "" }), plain, hash);
+    deepStrictEqual(scheme.blockHashes(t, { cacheSalt: "" }), plain, hash);
+    notDeepStrictEqual(scheme.blockHashes(t, { loraName: "" }), plain, `${hash}: LoRA "" is ("",)`);
     deepStrictEqual(scheme.blockHashes(t, {}), plain, hash);
     notDeepStrictEqual(scheme.blockHashes(t, { loraName: "adapter-2" }), lora, hash);
   }
@@ -143,15 +172,16 @@ Deno.test("the lmcache layout ignores extra keys because LMCache hashes (parent,
 
 Deno.test("SGLang's and Llumnix v6d's chains refuse LoRA / cache_salt instead of ignoring them", () => {
   for (const hash of ["sha256_hex", "xxh64_cumulative"] as const) {
-    const scheme = createKeyScheme({ hash, chunkSize: 8, keyFormat: "{hex}" });
+    const scheme = createKeyScheme({ hash, seed: "0", chunkSize: 8, keyFormat: "{hex}" });
     throws(() => scheme.keys(tokens(8), { loraName: "a" }), /has no extra keys/);
-    deepStrictEqual(scheme.keys(tokens(8), { loraName: "" }), scheme.keys(tokens(8)));
+    throws(() => scheme.keys(tokens(8), { loraName: "" }), /has no extra keys/);
+    deepStrictEqual(scheme.keys(tokens(8), { cacheSalt: "" }), scheme.keys(tokens(8)));
   }
 });
 
 Deno.test("token ids that an engine could not have produced are rejected with their index", () => {
   for (const hash of HASH_ALGORITHMS) {
-    const scheme = createKeyScheme({ hash, chunkSize: 2, keyFormat: "{hex}" });
+    const scheme = createKeyScheme({ hash, seed: "0", chunkSize: 2, keyFormat: "{hex}" });
     throws(() => scheme.blockHashes([1, 2, 3, 0.5]), /index 3/, hash);
   }
   const sglang = createKeyScheme({ hash: "sha256_hex", chunkSize: 2, keyFormat: "{hex}" });
