@@ -25,7 +25,7 @@ const golden: {
   await Deno.readTextFile(new URL("../data/drift_vectors.json", import.meta.url)),
 );
 
-Deno.test("drift_vectors.json covers every drift of issue 12", () => {
+Deno.test("drift_vectors.json covers every engine drift docs/compat.md §2-3 names", () => {
   deepStrictEqual(
     new Set(golden.cases.map((c) => c.drift)),
     new Set([
