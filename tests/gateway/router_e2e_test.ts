@@ -122,7 +122,7 @@ Deno.test("an instance failing three times in a row is taken out until /health p
 });
 
 Deno.test("a hanging store costs at most its deadline per request, then is skipped", async () => {
-  const t = await startTestCluster();
+  const t = await startTestCluster({ kv: { timeoutMs: 50 } });
   try {
     t.master.setDelayMs(5_000);
     await t.master.setMode("slow");
