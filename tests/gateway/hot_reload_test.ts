@@ -12,9 +12,10 @@ const MODEL = "reload-model";
 const PATIENCE_MS = 15_000;
 
 Deno.test("editing the config file adds and removes an instance under steady load with zero failed requests", async () => {
-  // Engine seconds: ~50 ms per request, so requests are in flight on e0 when it is removed.
+  // Engine seconds: ~200 ms per request, so requests are in flight on e0 when it is removed,
+  // however slowly a loaded machine runs the load generator.
   const engines = [0, 1, 2].map((i) =>
-    startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.01, decodeSecondsPerToken: 2 })
+    startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.04, decodeSecondsPerToken: 2 })
   );
   const dir = await Deno.makeTempDir();
   const path = `${dir}/tidegate.yaml`;
@@ -57,6 +58,7 @@ Deno.test("editing the config file adds and removes an instance under steady loa
       "20 requests served by e0 and e1",
     );
     assertEquals(engines[2].stats.requests.length, 0, "e2 is not configured yet");
+    await eventually(() => (cluster.get("e0")?.active ?? 0) > 0, PATIENCE_MS, "work on e0");
     await write([1, 2]);
     await eventually(() => appliedAt < Infinity, PATIENCE_MS, "the reload");
     await eventually(
