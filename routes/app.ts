@@ -131,7 +131,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
   const parts = assembleParts(config, runtimes, { ...deps, shared }, options);
   built.gateway = parts.gateway;
   for (const runtime of runtimes.values()) attachShared(shared, runtime);
-  await shared?.start();
+  shared?.start();
   const app = createApp(parts, deps);
   const background = new BackgroundWork({
     enabled: options.background ?? true,

@@ -38,8 +38,12 @@ export function createRedisPubSub(url: string, channel: string): PubSub {
       reconnectListeners.push(listener);
     },
     async close() {
-      await connecting;
-      await Promise.allSettled([publisher.close(), subscriber.close()]);
+      // A client still connecting (Redis down) is dropped at once; an open one closes cleanly.
+      for (const client of [publisher, subscriber]) if (!client.isOpen) client.destroy();
+      await Promise.allSettled([
+        ...[publisher, subscriber].filter((c) => c.isOpen).map((c) => c.close()),
+        connecting,
+      ]);
     },
   };
 }

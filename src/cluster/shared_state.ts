@@ -48,18 +48,20 @@ export class SharedState {
     this.#options = options;
   }
 
-  async start(): Promise<void> {
+  /**
+   * Starts the heartbeat and subscribes in the background: a replica never waits on the channel,
+   * so one started while Redis is down serves on its own view until it answers.
+   */
+  start(): void {
     this.#options.pubsub.onReconnect(() => this.#republish());
     const heartbeat = this.#options.heartbeatMs ?? 5_000;
     this.#timer = setInterval(() => {
       this.#options.remote.sweep();
       this.#send([]);
     }, heartbeat);
-    try {
-      await this.#options.pubsub.subscribe((message) => this.#received(message));
-    } catch (error) {
-      this.#failed(error); // the client reconnects and resubscribes by itself
-    }
+    // The client reconnects and resubscribes by itself; a failure here is only counted.
+    this.#options.pubsub.subscribe((message) => this.#received(message))
+      .catch((error) => this.#failed(error));
   }
 
   /** Publishes `model`'s leases and predictions from now on. */

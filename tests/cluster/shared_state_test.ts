@@ -64,7 +64,8 @@ Deno.test("facts survive encoding; a malformed or foreign message is refused", (
 Deno.test("a lease and a prediction on one replica appear in the other's view and leave with it", async () => {
   const channel = bus();
   const [a, b] = [replica("a", channel), replica("b", channel)];
-  await Promise.all([a.shared.start(), b.shared.start()]);
+  a.shared.start();
+  b.shared.start();
   try {
     const lease = a.account.lease("gpu-0", 8_000);
     a.predicted.record(["k0", "k1"], { instanceId: "gpu-0", kvHost: "10.0.0.1" });
@@ -83,7 +84,8 @@ Deno.test("a lease and a prediction on one replica appear in the other's view an
 Deno.test("a failing channel is counted and logged once; back online, the others catch up", async () => {
   const channel = bus();
   const [a, b] = [replica("a", channel), replica("b", channel)];
-  await Promise.all([a.shared.start(), b.shared.start()]);
+  a.shared.start();
+  b.shared.start();
   try {
     a.account.lease("gpu-1", 500);
     await eventually(() => b.account.load("gpu-1").prefillRequests === 1, 2_000, "shared");
