@@ -15,34 +15,9 @@ import { Encoder } from "cbor-x";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { percentile } from "../../src/sim/summary.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
-import type { ChatMessage } from "../../src/tokenize/types.ts";
+import { benchConversation } from "./bench_text.ts";
 
 const ROUNDS = Deno.args.includes("--quick") ? 20 : 60;
-const WORDS = ("the router sends every request to the instance where it will get its first token " +
-  "soonest because the prefix cache already holds most of the prompt and the queue is short " +
-  "while the other engines are busy with long documents and many users ask follow up questions")
-  .split(" ");
-
-function text(seed: number, words: number): string {
-  let s = seed >>> 0;
-  const out: string[] = [];
-  for (let i = 0; i < words; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out.push(WORDS[s % WORDS.length]);
-    if (i % 13 === 12) out.push("\n");
-  }
-  return out.join(" ");
-}
-
-/** A conversation of about 8k tokens: a system prompt and alternating turns. */
-function conversation(seed: number, turns: number): ChatMessage[] {
-  const messages: ChatMessage[] = [{ role: "system", content: text(seed, 3000) }];
-  for (let t = 0; t < turns; t++) {
-    messages.push({ role: t % 2 === 0 ? "user" : "assistant", content: text(seed * 31 + t, 350) });
-  }
-  return messages;
-}
-
 function measure(run: (i: number) => void): { p50: number; p99: number } {
   for (let i = 0; i < 3; i++) run(-1 - i); // warm-up
   const times: number[] = [];
@@ -79,7 +54,7 @@ function naiveKeys(tokens: number[]): string[] {
   return keys;
 }
 
-const probe = conversation(1, 14);
+const probe = benchConversation(1, 14);
 const tokenCount = exact.encodeChat(probe).length;
 if (naiveKeys(exact.encodeChat(probe)).join() !== scheme.keys(fast.encodeChat(probe)).join()) {
   throw new Error(
@@ -87,10 +62,10 @@ if (naiveKeys(exact.encodeChat(probe)).join() !== scheme.keys(fast.encodeChat(pr
   );
 }
 
-const reference = measure((i) => naiveKeys(exact.encodeChat(conversation(1000 + i, 14))));
-const cold = measure((i) => scheme.chunkKeys(fastCold.encodeChat(conversation(2000 + i, 14))));
+const reference = measure((i) => naiveKeys(exact.encodeChat(benchConversation(1000 + i, 14))));
+const cold = measure((i) => scheme.chunkKeys(fastCold.encodeChat(benchConversation(2000 + i, 14))));
 // Multi-turn: request i is the conversation so far plus one more turn (what a chat client sends).
-const base = conversation(7, 40);
+const base = benchConversation(7, 40);
 const growing = measure((i) => {
   const turns = 14 + ((i + 3) % 26);
   scheme.chunkKeys(fast.encodeChat(base.slice(0, 1 + turns)));

@@ -4,6 +4,7 @@
  * word generator as predispatch_bench.ts; token counts are measured with the Qwen3 tokenizer.
  */
 import type { LoadedTokenizer } from "../../../src/tokenize/local_tokenizer.ts";
+import { benchConversation, benchText } from "../bench_text.ts";
 import type { ChatMessage } from "../../../src/tokenize/types.ts";
 
 export const MARKER = "@@ID@@";
@@ -30,31 +31,6 @@ export interface Mix {
   tokens: [number, number];
 }
 
-const WORDS = ("the router sends every request to the instance where it will get its first token " +
-  "soonest because the prefix cache already holds most of the prompt and the queue is short " +
-  "while the other engines are busy with long documents and many users ask follow up questions")
-  .split(" ");
-
-function text(seed: number, words: number): string {
-  let s = seed >>> 0;
-  const out: string[] = [];
-  for (let i = 0; i < words; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out.push(WORDS[s % WORDS.length]);
-    if (i % 13 === 12) out.push("\n");
-  }
-  return out.join(" ");
-}
-
-/** A system prompt and `turns` alternating user/assistant turns (predispatch_bench's shape). */
-function conversation(seed: number, turns: number, systemWords = 3000): ChatMessage[] {
-  const messages: ChatMessage[] = [{ role: "system", content: text(seed, systemWords) }];
-  for (let t = 0; t < turns; t++) {
-    messages.push({ role: t % 2 === 0 ? "user" : "assistant", content: text(seed * 31 + t, 350) });
-  }
-  return messages;
-}
-
 /** Every message starts with the request's unique number: every segment is new to the cache. */
 function marked(messages: ChatMessage[]): ChatMessage[] {
   return messages.map((m) => ({ ...m, content: `${MARKER} ${m.content}` }));
@@ -79,7 +55,7 @@ export function buildMixes(tokenizer: LoadedTokenizer): Mix[] {
   // 8k token ids of real text; the first id is the request's number.
   const tokenBodies: string[] = [];
   for (let seed = 1; seed <= 8; seed++) {
-    const ids = tokenizer.encode(text(500 + seed, 9000), { addSpecialTokens: false }).slice(
+    const ids = tokenizer.encode(benchText(500 + seed, 9000), { addSpecialTokens: false }).slice(
       0,
       8192,
     );
@@ -90,19 +66,19 @@ export function buildMixes(tokenizer: LoadedTokenizer): Mix[] {
   }
 
   // New conversations of ~8.7k tokens: every message of every request is text never seen before.
-  const newChats = Array.from({ length: 8 }, (_, i) => marked(conversation(1000 + i, 14)));
+  const newChats = Array.from({ length: 8 }, (_, i) => marked(benchConversation(1000 + i, 14)));
   const newBodies = newChats.map((messages) =>
     withMarker({ model: "qwen3", messages, max_tokens: 16 })
   );
 
   // One conversation growing by a turn: the history so far (seen before, cached after its first
   // request) plus a new user turn that is unique to the request.
-  const base = conversation(7, 40);
+  const base = benchConversation(7, 40);
   const growing: ChatMessage[][] = [];
   for (let turns = 8; turns <= 22; turns += 2) {
     growing.push([...base.slice(0, 1 + turns), {
       role: "user",
-      content: `${MARKER} ${text(9000 + turns, 350)}`,
+      content: `${MARKER} ${benchText(9000 + turns, 350)}`,
     }]);
   }
   const growingBodies = growing.map((messages) =>
@@ -112,8 +88,8 @@ export function buildMixes(tokenizer: LoadedTokenizer): Mix[] {
   // Short chats, under minPromptTokens (1024): tokenized, no store lookup.
   const short = Array.from({ length: 8 }, (_, i) =>
     marked([
-      { role: "system", content: text(3000 + i, 40) },
-      { role: "user", content: text(4000 + i, 120) },
+      { role: "system", content: benchText(3000 + i, 40) },
+      { role: "user", content: benchText(4000 + i, 120) },
     ]));
   const shortBodies = short.map((messages) =>
     withMarker({ model: "qwen3", messages, max_tokens: 16 })
@@ -122,7 +98,7 @@ export function buildMixes(tokenizer: LoadedTokenizer): Mix[] {
   // Streams of 256 tokens from a short chat.
   const sseChats = Array.from(
     { length: 8 },
-    (_, i) => marked([{ role: "user", content: text(5000 + i, 60) }]),
+    (_, i) => marked([{ role: "user", content: benchText(5000 + i, 60) }]),
   );
   const sseBodies = sseChats.map((messages) =>
     withMarker({
