@@ -6,7 +6,7 @@ import { instanceLoadSvg, ttftCdfSvg } from "./charts.ts";
 import { experimentReportText } from "../experiment/report.ts";
 import type { ExperimentConfig } from "../config/schema.ts";
 import { armPolicy, parseExperimentFile, simExperimentReport, splitTrace } from "./experiment.ts";
-import { parsePdOptions, PD_USAGE, type PdCliOptions, runPd } from "./pd_cli.ts";
+import { type NumberReader, parsePdOptions, PD_USAGE, type PdCliOptions, runPd } from "./pd_cli.ts";
 import { describeModel, resultsMarkdown, rounded } from "./report.ts";
 import {
   type AdmissionMode,
@@ -340,13 +340,6 @@ function readFlags(args: string[]): Map<string, string> | "help" {
   }
   return values;
 }
-
-type NumberReader = (
-  key: string,
-  fallback: number,
-  check: (v: number) => boolean,
-  what: string,
-) => number;
 
 /** Reads numeric options, adding a problem for each value that fails its check. */
 function numberReader(values: ReadonlyMap<string, string>, problems: string[]): NumberReader {

@@ -51,7 +51,8 @@ export interface PdCliOptions {
   meanDecodeS: number;
 }
 
-type NumberReader = (
+/** Reads a numeric option (or its fallback), adding a problem when the value fails `check`. */
+export type NumberReader = (
   key: string,
   fallback: number,
   check: (v: number) => boolean,

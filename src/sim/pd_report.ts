@@ -1,4 +1,5 @@
 import type { PdSummary } from "./pd_summary.ts";
+import { resultsHeader } from "./report.ts";
 
 type Runs = [name: string, summary: PdSummary][];
 
@@ -9,14 +10,10 @@ export function pdResultsMarkdown(
 ): string {
   const runs = Object.entries(summaries);
   return [
-    `# ${context.title ?? "Simulator results: prefill/decode disaggregation"}`,
-    "",
-    "Command:",
-    "",
-    "```sh",
-    context.command,
-    "```",
-    "",
+    ...resultsHeader(
+      context.title ?? "Simulator results: prefill/decode disaggregation",
+      context.command,
+    ),
     ...ttftSection(runs),
     "",
     ...rejectionSection(runs),

@@ -1,20 +1,18 @@
 import type { PrefillModelCoefficients } from "../scheduling/types.ts";
 import type { PolicySummary } from "./summary.ts";
 
+/** A results page's title and the command that produced it (both simulator modes). */
+export function resultsHeader(title: string, command: string): string[] {
+  return [`# ${title}`, "", "Command:", "", "```sh", command, "```", ""];
+}
+
 /** The Markdown results table, with the settings and the command that produced it. */
 export function resultsMarkdown(
   summaries: Record<string, PolicySummary>,
   context: { command: string; settings: Record<string, string | number | boolean>; title?: string },
 ): string {
   const lines = [
-    `# ${context.title ?? "Simulator results"}`,
-    "",
-    "Command:",
-    "",
-    "```sh",
-    context.command,
-    "```",
-    "",
+    ...resultsHeader(context.title ?? "Simulator results", context.command),
     "| policy | mean TTFT (s) | P50 (s) | P90 (s) | P99 (s) | SLO attainment | rejected | hit ratio | prefill tokens (M) | transferred (M) |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
