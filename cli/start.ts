@@ -43,9 +43,11 @@ export async function runStart(args: string[]): Promise<number> {
     warnOnOpenAdmin(address.hostname, config);
     const reloader = watchConfigFile({ path: values.config, router });
     await waitForShutdown();
-    jsonLog("tidegate shutting down");
+    jsonLog("tidegate shutting down", { ...router.config.shutdown });
+    const outcome = await router.drain({ ...router.config.shutdown, hurry: nextShutdownSignal() });
     await reloader.close();
     await router.close();
+    jsonLog("tidegate stopped", { outcome });
     return 0;
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -69,6 +71,13 @@ function warnOnOpenAdmin(hostname: string, config: Config): void {
     effect: "/admin answers only clients on this host; set admin.token (env:NAME) to manage " +
       "instances remotely",
   });
+}
+
+/** Aborts on the next SIGINT or SIGTERM: a second signal skips the rest of the drain. */
+function nextShutdownSignal(): AbortSignal {
+  const hurry = new AbortController();
+  waitForShutdown().then(() => hurry.abort());
+  return hurry.signal;
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */

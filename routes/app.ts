@@ -36,6 +36,7 @@ import { experimentRoutes } from "./experiments.ts";
 import { healthRoutes } from "./health.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { openaiRoutes } from "./openai.ts";
+import { type DrainOptions, type DrainOutcome, drainServer } from "./graceful_shutdown.ts";
 import { requestIds } from "./request_id.ts";
 
 export interface RouterOptions {
@@ -77,6 +78,12 @@ export interface Router {
    * invalid one is rejected with the reasons and the running config kept. Calls are serialized.
    */
   reload(config: Config): Promise<ReloadResult>;
+  /**
+   * Graceful shutdown's first part (routes/graceful_shutdown.ts): `/readyz` fails, serving goes on
+   * for `readyDelayMs`, then the listener closes and in-flight requests get `drainTimeoutMs`
+   * before the rest end with an error event. Call `close()` after it.
+   */
+  drain(options: DrainOptions): Promise<DrainOutcome>;
   /** Stops background work and the server (in-flight requests finish first). */
   close(): Promise<void>;
 }
@@ -232,6 +239,9 @@ function routerHandle(
   const { gateway, metrics, arms } = parts;
   let reloading: Promise<unknown> = Promise.resolve();
   let server: Deno.HttpServer | undefined;
+  let stopping: Promise<void> | undefined;
+  // Once: drain() closes the listener and close() waits on the same shutdown.
+  const stopServing = () => stopping ??= server?.shutdown() ?? Promise.resolve();
   return {
     get config() {
       return gateway.config;
@@ -267,10 +277,11 @@ function routerHandle(
       reloading = done.catch(() => {});
       return done;
     },
+    drain: (options) => drainServer(gateway.shutdown, { shutdown: stopServing }, options, deps.log),
     async close() {
       await reloading;
       await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
-      if (server) await server.shutdown();
+      await stopServing();
       deps.tokenizerPools.close();
       await deps.shared?.close();
     },

@@ -3,12 +3,15 @@ import type { Gateway } from "../src/gateway/gateway.ts";
 
 /**
  * `/healthz`: the process answers. `/readyz`: every model can serve a request: a healthy instance,
- * or for a disaggregated model a healthy neutral one or a healthy prefill and decode pair.
+ * or for a disaggregated model a healthy neutral one or a healthy prefill and decode pair; never
+ * while the router drains for shutdown.
  */
 export function healthRoutes(gateway: Gateway): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", (c) => {
+    // Shutting down: fail readiness first so load balancers stop sending (cli/start.ts).
+    if (gateway.shutdown.draining) return c.json({ status: "draining", models: [] }, 503);
     const models = gateway.runtimes().map((runtime) => {
       const healthy = runtime.cluster.entries().filter((e) => runtime.cluster.isHealthy(e));
       const roles = new Set(healthy.map((e) => e.config.role));

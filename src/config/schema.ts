@@ -261,6 +261,13 @@ export const ConfigSchema = z.strictObject({
     /** An answer still streaming after this long is ended the same way. */
     maxRequestDurationMs: z.int().min(1).default(1_800_000),
   }).prefault({}),
+  /** SIGTERM: `/readyz` fails at once, serving goes on, then in-flight requests drain. */
+  shutdown: z.strictObject({
+    /** Keep serving this long after `/readyz` turns 503, so load balancers stop sending. */
+    readyDelayMs: z.int().min(0).default(5_000),
+    /** Then wait this long for in-flight requests; what remains ends with an error event. */
+    drainTimeoutMs: z.int().min(0).default(30_000),
+  }).prefault({}),
   admin: z.strictObject({
     /** Bearer token for /admin; `env:NAME` reads it from the environment. */
     token: z.string().min(1).optional(),

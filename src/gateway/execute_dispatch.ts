@@ -25,6 +25,11 @@ export interface ExecuteOptions {
   body: Uint8Array<ArrayBuffer>;
   /** Aborts when the client leaves before response headers (Deno's request.signal). */
   clientSignal?: AbortSignal;
+  /**
+   * Aborts when the router cuts what is in flight at shutdown (also part of `clientSignal`):
+   * the client then gets a 503, not the silence a departed client gets.
+   */
+  shutdownSignal?: AbortSignal;
   fetch: typeof fetch;
   now: () => number;
   maxRetries: number;
@@ -135,6 +140,15 @@ function targetsOf(plan: DispatchPlan): ForwardTarget[] {
 }
 
 function clientGone(options: ExecuteOptions): Response {
+  if (options.shutdownSignal?.aborted) {
+    options.record.outcome = "upstream_failed";
+    return fail(
+      options,
+      new HttpError(503, "The router is shutting down; retry the request.", {
+        code: "router_shutting_down",
+      }),
+    );
+  }
   options.record.outcome = "client_aborted";
   options.record.status = 499;
   finishOnce(options);

@@ -15,6 +15,7 @@ import { planDispatch } from "./dispatch_plan.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import type { Reservation } from "./reservation.ts";
+import { ShutdownState } from "./shutdown_state.ts";
 
 export interface GatewayDeps {
   fetch: typeof fetch;
@@ -78,6 +79,8 @@ export class Gateway {
   readonly #observers: readonly RequestObserver[];
   readonly #tracing: RequestTracer;
   readonly #arms: ArmSelector;
+  /** Draining and the final cut at shutdown (`/readyz` reads it; in-flight work obeys it). */
+  readonly shutdown = new ShutdownState();
 
   constructor(
     config: Config,
@@ -175,7 +178,10 @@ export class Gateway {
         path: ENGINE_PATHS[endpoint],
         clientHeaders: this.#forwardedHeaders(flight),
         body: bytes,
-        clientSignal,
+        clientSignal: clientSignal
+          ? AbortSignal.any([clientSignal, this.shutdown.cutSignal])
+          : this.shutdown.cutSignal,
+        shutdownSignal: this.shutdown.cutSignal,
         fetch: this.#deps.fetch,
         now: this.#deps.now,
         maxRetries: this.#config.limits.maxRetries,
@@ -183,6 +189,7 @@ export class Gateway {
         bodyLimits: {
           idleTimeoutMs: this.#config.limits.upstreamIdleTimeoutMs,
           maxDurationMs: this.#config.limits.maxRequestDurationMs,
+          abort: this.shutdown.cutSignal,
         },
         responseHeaders: flight.responseHeaders,
         finish: (record) => this.#finish(flight.trace, record),

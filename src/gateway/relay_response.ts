@@ -7,6 +7,7 @@ import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import { scoreOf } from "./reservation.ts";
+import { RouterShutdownError } from "./shutdown_state.ts";
 
 export interface RelayOptions {
   runtime: ModelRuntime;
@@ -90,7 +91,8 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
         record.error = (error as Error)?.message ?? String(error);
         const kind = error instanceof UpstreamStalledError ? "timeout" : "other";
         const detail = `${target.url}: ${record.error}`;
-        cluster.get(target.id)?.breaker.recordFailure("request", kind, detail);
+        const engineFault = !(error instanceof RouterShutdownError);
+        if (engineFault) cluster.get(target.id)?.breaker.recordFailure("request", kind, detail);
       }
       leases.release(target.id);
       options.onEnd?.(end);
@@ -101,11 +103,15 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
 }
 
 function midStreamErrorEvent(instanceId: string, error: unknown): Uint8Array {
-  const body = openAIErrorBody(
-    502,
-    `Upstream ${instanceId} failed mid-stream: ${(error as Error)?.message ?? error}`,
-    { code: "upstream_stream_failed" },
-  );
+  const body = error instanceof RouterShutdownError
+    ? openAIErrorBody(503, "The router is shutting down before this answer ended; retry it.", {
+      code: "router_shutting_down",
+    })
+    : openAIErrorBody(
+      502,
+      `Upstream ${instanceId} failed mid-stream: ${(error as Error)?.message ?? error}`,
+      { code: "upstream_stream_failed" },
+    );
   return new TextEncoder().encode(`data: ${JSON.stringify(body)}\n\n`);
 }
 

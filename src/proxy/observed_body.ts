@@ -16,6 +16,8 @@ export interface BodyObserver {
 export interface BodyLimits {
   idleTimeoutMs: number;
   maxDurationMs: number;
+  /** Ends the answer at once, erroring with the signal's reason (the router shutting down). */
+  abort?: AbortSignal;
 }
 
 /** The engine went silent past `idleTimeoutMs`, or the answer outlasted `maxDurationMs`. */
@@ -100,15 +102,20 @@ async function readWithin(
     ? `the answer took longer than ${limits.maxDurationMs} ms`
     : `the engine sent nothing for ${limits.idleTimeoutMs} ms`;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const stalled = new Promise<never>((_, reject) => {
+  let onAbort = () => {};
+  const stopped = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new UpstreamStalledError(reason)), waitMs);
+    onAbort = () => reject(limits.abort?.reason);
+    if (limits.abort?.aborted) onAbort();
+    limits.abort?.addEventListener("abort", onAbort, { once: true });
   });
   try {
-    return await Promise.race([reader.read(), stalled]);
+    return await Promise.race([reader.read(), stopped]);
   } catch (error) {
-    if (error instanceof UpstreamStalledError) reader.cancel(error).catch(() => {});
+    reader.cancel(error).catch(() => {});
     throw error;
   } finally {
     clearTimeout(timer);
+    limits.abort?.removeEventListener("abort", onAbort);
   }
 }

@@ -46,6 +46,7 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
       upstreamIdleTimeoutMs: 120_000,
       maxRequestDurationMs: 1_800_000,
     },
+    shutdown: { readyDelayMs: 5_000, drainTimeoutMs: 30_000 },
     admin: {},
     cluster: {},
     models: [{

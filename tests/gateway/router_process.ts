@@ -6,6 +6,10 @@ export interface RouterProcess {
   url: string;
   /** Its stderr lines so far (JSON log lines), kept while it runs. */
   log: string[];
+  /** Sends a signal (e.g. SIGTERM, to watch the drain). */
+  kill(signal: Deno.Signal): void;
+  /** Resolves with the exit status when the process ends. */
+  status: Promise<Deno.CommandStatus>;
   stop(): Promise<void>;
 }
 
@@ -62,8 +66,14 @@ export async function startRouterProcess(configPath: string): Promise<RouterProc
   return {
     url,
     log,
+    kill: (signal) => child.kill(signal),
+    status: child.status,
     async stop() {
-      child.kill("SIGTERM");
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
       const killer = setTimeout(() => child.kill("SIGKILL"), 5_000);
       await child.status;
       clearTimeout(killer);
