@@ -237,6 +237,13 @@ export const ModelSchema = z.strictObject({
   }).optional(),
   health: HealthSchema.prefault({}),
   load: LoadSchema.prefault({}),
+  /** Bounds on one request's prompt, checked before any work on it (tests/gateway/prompt_limits). */
+  limits: z.strictObject({
+    /** Characters of text (or token ids) in the prompt; beyond it 413 before tokenizing. */
+    maxPromptChars: z.int().min(1).default(4_000_000),
+    /** Tokens of the prompt as the engine counts them; beyond it 400 (the engine's context). */
+    maxPromptTokens: z.int().min(1).optional(),
+  }).prefault({}),
   instances: z.array(InstanceSchema).default([]),
   discovery: z.array(DiscoverySchema).default([]),
   disaggregation: DisaggregationSchema.optional(),

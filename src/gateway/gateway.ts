@@ -15,6 +15,7 @@ import { planDispatch } from "./dispatch_plan.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import type { Reservation } from "./reservation.ts";
+import { refuseOverlongPrompt, refuseOversizedPrompt } from "./prompt_limits.ts";
 import { ShutdownState } from "./shutdown_state.ts";
 
 export interface GatewayDeps {
@@ -248,6 +249,7 @@ export class Gateway {
     }
     flight.runtime = resolved.runtime;
     record.model = resolved.runtime.config.name;
+    refuseOversizedPrompt(resolved.runtime.config, parsed.prompt);
     const selection = this.#arms.select(resolved.runtime, flight.request, parsed.body);
     record.arm = selection.arm;
     record.experiment = selection.experiment;
@@ -273,6 +275,7 @@ export class Gateway {
     flight.decodeReservation = decodeReservation;
     flight.record.plan = plan;
     flight.trace.planned(plan, flight.record);
+    refuseOverlongPrompt(flight.runtime!.config, plan, parsed.prompt);
     const verdict = plan.admission;
     if (verdict.admit) return undefined;
     flight.responseHeaders.set("retry-after", String(verdict.retryAfterS));

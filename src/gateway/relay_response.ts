@@ -61,6 +61,9 @@ export function relayResponse(options: RelayOptions): Response {
   return new Response(body, { status: response.status, statusText: response.statusText, headers });
 }
 
+/** Inter-token gaps kept per request: an endless stream must not grow memory without bound. */
+export const MAX_GAP_SAMPLES = 100_000;
+
 function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] {
   const { runtime, plan, record, target, response, leases, now } = options;
   const cluster = runtime.cluster;
@@ -80,7 +83,8 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
     onChunk(chunk) {
       if (sniffer.push(chunk) === 0) return;
       const at = now();
-      if (lastEventAt !== undefined) record.interTokenS.push((at - lastEventAt) / 1000);
+      const room = record.interTokenS.length < MAX_GAP_SAMPLES;
+      if (lastEventAt !== undefined && room) record.interTokenS.push((at - lastEventAt) / 1000);
       lastEventAt = at;
     },
     onEnd(end, error) {

@@ -59,6 +59,7 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
       slo: { admission: false },
       health: HEALTH_DEFAULTS,
       load: LOAD_DEFAULTS,
+      limits: { maxPromptChars: 4_000_000 },
       instances: [{ ...INSTANCE, role: "neutral", engine: "vllm" }],
       discovery: [],
     }],
