@@ -267,6 +267,10 @@ export const ConfigSchema = z.strictObject({
     upstreamIdleTimeoutMs: z.int().min(1).default(120_000),
     /** An answer still streaming after this long is ended the same way. */
     maxRequestDurationMs: z.int().min(1).default(1_800_000),
+    /** A client must send its whole request body within this time, else 408. */
+    clientBodyTimeoutMs: z.int().min(1).default(30_000),
+    /** Inference requests in flight (streams included); beyond it 503 `router_overloaded`. */
+    maxConcurrentRequests: z.int().min(1).default(8_192),
   }).prefault({}),
   /** SIGTERM: `/readyz` fails at once, serving goes on, then in-flight requests drain. */
   shutdown: z.strictObject({

@@ -82,6 +82,9 @@ export class Gateway {
   readonly #arms: ArmSelector;
   /** Draining and the final cut at shutdown (`/readyz` reads it; in-flight work obeys it). */
   readonly shutdown = new ShutdownState();
+  /** Inference requests begun and not yet finished (streams count until their last byte). */
+  #inFlight = 0;
+  #counted = new WeakSet<RequestRecord>();
 
   constructor(
     config: Config,
@@ -96,6 +99,11 @@ export class Gateway {
     this.#tracing = collaborators.tracing ?? { begin: () => NO_TRACE };
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#indexNames();
+  }
+
+  /** Inference requests in flight, streams included (`limits.maxConcurrentRequests`). */
+  get inFlight(): number {
+    return this.#inFlight;
   }
 
   get config(): Config {
@@ -163,6 +171,7 @@ export class Gateway {
     clientSignal?: AbortSignal,
   ): Promise<Response> {
     const flight = this.#begin(endpoint, request);
+    if (this.#inFlight > this.#config.limits.maxConcurrentRequests) return this.#overloaded(flight);
     try {
       const parsed = this.#parse(flight, endpoint, bytes);
       const verdict = await this.#plan(flight, parsed);
@@ -202,6 +211,7 @@ export class Gateway {
   }
 
   #begin(endpoint: Endpoint, request: Request): InFlight {
+    this.#inFlight++; // until #finish, once per record
     const now = this.#deps.now();
     const requestId = request.headers.get("x-request-id")?.slice(0, 200) || crypto.randomUUID();
     const record: RequestRecord = {
@@ -218,6 +228,7 @@ export class Gateway {
       interTokenS: [],
       usage: {},
     };
+    this.#counted.add(record);
     return {
       request,
       record,
@@ -326,7 +337,21 @@ export class Gateway {
   }
 
   /** Ends the trace and tells every observer; an observer that throws is logged, not fatal. */
+  /** Past `limits.maxConcurrentRequests`: a cheap 503 instead of one more request to carry. */
+  #overloaded(flight: InFlight): Response {
+    flight.record.model = "unknown";
+    flight.responseHeaders.set("retry-after", "1");
+    const limit = this.#config.limits.maxConcurrentRequests;
+    const error = new HttpError(
+      503,
+      `The router is already serving its limit of ${limit} concurrent requests; retry shortly.`,
+      { code: "router_overloaded" },
+    );
+    return this.#answer(flight, error, "rejected");
+  }
+
   #finish(trace: RequestTrace, record: RequestRecord): void {
+    if (this.#counted.delete(record)) this.#inFlight--;
     try {
       trace.finish(record);
     } catch (error) {

@@ -45,6 +45,8 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
       maxRetries: 2,
       upstreamIdleTimeoutMs: 120_000,
       maxRequestDurationMs: 1_800_000,
+      clientBodyTimeoutMs: 30_000,
+      maxConcurrentRequests: 8_192,
     },
     shutdown: { readyDelayMs: 5_000, drainTimeoutMs: 30_000 },
     admin: {},

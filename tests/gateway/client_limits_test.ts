@@ -1,0 +1,55 @@
+/**
+ * Clients cannot hold the router: a body trickled past `limits.clientBodyTimeoutMs` gets a 408,
+ * and past `limits.maxConcurrentRequests` requests in flight the next one gets a quick 503 while
+ * the ones in flight finish, after which the router serves again.
+ */
+import { assertEquals, assertMatch } from "../assert.ts";
+import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
+
+Deno.test("a body that does not arrive within limits.clientBodyTimeoutMs gets a 408 and never reaches an engine", async () => {
+  const t = await startTestCluster({ engines: 1, top: { limits: { clientBodyTimeoutMs: 200 } } });
+  try {
+    const { port } = new URL(t.url);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+    const head = `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+      `content-length: 1000\r\n\r\n{"model": "${MODEL}", `;
+    await conn.write(new TextEncoder().encode(head)); // ... and the rest never comes
+    const buffer = new Uint8Array(4096);
+    let answer = "";
+    while (!answer.includes("request_timeout")) {
+      const read = await conn.read(buffer);
+      if (read === null) break;
+      answer += new TextDecoder().decode(buffer.subarray(0, read));
+    }
+    conn.close();
+    assertMatch(answer, /^HTTP\/1\.1 408/);
+    assertMatch(answer, /limits\.clientBodyTimeoutMs/);
+    assertEquals(t.engines[0].stats.requests.length, 0);
+    assertEquals(t.router.gateway.inFlight, 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("past limits.maxConcurrentRequests the next request gets a 503 with Retry-After, and the count comes back down", async () => {
+  const t = await startTestCluster({ engines: 1, top: { limits: { maxConcurrentRequests: 2 } } });
+  try {
+    await t.engines[0].setFailure("stall");
+    const held = await Promise.all(
+      [0, 1].map(() => completion(t.url, { prompt: range(1, 50), stream: true })),
+    );
+    assertEquals(t.router.gateway.inFlight, 2);
+    const refused = await completion(t.url, { prompt: range(1, 50) });
+    assertEquals(refused.status, 503);
+    assertEquals(refused.headers.get("retry-after"), "1");
+    assertEquals((await refused.json()).error.code, "router_overloaded");
+    await Promise.all(held.map((r) => r.body?.cancel()));
+    await eventually(() => t.router.gateway.inFlight === 0, 5_000, "the streams finished");
+    await t.engines[0].setFailure("none");
+    const served = await completion(t.url, { prompt: range(1, 50) });
+    assertEquals(served.status, 200);
+    await served.body?.cancel();
+  } finally {
+    await t.close();
+  }
+});
