@@ -7,41 +7,11 @@ import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
 import { ensureDebianCommands } from "../support/debian_packages.ts";
+import { startRedisServer } from "../support/redis_server.ts";
 import { completion, eventually, range } from "./harness.ts";
 import { type RouterProcess, startRouterProcess } from "./router_process.ts";
 
 const MODEL = "shared-model";
-
-async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  const child = new Deno.Command("redis-server", {
-    args: ["--port", `${port}`, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      break;
-    } catch {
-      if (performance.now() > deadline) throw new Error("redis-server did not start in 10 s");
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-  let stopped = false;
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      child.kill("SIGKILL");
-      await child.status;
-    },
-  };
-}
 
 /** Sum of a /metrics series' samples on one replica, filtered by label text. */
 async function metric(router: RouterProcess, name: string, label = ""): Promise<number> {
@@ -65,7 +35,7 @@ Deno.test("three replicas sharing state through Redis land a burst like one rout
     console.warn("skipped: redis-server is not installed (apt-get install -y redis-server)");
     return;
   }
-  const redis = await startRedis();
+  const redis = await startRedisServer();
   const master = await startFakeMooncakeMaster();
   const engines = await Promise.all(
     range(0, 4).map((i) =>
