@@ -1,7 +1,8 @@
 /**
  * What router replicas tell each other about their dispatches (cluster.sharedState): a lease
  * taken on an instance with its uncomputed prefill tokens, its first token, its end, and the KV
- * keys an instance is about to write. Pure: encoding and checking only; shared_state.ts sends.
+ * keys an instance is about to write; periodically, which of its leases are still out (a lost end
+ * is repaired by the next one). Pure: encoding and checking only; shared_state.ts sends.
  */
 
 export type Fact =
@@ -10,11 +11,34 @@ export type Fact =
   | { k: "end"; model: string; id: string }
   | { k: "keys"; model: string; instance: string; kvHost?: string; keys: string[] };
 
-/** One message: a replica's facts of one event-loop turn; an empty list is a heartbeat. */
+/** A lease still out, as a snapshot lists it (`id` as in its lease fact). */
+export interface LiveLease {
+  model: string;
+  instance: string;
+  id: string;
+  tokens: number;
+  /** Past its first token. */
+  decoding: boolean;
+}
+
+/**
+ * Part of a replica's snapshot: of its leases numbered `from` (included) to `to` (excluded),
+ * exactly `leases` are still out. Lease ids are the replica's counter in decimal.
+ */
+export interface LiveRange {
+  from: number;
+  to: number;
+  leases: LiveLease[];
+}
+
+/** One message: a replica's facts of one event-loop turn, or one part of its snapshot. */
 export interface FactBatch {
   v: 1;
   replica: string;
   facts: Fact[];
+  live?: LiveRange;
+  /** The sender (back online) asks the others for their snapshots. */
+  catchUp?: boolean;
 }
 
 export function encodeBatch(batch: FactBatch): string {
@@ -35,7 +59,23 @@ export function decodeBatch(text: string): FactBatch | string {
     return "no replica or facts";
   }
   const bad = batch.facts.find((fact) => !isFact(fact));
-  return bad === undefined ? batch as FactBatch : `malformed fact ${JSON.stringify(bad)}`;
+  if (bad !== undefined) return `malformed fact ${JSON.stringify(bad)}`;
+  if (batch.live !== undefined && !isLiveRange(batch.live)) return "malformed live range";
+  if (batch.catchUp !== undefined && typeof batch.catchUp !== "boolean") return "malformed catchUp";
+  return batch as FactBatch;
+}
+
+function isLiveRange(range: unknown): range is LiveRange {
+  const r = range as Record<string, unknown>;
+  return !!r && Number.isInteger(r.from) && Number.isInteger(r.to) &&
+    Array.isArray(r.leases) && r.leases.every(isLiveLease);
+}
+
+function isLiveLease(lease: unknown): lease is LiveLease {
+  const l = lease as Record<string, unknown>;
+  return !!l && typeof l.model === "string" && typeof l.instance === "string" &&
+    typeof l.id === "string" && typeof l.tokens === "number" && l.tokens >= 0 &&
+    typeof l.decoding === "boolean";
 }
 
 function isFact(fact: unknown): fact is Fact {
