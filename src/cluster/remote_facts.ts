@@ -1,10 +1,12 @@
 /**
  * Other replicas' dispatches, applied to this replica's view: their leases as silent leases in
- * the model's load account, their predicted keys in its predicted index. A replica not heard from
- * (facts or heartbeat) for `silentAfterMs` is taken as gone and its leases are released.
+ * the model's load account, their predicted keys in its predicted index. Each replica's snapshot
+ * (its live leases, by id range) repairs what was lost: leases it no longer holds are released
+ * (an end sent while Redis was down), leases never heard of are taken. A replica not heard from
+ * (facts or snapshot) for `silentAfterMs` is taken as gone and its leases are released.
  */
 import type { LoadAccount, LoadLease } from "./load_account.ts";
-import type { FactBatch } from "./shared_facts.ts";
+import type { FactBatch, LiveLease, LiveRange } from "./shared_facts.ts";
 
 /** Where a model's facts go: its load account and (when enabled) its predicted index. */
 export interface ModelView {
@@ -18,9 +20,25 @@ export interface ModelView {
   };
 }
 
+interface RemoteLease {
+  /** The lease id as a number, to place it in a snapshot's range. */
+  seq: number;
+  lease: LoadLease;
+}
+
 interface Replica {
   lastHeard: number;
-  leases: Map<string, LoadLease>;
+  leases: Map<string, RemoteLease>;
+}
+
+/** What snapshots and silence have repaired so far. */
+export interface RepairCounts {
+  /** Remote leases released because their replica's snapshot no longer lists them. */
+  lostEnds: number;
+  /** Remote leases taken from a snapshot because their lease fact never arrived. */
+  lostLeases: number;
+  /** Replicas gone silent, whose leases were all released. */
+  silentReplicas: number;
 }
 
 export class RemoteFacts {
@@ -28,15 +46,19 @@ export class RemoteFacts {
   readonly #viewOf: (model: string) => ModelView | undefined;
   readonly #now: () => number;
   readonly #silentAfterMs: number;
+  readonly #log: (message: string, fields?: Record<string, unknown>) => void;
+  readonly repairs: RepairCounts = { lostEnds: 0, lostLeases: 0, silentReplicas: 0 };
 
   constructor(options: {
     viewOf: (model: string) => ModelView | undefined;
     now: () => number;
     silentAfterMs?: number;
+    log?: (message: string, fields?: Record<string, unknown>) => void;
   }) {
     this.#viewOf = options.viewOf;
     this.#now = options.now;
     this.#silentAfterMs = options.silentAfterMs ?? 15_000;
+    this.#log = options.log ?? (() => {});
   }
 
   /** Leases held for other replicas now. */
@@ -53,18 +75,20 @@ export class RemoteFacts {
     for (const fact of batch.facts) {
       const view = this.#viewOf(fact.model);
       if (!view) continue; // a model this replica does not serve (yet)
-      const key = `${fact.model}\u0000${"id" in fact ? fact.id : ""}`;
+      const key = leaseKey(fact.model, "id" in fact ? fact.id : "");
       if (fact.k === "lease" && !replica.leases.has(key)) {
-        replica.leases.set(key, view.account.lease(fact.instance, fact.tokens, { silent: true }));
-      } else if (fact.k === "first") replica.leases.get(key)?.firstToken();
+        const lease = view.account.lease(fact.instance, fact.tokens, { silent: true });
+        replica.leases.set(key, { seq: Number(fact.id), lease });
+      } else if (fact.k === "first") replica.leases.get(key)?.lease.firstToken();
       else if (fact.k === "end") {
-        replica.leases.get(key)?.release();
+        replica.leases.get(key)?.lease.release();
         replica.leases.delete(key);
       } else if (fact.k === "keys") {
         const writer = { instanceId: fact.instance, kvHost: fact.kvHost };
         view.predicted?.record(fact.keys, writer, { silent: true });
       }
     }
+    if (batch.live) this.#repair(batch.replica, replica, batch.live);
   }
 
   /** Releases the leases of replicas gone silent; returns how many replicas were dropped. */
@@ -73,10 +97,57 @@ export class RemoteFacts {
     let dropped = 0;
     for (const [name, replica] of this.#replicas) {
       if (replica.lastHeard > cutoff) continue;
-      for (const lease of replica.leases.values()) lease.release();
+      for (const { lease } of replica.leases.values()) lease.release();
       this.#replicas.delete(name);
       dropped++;
+      this.#log("shared state: a replica went silent; its leases are released", {
+        replica: name,
+        leases: replica.leases.size,
+        silentAfterMs: this.#silentAfterMs,
+      });
     }
+    this.repairs.silentReplicas += dropped;
     return dropped;
   }
+
+  /** Makes `replica`'s leases in `range` exactly the ones its snapshot lists. */
+  #repair(name: string, replica: Replica, range: LiveRange): void {
+    const listed = new Set(range.leases.map((live) => leaseKey(live.model, live.id)));
+    let ended = 0;
+    for (const [key, { seq, lease }] of replica.leases) {
+      if (seq < range.from || seq >= range.to || listed.has(key)) continue;
+      lease.release();
+      replica.leases.delete(key);
+      ended++;
+    }
+    let taken = 0;
+    for (const live of range.leases) taken += this.#takeListed(replica, live) ? 1 : 0;
+    this.repairs.lostEnds += ended;
+    this.repairs.lostLeases += taken;
+    if (ended + taken === 0) return;
+    this.#log("shared state: caught up with a replica's snapshot", {
+      replica: name,
+      released: ended,
+      taken,
+    });
+  }
+
+  /** Takes (or moves to decoding) a listed lease; true when it was missing. */
+  #takeListed(replica: Replica, live: LiveLease): boolean {
+    const view = this.#viewOf(live.model);
+    if (!view) return false;
+    const key = leaseKey(live.model, live.id);
+    let remote = replica.leases.get(key);
+    const missing = remote === undefined;
+    if (!remote) {
+      const lease = view.account.lease(live.instance, live.tokens, { silent: true });
+      replica.leases.set(key, remote = { seq: Number(live.id), lease });
+    }
+    if (live.decoding) remote.lease.firstToken();
+    return missing;
+  }
+}
+
+function leaseKey(model: string, id: string): string {
+  return `${model}\u0000${id}`;
 }
