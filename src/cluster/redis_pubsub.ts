@@ -16,14 +16,19 @@ export function createRedisPubSub(url: string, channel: string): PubSub {
   const publisher = createClient(options);
   const subscriber = createClient(options);
   const reconnectListeners: (() => void)[] = [];
-  let everReady = false;
+  let bothEverReady = false;
   // Errors are reported through failed publishes; these handlers only keep them from throwing.
   publisher.on("error", () => {});
   subscriber.on("error", () => {});
-  publisher.on("ready", () => {
-    if (everReady) { for (const listener of reconnectListeners) listener(); }
-    everReady = true;
-  });
+  // Back online means both connections ready again, the subscriber resubscribed (node-redis
+  // resubscribes before "ready"): what is asked for now, this replica hears the answer of.
+  const ready = () => {
+    if (!publisher.isReady || !subscriber.isReady) return;
+    if (bothEverReady) { for (const listener of reconnectListeners) listener(); }
+    bothEverReady = true;
+  };
+  publisher.on("ready", ready);
+  subscriber.on("ready", ready);
   const connecting = Promise.allSettled([publisher.connect(), subscriber.connect()]);
   return {
     async publish(message) {
