@@ -133,6 +133,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
       return runtime && { account: runtime.cluster.account, predicted: runtime.predicted };
     },
     now: deps.now,
+    timers: deps.timers,
     log: deps.log,
   });
   const parts = assembleParts(config, runtimes, { ...deps, shared }, options);

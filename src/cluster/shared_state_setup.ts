@@ -6,11 +6,14 @@
 import { createRedisPubSub } from "./redis_pubsub.ts";
 import { type ModelView, RemoteFacts } from "./remote_facts.ts";
 import { type PubSub, SharedState } from "./shared_state.ts";
+import type { Timers } from "./timers.ts";
 
 export interface SharedStateSettings {
   redis: string;
   prefix: string;
   timeoutMs: number;
+  heartbeatMs: number;
+  silentAfterMs: number;
 }
 
 export function createSharedState(
@@ -18,6 +21,7 @@ export function createSharedState(
   deps: {
     viewOf: (model: string) => ModelView | undefined;
     now: () => number;
+    timers?: Timers;
     log: (message: string, fields?: Record<string, unknown>) => void;
     /** Tests pass an in-memory channel. */
     pubsub?: PubSub;
@@ -32,8 +36,16 @@ export function createSharedState(
   return new SharedState({
     pubsub: deps.pubsub ?? createRedisPubSub(settings.redis, `${settings.prefix}:facts`),
     replica,
-    remote: new RemoteFacts({ viewOf: deps.viewOf, now: deps.now }),
+    remote: new RemoteFacts({
+      viewOf: deps.viewOf,
+      now: deps.now,
+      silentAfterMs: settings.silentAfterMs,
+      log: deps.log,
+    }),
     log: deps.log,
     timeoutMs: settings.timeoutMs,
+    heartbeatMs: settings.heartbeatMs,
+    timers: deps.timers,
+    now: deps.now,
   });
 }

@@ -297,6 +297,13 @@ export const ConfigSchema = z.strictObject({
       prefix: z.string().min(1).default("tidegate"),
       /** A Redis command slower than this counts as a failure (the replica keeps its own view). */
       timeoutMs: z.int().min(1).default(250),
+      /** Period of each replica's snapshot of its live leases (repairs ends lost in an outage). */
+      heartbeatMs: z.int().min(10).default(5_000),
+      /** A replica not heard from for this long is gone: its leases are released. */
+      silentAfterMs: z.int().min(1).default(15_000),
+    }).refine((shared) => shared.silentAfterMs > shared.heartbeatMs, {
+      message: "silentAfterMs must exceed heartbeatMs (a live replica is heard once per beat)",
+      path: ["silentAfterMs"],
     }).optional(),
   }).prefault({}),
   models: z.array(ModelSchema).min(1, "at least one model is required"),

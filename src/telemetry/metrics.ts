@@ -57,7 +57,11 @@ export interface RouterGaugeSample {
     received: number;
     errors: number;
     rejected: number;
+    snapshots: number;
     remoteLeases: number;
+    lostEnds: number;
+    lostLeases: number;
+    silentReplicas: number;
   };
 }
 
@@ -441,5 +445,25 @@ function declareSharedStateGauges(
     "tidegate_shared_state_remote_leases",
     "Other replicas' in-flight leases counted in this replica's load account.",
     (s) => s.remoteLeases,
+  );
+  sharedGauge(
+    "tidegate_shared_state_snapshots_published",
+    "Snapshot parts (live leases by id range, the heartbeat) published to the other replicas.",
+    (s) => s.snapshots,
+  );
+  sharedGauge(
+    "tidegate_shared_state_lost_ends_repaired",
+    "Other replicas' leases released because their snapshot no longer listed them (a lost end).",
+    (s) => s.lostEnds,
+  );
+  sharedGauge(
+    "tidegate_shared_state_lost_leases_recovered",
+    "Other replicas' leases taken from their snapshot because the lease itself was never heard.",
+    (s) => s.lostLeases,
+  );
+  sharedGauge(
+    "tidegate_shared_state_silent_replicas",
+    "Replicas not heard from for silentAfterMs, whose leases were all released.",
+    (s) => s.silentReplicas,
   );
 }

@@ -109,3 +109,23 @@ Deno.test("resolveConfig() validates a section that is given: null is not a left
   }
   assertEquals(problems.map((p) => p.split(":")[0]), ["listen", "limits.port"]);
 });
+
+Deno.test("resolveConfig() gives a shared state with only a Redis URL its defaults, and refuses a silence shorter than a beat", () => {
+  const shared = (sharedState: Record<string, unknown>) =>
+    resolveConfig({ ...structuredClone(MINIMAL), cluster: { sharedState } });
+  assertEquals(shared({ redis: "redis://10.0.0.5:6379" }).cluster.sharedState, {
+    redis: "redis://10.0.0.5:6379",
+    prefix: "tidegate",
+    timeoutMs: 250,
+    heartbeatMs: 5_000,
+    silentAfterMs: 15_000,
+  });
+  let problems: string[] = [];
+  try {
+    shared({ redis: "redis://r:6379", heartbeatMs: 5_000, silentAfterMs: 5_000 });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems = error.problems;
+  }
+  assertEquals(problems.map((p) => p.split(":")[0]), ["cluster.sharedState.silentAfterMs"]);
+});
