@@ -1,0 +1,106 @@
+/**
+ * A request that ends while Redis is down: its end never reaches the other replicas. When Redis
+ * comes back (same port), they catch up and their load view of the instance agrees again.
+ * Two `mod.ts start` replicas, a real redis-server stopped and restarted by the test.
+ */
+import { assertEquals } from "../assert.ts";
+import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { ensureDebianCommands } from "../support/debian_packages.ts";
+import { startRedisServer } from "../support/redis_server.ts";
+import { completion, loadOnlyModel, range } from "./harness.ts";
+import { type RouterProcess, startRouterProcess } from "./router_process.ts";
+
+const MODEL = "catch-up-model";
+
+/** Sum of the /metrics samples of one replica whose line matches `line`. */
+async function metric(router: RouterProcess, line: (text: string) => boolean): Promise<number> {
+  const text = await (await fetch(`${router.url}/metrics`)).text();
+  return text.split("\n").filter(line)
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+/** Requests in flight on instance `e0` in one replica's own view (prefilling plus decoding). */
+function inflightOnE0(router: RouterProcess): Promise<number> {
+  return metric(
+    router,
+    (l) => /^tidegate_instance_inflight_(prefill|decode)_requests\{/.test(l) && l.includes('"e0"'),
+  );
+}
+
+/** Polls `read` until it returns `want`; fails with the last value after `timeoutMs`. */
+async function until(
+  read: () => Promise<number>,
+  want: number,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value === want) return;
+    if (performance.now() > deadline) {
+      throw new Error(`${what}: still ${value} after ${timeoutMs} ms (want ${want})`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+Deno.test("a request that ends while Redis is down leaves the other replica's view once Redis returns", async () => {
+  const missing = await ensureDebianCommands([
+    { command: "redis-server", versionArgs: ["--version"], pkg: "redis-server" },
+  ]);
+  if (missing.length > 0) {
+    console.warn("skipped: redis-server is not installed (apt-get install -y redis-server)");
+    return;
+  }
+  const redis = await startRedisServer();
+  // Decodes slowly enough that the request is still streaming when Redis goes down.
+  const engine = startFakeEngine({
+    id: "e0",
+    model: MODEL,
+    timeScale: 1,
+    decodeSecondsPerToken: 0.01,
+  });
+  const dir = await Deno.makeTempDir();
+  const config = `${dir}/tidegate.json`;
+  await Deno.writeTextFile(
+    config,
+    JSON.stringify({
+      listen: { host: "127.0.0.1", port: 0 },
+      cluster: { sharedState: { redis: redis.url, prefix: `c${Date.now()}` } },
+      models: [loadOnlyModel(MODEL, { instances: [{ id: "e0", url: engine.url }] })],
+    }),
+  );
+  const replicas: RouterProcess[] = [];
+  try {
+    replicas.push(...await Promise.all([config, config].map(startRouterProcess)));
+    const [a, b] = replicas;
+    const response = await completion(a.url, {
+      model: MODEL,
+      prompt: range(0, 200),
+      max_tokens: 5_000,
+      stream: true,
+    });
+    assertEquals(response.status, 200);
+    const reader = response.body!.getReader();
+    await reader.read(); // the first token: the request decodes on e0
+    await until(() => inflightOnE0(b), 1, 15_000, "b hears of a's request");
+
+    await redis.stop();
+    await reader.cancel(); // the request ends on a; its end cannot be published
+    await until(() => inflightOnE0(a), 0, 10_000, "a ends its request");
+    await redis.restart();
+
+    await until(() => inflightOnE0(b), 0, 15_000, "b's view of e0 after Redis returned");
+    const repaired = await metric(
+      b,
+      (l) => l.startsWith("tidegate_shared_state_lost_ends_repaired"),
+    );
+    assertEquals(repaired, 1, "b counts the one end it never heard");
+  } finally {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await redis.stop();
+    await engine.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
