@@ -3,32 +3,11 @@ import { eventually } from "../gateway/harness.ts";
 import { LoadAccount } from "../../src/cluster/load_account.ts";
 import { RemoteFacts } from "../../src/cluster/remote_facts.ts";
 import { decodeBatch, encodeBatch } from "../../src/cluster/shared_facts.ts";
-import { type PubSub, SharedState } from "../../src/cluster/shared_state.ts";
+import { SharedState } from "../../src/cluster/shared_state.ts";
 import { PredictedIndex } from "../../src/kv/predicted_index.ts";
+import { memoryBus } from "./memory_bus.ts";
 
-/** An in-memory channel several replicas share; `down` makes every publish fail. */
-function bus() {
-  const subscribers: ((message: string) => void)[] = [];
-  const reconnects: (() => void)[] = [];
-  const state = { down: false, sent: 0 };
-  const pubsub = (): PubSub => ({
-    publish(message) {
-      if (state.down) return Promise.reject(new Error("connection refused"));
-      state.sent++;
-      for (const subscriber of subscribers) queueMicrotask(() => subscriber(message));
-      return Promise.resolve();
-    },
-    subscribe(onMessage) {
-      subscribers.push(onMessage);
-      return Promise.resolve();
-    },
-    onReconnect: (listener) => void reconnects.push(listener),
-    close: () => Promise.resolve(),
-  });
-  return { pubsub, state, reconnect: () => reconnects.forEach((listener) => listener()) };
-}
-
-function replica(name: string, channel: ReturnType<typeof bus>, clock = { t: 0 }) {
+function replica(name: string, channel: ReturnType<typeof memoryBus>, clock = { t: 0 }) {
   const now = () => clock.t;
   const account = new LoadAccount({ now, expireAfterMs: 60_000 });
   const predicted = new PredictedIndex({ now, ttlMs: 5_000 });
@@ -61,8 +40,23 @@ Deno.test("facts survive encoding; a malformed or foreign message is refused", (
   assert(typeof bad === "string" && bad.startsWith("malformed fact"), String(bad));
 });
 
+Deno.test("a snapshot part and a catch-up ask survive encoding; a malformed live range is refused", () => {
+  const lease = { model: "m", instance: "gpu-0", id: "7", tokens: 300, decoding: true };
+  const part = {
+    v: 1 as const,
+    replica: "a",
+    facts: [],
+    live: { from: 0, to: 9, leases: [lease] },
+    catchUp: true,
+  };
+  assertEquals(decodeBatch(encodeBatch(part)), part);
+  const broken = { ...part, live: { from: 0, to: 9, leases: [{ ...lease, decoding: "yes" }] } };
+  assertEquals(decodeBatch(JSON.stringify(broken)), "malformed live range");
+  assertEquals(decodeBatch(JSON.stringify({ ...part, catchUp: 1 })), "malformed catchUp");
+});
+
 Deno.test("a lease and a prediction on one replica appear in the other's view and leave with it", async () => {
-  const channel = bus();
+  const channel = memoryBus();
   const [a, b] = [replica("a", channel), replica("b", channel)];
   a.shared.start();
   b.shared.start();
@@ -82,7 +76,7 @@ Deno.test("a lease and a prediction on one replica appear in the other's view an
 });
 
 Deno.test("a failing channel is counted and logged once; back online, the others catch up", async () => {
-  const channel = bus();
+  const channel = memoryBus();
   const [a, b] = [replica("a", channel), replica("b", channel)];
   a.shared.start();
   b.shared.start();
@@ -97,7 +91,7 @@ Deno.test("a failing channel is counted and logged once; back online, the others
     assertEquals(a.logs.filter((l) => l.startsWith("shared state unavailable")).length, 1);
     await eventually(() => a.shared.counts.errors >= 2, 2_000, "second failure");
     channel.state.down = false;
-    channel.reconnect(); // a republishes every live lease
+    channel.reconnect(); // each publishes its snapshot of live leases
     await eventually(() => b.account.load("gpu-1").prefillRequests === 3, 2_000, "caught up");
     assertEquals(b.account.load("gpu-1").prefillTokens, 2_100);
   } finally {
