@@ -115,7 +115,8 @@ export class RemoteFacts {
     const listed = new Set(range.leases.map((live) => leaseKey(live.model, live.id)));
     let ended = 0;
     for (const [key, { seq, lease }] of replica.leases) {
-      if (seq < range.from || seq >= range.to || listed.has(key)) continue;
+      const inRange = seq >= range.from && seq < range.to;
+      if (!inRange || listed.has(key)) continue;
       lease.release();
       replica.leases.delete(key);
       ended++;

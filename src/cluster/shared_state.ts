@@ -151,12 +151,17 @@ export class SharedState {
   #queueFact(fact: Fact): void {
     this.#queue.push(fact);
     if (this.#flushTimer !== undefined) return;
-    this.#flushTimer = this.#timers.setTimeout(() => {
-      this.#flushTimer = undefined;
-      const facts = this.#queue;
-      this.#queue = [];
-      this.#send({ v: 1, replica: this.#options.replica, facts });
-    }, 0);
+    this.#flushTimer = this.#timers.setTimeout(() => this.#flush(), 0);
+  }
+
+  /** Sends the queued facts now (at the latest on the next turn). */
+  #flush(): void {
+    this.#timers.clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    if (this.#queue.length === 0) return;
+    const facts = this.#queue;
+    this.#queue = [];
+    this.#send({ v: 1, replica: this.#options.replica, facts });
   }
 
   /** One heartbeat: drop replicas gone silent, then tell the others which leases are out. */
@@ -167,6 +172,8 @@ export class SharedState {
 
   /** Publishes the live leases in bounded parts; `catchUp` asks the others for theirs. */
   #publishSnapshot(catchUp: boolean): Promise<void> {
+    // Facts still queued go first, so the snapshot never looks like a repair of them.
+    this.#flush();
     const live = [...this.#live.values()].map(({ model, lease, id, decoding }) => ({
       model,
       instance: lease.instanceId,

@@ -120,6 +120,23 @@ Deno.test("back online, one replica's catch-up ask converges both views before t
   }
 });
 
+Deno.test("facts still queued when a snapshot goes out are sent first: no false repair", async () => {
+  const { time, a, b } = await pair();
+  try {
+    const ending = a.account.lease("gpu-0", 100);
+    await time.advance(0);
+    ending.release();
+    a.account.lease("gpu-0", 200);
+    a.pubsub.reconnect(); // a snapshot in the same turn, before the queue's own flush
+    await time.advance(0);
+    assertEquals(b.account.load("gpu-0").prefillTokens, 200);
+    const { lostEnds, lostLeases } = b.shared.samples();
+    assertEquals({ lostEnds, lostLeases }, { lostEnds: 0, lostLeases: 0 });
+  } finally {
+    await Promise.all([a.shared.close(), b.shared.close()]);
+  }
+});
+
 Deno.test("a replica whose heartbeats stop has its leases released after silentAfterMs; live ones stay", async () => {
   const time = new ManualTime(1_000);
   const channel = memoryBus();
