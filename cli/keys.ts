@@ -5,14 +5,19 @@ import { ModelRuntime } from "../src/gateway/model_runtime.ts";
 import { jsonLog } from "../src/telemetry/json_log.ts";
 import { computePrefixHits, normalizeHost } from "../src/kv/prefix.ts";
 import type { ChatMessage } from "../src/tokenize/types.ts";
+import { runDetect } from "./keys_detect.ts";
 
 const USAGE = `Usage: deno task keys --config FILE --model NAME
-         (--prompt TEXT | --messages FILE.json | --tokens 1,2,3) [--chat-kwargs JSON] [--probe] [--json]
+         (--prompt TEXT | --messages FILE.json | --tokens 1,2,3) [--chat-kwargs JSON]
+         [--probe | --detect] [--json]
 
 Prints the prompt's token count and each chunk's store key as the router computes them; with
 --probe, asks the configured Mooncake master which keys exist and where, and ends with the pool
 prefix and each instance's local prefix. Compare the keys with the store's GET /get_all_keys to
-check that seed (PYTHONHASHSEED), chunk size and key preset match the engines.`;
+check that seed (PYTHONHASHSEED), chunk size and key preset match the engines. With --detect,
+asks the store which candidate schemes (presets x hashes x seeds x chunk sizes x model spellings)
+hold this prompt's keys and prints them best first with a ready-to-paste kv block (exit 3: the
+store could not be asked, 4: no scheme matched).`;
 
 export interface KeysReport {
   model: string;
@@ -50,6 +55,7 @@ const FLAGS = {
   tokens: { type: "string" },
   "chat-kwargs": { type: "string" },
   probe: { type: "boolean", default: false },
+  detect: { type: "boolean", default: false },
   json: { type: "boolean", default: false },
 } as const;
 
@@ -61,6 +67,7 @@ interface KeysFlags {
   tokens?: string;
   "chat-kwargs"?: string;
   probe?: boolean;
+  detect?: boolean;
   json?: boolean;
 }
 
@@ -87,6 +94,10 @@ export async function runKeys(
       log: jsonLog,
     });
     const tokens = await promptTokens(runtime, values);
+    if (values.detect) {
+      if (!runtime.store) throw new UsageError(`Model ${modelConfig.name} has no store configured`);
+      return await runDetect(runtime, tokens, values.json === true, out);
+    }
     const report = keysReport(runtime, tokens);
     const asked = values.probe ? await probeStore(runtime, report, tokens.length) : true;
     if (values.json) out(JSON.stringify(report, null, 2));
