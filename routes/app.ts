@@ -34,6 +34,7 @@ import { adminRoutes } from "./admin.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { experimentRoutes } from "./experiments.ts";
 import { healthRoutes } from "./health.ts";
+import { kvDetectRoutes } from "./kv_detect.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { openaiRoutes } from "./openai.ts";
 import { type DrainOptions, type DrainOutcome, drainServer } from "./graceful_shutdown.ts";
@@ -213,6 +214,7 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
   app.use("/admin", adminGuard);
   app.use("/admin/*", adminGuard);
   app.route("/admin", adminRoutes(gateway, { log: deps.log }));
+  app.route("/admin", kvDetectRoutes(gateway));
   app.route("/admin", experimentRoutes(gateway, { arms: parts.arms, stats: parts.stats }));
   app.route("/", healthRoutes(gateway));
   app.route("/", metricsRoutes(parts.metrics));

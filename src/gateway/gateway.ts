@@ -288,7 +288,13 @@ export class Gateway {
     flight.trace.planned(plan, flight.record);
     refuseOverlongPrompt(flight.runtime!.config, plan, parsed.prompt);
     const verdict = plan.admission;
-    if (verdict.admit) return undefined;
+    if (verdict.admit) {
+      // Extra keys change every hash: such prompts would only confuse key detection.
+      if (plan.tokens && !extraKeys.loraName && !extraKeys.cacheSalt) {
+        flight.runtime!.recentPrompts.add(plan.tokens);
+      }
+      return undefined;
+    }
     flight.responseHeaders.set("retry-after", String(verdict.retryAfterS));
     const error = new HttpError(429, verdict.message, {
       type: "rate_limit_error",

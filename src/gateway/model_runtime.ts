@@ -7,6 +7,7 @@ import type { KeyScheme } from "../hashing/types.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { BootstrapEngineIds } from "../proxy/mooncake_bootstrap.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
+import { RecentPrompts } from "../kv/recent_prompts.ts";
 import { StoreHealth } from "../kv/store_health.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { buildPolicy, type NamedPolicy } from "../scheduling/named_policy.ts";
@@ -60,6 +61,8 @@ export class ModelRuntime {
   readonly bootstrapIds?: BootstrapEngineIds;
   /** Grows by one per decision (round robin). */
   sequence = 0;
+  /** The last prompts dispatched (token ids), for `POST /admin/kv/detect {"recent": n}`. */
+  readonly recentPrompts = new RecentPrompts();
 
   private constructor(init: {
     config: ModelConfig;
