@@ -18,6 +18,7 @@ import { Gateway, type GatewayDeps } from "../src/gateway/gateway.ts";
 import { instanceSamples, modelSamples } from "../src/gateway/gauge_samples.ts";
 import { ModelRuntime } from "../src/gateway/model_runtime.ts";
 import { applyReload, type ReloadResult } from "../src/gateway/reload.ts";
+import { StoreShapeChecks } from "../src/gateway/store_shape_check.ts";
 import { HttpError, openAIError } from "../src/openai/errors.ts";
 import { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
 import { DecisionLog } from "../src/telemetry/decision_log.ts";
@@ -57,6 +58,11 @@ export interface RouterOptions {
   tracerProvider?: TracerProvider;
   /** More observers of finished requests, told after the router's own. */
   observers?: readonly RequestObserver[];
+  /**
+   * Read a sample of each store's keys at start and warn when the configured layout is absent
+   * (src/gateway/store_shape_check.ts); in the background, bounded. Default: as `background`.
+   */
+  storeShapeCheck?: boolean | { timeoutMs?: number; maxBytes?: number };
 }
 
 export interface Router {
@@ -150,7 +156,16 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     log: deps.log,
   });
   for (const runtime of runtimes.values()) background.start(runtime);
-  return routerHandle(parts, app, background, { ...deps, shared });
+  const shapeChecks = new StoreShapeChecks();
+  const shapeCheck = options.storeShapeCheck ?? options.background ?? true;
+  if (shapeCheck !== false) {
+    shapeChecks.start(runtimes.values(), {
+      fetch: deps.fetch,
+      log: deps.log,
+      ...(typeof shapeCheck === "object" ? shapeCheck : {}),
+    });
+  }
+  return routerHandle(parts, app, { background, shapeChecks }, { ...deps, shared });
 }
 
 function attachShared(shared: SharedState | undefined, runtime: ModelRuntime): ModelRuntime {
@@ -243,9 +258,10 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
 function routerHandle(
   parts: RouterParts,
   app: Hono,
-  background: BackgroundWork,
+  work: { background: BackgroundWork; shapeChecks: StoreShapeChecks },
   deps: RouterDeps,
 ): Router {
+  const { background, shapeChecks } = work;
   const { gateway, metrics, arms } = parts;
   let reloading: Promise<unknown> = Promise.resolve();
   let server: Deno.HttpServer | undefined;
@@ -290,6 +306,7 @@ function routerHandle(
     drain: (options) => drainServer(gateway.shutdown, { shutdown: stopServing }, options, deps.log),
     async close() {
       await reloading;
+      await shapeChecks.close();
       await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
       await stopServing();
       deps.tokenizerPools.close();
