@@ -5,6 +5,7 @@ import type {
   AttemptFailure,
   AttemptRecord,
   ForwardHooks,
+  ForwardOutcome,
   ForwardTarget,
 } from "../proxy/forward.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -33,6 +34,8 @@ export class AttemptLeases {
   readonly #held = new Map<string, HeldAttempt>();
   #attemptTrace?: AttemptTrace;
   #attemptNumber = 0;
+  /** 5xx answers whose breaker verdict waits for the request's outcome. */
+  readonly #pendingErrors: { permit: BreakerPermit; detail: string }[] = [];
 
   constructor(
     readonly runtime: ModelRuntime,
@@ -81,7 +84,20 @@ export class AttemptLeases {
     return {
       beforeAttempt: (target) => this.#before(target),
       afterAttempt: (target, attempt) => this.#after(target, attempt),
+      afterAll: (_attempts, outcome) => this.#settleEngineErrors(outcome),
     };
+  }
+
+  /**
+   * An engine's 5xx is its fault only when another instance then answered the same request: a
+   * request every engine refuses (a poison request) must not open healthy instances' breakers.
+   */
+  #settleEngineErrors(outcome: ForwardOutcome["kind"]): void {
+    const pending = this.#pendingErrors.splice(0);
+    for (const { permit, detail } of pending) {
+      if (outcome === "response") permit.failure("http_5xx", detail);
+      else permit.release();
+    }
   }
 
   #before(target: ForwardTarget): boolean {
@@ -117,7 +133,9 @@ export class AttemptLeases {
     const held = this.#held.get(target.id);
     if (!held) return;
     if (attempt.failure) {
-      held.permit.failure(BREAKER_KIND[attempt.failure], `${target.url}: ${attempt.error}`);
+      const detail = `${target.url}: ${attempt.error}`;
+      if (attempt.failure === "http_5xx") this.#pendingErrors.push({ permit: held.permit, detail });
+      else held.permit.failure(BREAKER_KIND[attempt.failure], detail);
       this.release(target.id);
       if (this.leg !== "decode") forgetPredictions(this.runtime, this.plan, target.id);
     } else if (attempt.status === undefined) {

@@ -38,6 +38,8 @@ export interface ForwardHooks {
   /** Return false to skip a target (e.g. its breaker allows no trial now). */
   beforeAttempt?(target: ForwardTarget, attempt: number): boolean;
   afterAttempt?(target: ForwardTarget, record: AttemptRecord): void;
+  /** Once every attempt is over, whatever the outcome (verdicts that need the whole request). */
+  afterAll?(attempts: readonly AttemptRecord[], outcome: ForwardOutcome["kind"]): void;
 }
 
 export interface ForwardDeps {
@@ -66,6 +68,16 @@ export async function forwardWithRetries(
   deps: ForwardDeps,
   hooks: ForwardHooks = {},
 ): Promise<ForwardOutcome> {
+  const outcome = await attemptInTurn(request, deps, hooks);
+  hooks.afterAll?.(outcome.attempts, outcome.kind);
+  return outcome;
+}
+
+async function attemptInTurn(
+  request: ForwardRequest,
+  deps: ForwardDeps,
+  hooks: ForwardHooks,
+): Promise<ForwardOutcome> {
   const attempts: AttemptRecord[] = [];
   for (const target of request.targets) {
     if (attempts.length >= request.maxAttempts) break;
@@ -74,14 +86,22 @@ export async function forwardWithRetries(
     const record: AttemptRecord = { instanceId: target.id, startedAt: deps.now() };
     attempts.push(record);
     const response = await attemptOnce(request, deps, target, record);
-    if (response === "client_gone") {
-      hooks.afterAttempt?.(target, record);
-      return { kind: "client_gone", attempts };
-    }
     hooks.afterAttempt?.(target, record);
+    if (response === "client_gone") return { kind: "client_gone", attempts };
     if (response) return { kind: "response", target, response, attempts };
+    if (failedTheSameWayBefore(attempts)) return failedOutcome(attempts, true);
   }
   return failedOutcome(attempts);
+}
+
+/**
+ * The last attempt's engine error equals an earlier one's on another instance: the request
+ * itself is the likely cause (a poison request), and more engines would only fail it again.
+ */
+export function failedTheSameWayBefore(attempts: readonly AttemptRecord[]): boolean {
+  const last = attempts.at(-1);
+  if (last?.failure !== "http_5xx") return false;
+  return attempts.some((a) => a !== last && a.failure === "http_5xx" && a.error === last.error);
 }
 
 /** One attempt: the response worth returning, undefined when it failed, or "client_gone". */
@@ -128,12 +148,17 @@ async function attemptOnce(
 }
 
 /** The 502/504 after every attempt failed, naming each attempt's error. */
-function failedOutcome(attempts: AttemptRecord[]): ForwardOutcome {
+function failedOutcome(attempts: AttemptRecord[], repeated = false): ForwardOutcome {
   if (attempts.length === 0) {
     return { kind: "failed", status: 502, message: "No instance could take the request", attempts };
   }
   const allTimeouts = attempts.every((a) => a.failure === "timeout");
   const summary = attempts.map((a) => `${a.instanceId}: ${a.error ?? a.failure}`).join("; ");
+  if (repeated) {
+    const message = `The same engine error on two instances: the request itself is the likely ` +
+      `cause, so it is not retried further (${summary})`;
+    return { kind: "failed", status: 502, message, attempts };
+  }
   return allTimeouts
     ? {
       kind: "failed",

@@ -7,9 +7,13 @@ const PROMPT = range(1000, 200);
 Deno.test("a breaker opening logs the instance's URL and the last error", async () => {
   const t = await startTestCluster({ engines: 2 });
   try {
+    // e0 ranks first and answers 500; e1 then serves, which makes the 500s e0's fault.
     await t.engines[0].setFailure("http500");
-    await t.engines[1].setFailure("http500");
-    for (let i = 0; i < 3; i++) await (await completion(t.url, { prompt: PROMPT })).text();
+    for (let i = 0; i < 3; i++) {
+      const prompt = range(1000 * (i + 1), 200);
+      t.hold(0, prompt, 12);
+      await (await completion(t.url, { prompt })).text();
+    }
     const opened = t.logs.filter((l) =>
       l.message === "instance breaker changed" && l.fields?.to === "open"
     );
