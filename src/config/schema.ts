@@ -114,6 +114,16 @@ export const KvSchema = z.strictObject({
     ttlMs: z.int().min(1).default(5_000),
     maxKeys: z.int().min(1).default(200_000),
   }).prefault({}),
+  /**
+   * Streams ask the engine for `usage` (`stream_options.include_usage`) when the client did not,
+   * and that usage chunk is kept from the client: the engine's reuse feeds the live agreement.
+   */
+  requestStreamUsage: z.boolean().default(true),
+  /**
+   * When an instance is `blind` (the engine reuses prefixes the router predicted as misses):
+   * warn only, or dispatch the model by load alone until agreement returns.
+   */
+  onDisagreement: z.enum(["warn", "load_only"]).default("warn"),
 });
 
 export const TokenizerSchema = z.strictObject({

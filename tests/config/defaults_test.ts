@@ -24,6 +24,8 @@ const KV_DEFAULTS = {
   batchSize: 128,
   downWindowMs: 30_000,
   predictedIndex: { enabled: true, ttlMs: 5_000, maxKeys: 200_000 },
+  requestStreamUsage: true,
+  onDisagreement: "warn",
 } as const;
 const TOKENIZER_DEFAULTS = { fastPath: true, cacheMaxTokens: 4_000_000, timeoutMs: 2_000 };
 const HEALTH_DEFAULTS = {
