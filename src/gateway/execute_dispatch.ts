@@ -23,6 +23,8 @@ export interface ExecuteOptions {
   path: string;
   clientHeaders: Headers;
   body: Uint8Array<ArrayBuffer>;
+  /** The router asked the engine for stream usage: keep its usage chunk from the client. */
+  stripStreamUsage?: boolean;
   /** Aborts when the client leaves before response headers (Deno's request.signal). */
   clientSignal?: AbortSignal;
   /**

@@ -11,6 +11,7 @@ import type {
 import type { ExtraKeys } from "../hashing/types.ts";
 import { HttpError } from "../openai/errors.ts";
 import { InvalidRequestError, type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
+import { requestStreamUsage } from "../proxy/stream_usage.ts";
 import { planDispatch } from "./dispatch_plan.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -178,16 +179,20 @@ export class Gateway {
       if (verdict) return verdict;
       const { reservation, decodeReservation } = flight;
       flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
+      const sent = flight.runtime!.config.kv.requestStreamUsage
+        ? requestStreamUsage(bytes, parsed.body)
+        : { bytes, body: parsed.body, strip: false };
       return await executeDispatch({
         runtime: flight.runtime!,
         plan: flight.plan!,
         reservation,
         decodeReservation,
-        requestBody: parsed.body,
+        requestBody: sent.body,
         record: flight.record,
         path: ENGINE_PATHS[endpoint],
         clientHeaders: this.#forwardedHeaders(flight),
-        body: bytes,
+        body: sent.bytes,
+        stripStreamUsage: sent.strip,
         clientSignal: clientSignal
           ? AbortSignal.any([clientSignal, this.shutdown.cutSignal])
           : this.shutdown.cutSignal,

@@ -3,6 +3,7 @@ import { openAIErrorBody } from "../openai/errors.ts";
 import type { ForwardTarget } from "../proxy/forward.ts";
 import { downstreamHeaders } from "../proxy/hop_headers.ts";
 import { type BodyLimits, observeBody, UpstreamStalledError } from "../proxy/observed_body.ts";
+import { usageChunkFilter } from "../proxy/usage_chunk_filter.ts";
 import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -30,6 +31,8 @@ export interface RelayOptions {
   onEnd?: (end: "completed" | "client_aborted" | "upstream_failed") => void;
   /** Silence and total-time bounds of the engine's answer (absent: none). */
   bodyLimits?: BodyLimits;
+  /** The router asked for the stream's usage: the client does not get that chunk. */
+  stripStreamUsage?: boolean;
 }
 
 /**
@@ -42,7 +45,11 @@ export function relayResponse(options: RelayOptions): Response {
   if (options.prefillInstanceId) record.prefillInstanceId = options.prefillInstanceId;
   record.status = response.status;
   record.outcome = response.status < 400 ? "ok" : "upstream_error_status";
-  const body = observeBody(response.body, bodyObserver(options), options.bodyLimits);
+  const observed = observeBody(response.body, bodyObserver(options), options.bodyLimits);
+  const sse = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+  const body = options.stripStreamUsage && sse
+    ? observed.pipeThrough(usageChunkFilter())
+    : observed;
   const headers = downstreamHeaders(response.headers);
   headers.delete("content-length"); // the body is re-streamed (and may gain an error event)
   options.responseHeaders.forEach((value, key) => headers.set(key, value));

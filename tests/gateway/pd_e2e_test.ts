@@ -135,11 +135,15 @@ for (const protocol of PROTOCOLS) {
         const decode = response.headers.get("x-tidegate-decode-instance");
         assert(prefill?.startsWith("p") && decode?.startsWith("d"), `${prefill} / ${decode}`);
         assertEquals(response.headers.get("x-tidegate-instance"), decode);
-        if (stream) assert(text.includes("data: [DONE]"), text);
-        else assertEquals(JSON.parse(text).object, "text_completion");
+        if (stream) {
+          assert(text.includes("data: [DONE]"), text);
+          assert(!text.includes('"usage"'), `the router's usage request stays hidden: ${text}`);
+        } else assertEquals(JSON.parse(text).object, "text_completion");
       }
       const onDecode = t.decode.flatMap((e) => e.stats.requests).filter((r) => r.pd);
       assertEquals(onDecode.map((r) => r.pd!.outcome), ["ok", "ok"]);
+      const streamed = onDecode.find((r) => r.stream);
+      assertEquals(streamed?.body?.stream_options, { include_usage: true });
       await eventually(() => leasesOut(t) === 0, 2_000, "every lease back");
     } finally {
       await t.close();

@@ -1,0 +1,86 @@
+import { assert, assertEquals } from "../assert.ts";
+import { requestStreamUsage } from "../../src/proxy/stream_usage.ts";
+import { usageChunkFilter } from "../../src/proxy/usage_chunk_filter.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function request(body: Record<string, unknown>, text = JSON.stringify(body)) {
+  return requestStreamUsage(encoder.encode(text), body);
+}
+
+Deno.test("a stream without stream_options gets include_usage spliced into its bytes", () => {
+  const body = { model: "m", stream: true, prompt: "hi" };
+  const out = request(body, JSON.stringify(body) + "\n  ");
+  assert(out.strip);
+  assertEquals(JSON.parse(decoder.decode(out.bytes)), {
+    ...body,
+    stream_options: { include_usage: true },
+  });
+  assertEquals(out.body.stream_options, { include_usage: true });
+});
+
+Deno.test("other stream_options are kept; include_usage: false is overridden and stripped", () => {
+  const body = { model: "m", stream: true, stream_options: { include_usage: false, x: 1 } };
+  const out = request(body);
+  assert(out.strip);
+  assertEquals(JSON.parse(decoder.decode(out.bytes)).stream_options, {
+    include_usage: true,
+    x: 1,
+  });
+});
+
+Deno.test("a client that asked for usage, or did not stream, is forwarded untouched", () => {
+  for (
+    const body of [
+      { model: "m", stream: true, stream_options: { include_usage: true } },
+      { model: "m", stream: false },
+      { model: "m" },
+    ]
+  ) {
+    const bytes = encoder.encode(JSON.stringify(body));
+    const out = requestStreamUsage(bytes, body);
+    assertEquals(out.strip, false);
+    assert(out.bytes === bytes);
+  }
+});
+
+const CHUNK = (text: string) =>
+  `data: {"id":"c","choices":[{"index":0,"text":"${text}"}],"usage":null}\n\n`;
+const USAGE =
+  `data: {"id":"c","choices":[],"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}}\n\n`;
+
+async function filtered(text: string, cuts: number[]): Promise<string> {
+  const bytes = encoder.encode(text);
+  const bounds = [0, ...cuts, bytes.length];
+  const source = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (let i = 1; i < bounds.length; i++) {
+        controller.enqueue(bytes.slice(bounds[i - 1], bounds[i]));
+      }
+      controller.close();
+    },
+  });
+  return await new Response(source.pipeThrough(usageChunkFilter())).text();
+}
+
+Deno.test("the usage-only chunk and every usage:null are gone, whatever the chunk cuts", async () => {
+  const stream = CHUNK("a") + CHUNK("b") + USAGE + "data: [DONE]\n\n";
+  const expected = 'data: {"id":"c","choices":[{"index":0,"text":"a"}]}\n\n' +
+    'data: {"id":"c","choices":[{"index":0,"text":"b"}]}\n\n' +
+    "data: [DONE]\n\n";
+  assertEquals(await filtered(stream, []), expected);
+  for (let cut = 1; cut < stream.length; cut += 7) {
+    assertEquals(await filtered(stream, [cut, Math.min(stream.length, cut + 3)]), expected);
+  }
+});
+
+Deno.test("usage on a content chunk is removed; other lines pass byte for byte", async () => {
+  const stream = ": ping\n\n" +
+    'data: {"choices":[{"index":0,"text":"x"}],"usage":{"prompt_tokens":1}}\r\n\r\n' +
+    "data: [DONE]";
+  assertEquals(
+    await filtered(stream, [3]),
+    ': ping\n\ndata: {"choices":[{"index":0,"text":"x"}]}\r\n\r\ndata: [DONE]',
+  );
+});
