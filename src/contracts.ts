@@ -50,6 +50,12 @@ export interface DispatchPlan {
   candidates: Candidate[];
   entries: Map<string, InstanceEntry>;
   decision: Decision;
+  /**
+   * Set while the model is dispatched by load alone because an instance's KV agreement is
+   * `blind` (`kv.onDisagreement: "load_only"`): the reason, e.g. `kv_blind: gpu-a`. `hits` keep
+   * the router's prediction; the candidates and `poolPrefixTokens` the policy saw carry none.
+   */
+  kvLoadOnly?: string;
   policy: NamedPolicy;
   admission: AdmissionVerdict;
   /** Predicted TTFT of the best candidate (from the policy, else the TTFT model). */

@@ -49,6 +49,7 @@ interface Scheduled {
   entries: DispatchPlan["entries"];
   poolPrefixTokens: number;
   decision: Decision;
+  kvLoadOnly?: string;
 }
 
 /**
@@ -169,9 +170,12 @@ function schedule(
       ? { ...candidate, prefillModel: estimator.model() }
       : candidate;
   });
-  const poolPrefixTokens = cap(hits.poolChunks);
+  const kvLoadOnly = loadOnlyReason(runtime);
+  // Load-only: the policy sees no hits; `hits` keeps the prediction for the agreement monitor.
+  const poolPrefixTokens = kvLoadOnly ? 0 : cap(hits.poolChunks);
+  const seen = kvLoadOnly ? candidates.map((c) => ({ ...c, localPrefixTokens: 0 })) : candidates;
   const entryMap = new Map(entries.map((e) => [e.config.id, e]));
-  const { prefillSide, decode } = splitByRole(runtime, candidates, entryMap);
+  const { prefillSide, decode } = splitByRole(runtime, seen, entryMap);
   const decision = context.policy.policy.select({ promptTokens, poolPrefixTokens }, prefillSide, {
     random: context.random,
     sequence: runtime.sequence++,
@@ -183,7 +187,18 @@ function schedule(
     entries: entryMap,
     poolPrefixTokens,
     decision,
+    ...(kvLoadOnly ? { kvLoadOnly } : {}),
   };
+}
+
+/**
+ * With `kv.onDisagreement: "load_only"`, why the model is dispatched by load alone right now
+ * (an instance is `blind`: the router's hits cannot be trusted); undefined when it is not.
+ */
+function loadOnlyReason(runtime: ModelRuntime): string | undefined {
+  if (runtime.config.kv.onDisagreement !== "load_only") return undefined;
+  const blind = runtime.agreement.blindInstances();
+  return blind.length > 0 ? `kv_blind: ${blind.join(", ")}` : undefined;
 }
 
 /**

@@ -207,7 +207,10 @@ export class Gateway {
           abort: this.shutdown.cutSignal,
         },
         responseHeaders: flight.responseHeaders,
-        finish: (record) => this.#finish(flight.trace, record),
+        finish: (record) => {
+          flight.runtime!.agreement.observe(record);
+          this.#finish(flight.trace, record);
+        },
         trace: flight.trace,
       });
     } catch (error) {

@@ -27,6 +27,7 @@ export function instanceSamples(
         reportAgeSeconds: report ? (now() - report.observedAtMs) / 1000 : undefined,
         reportStale: status.engineReport ? !status.engineReport.usable : undefined,
         probeFailures: status.probeFailures,
+        kvAgreement: runtime.agreement.state(status.id),
       };
     })
   );

@@ -6,6 +6,7 @@ import { createKeyScheme, describeSeed, keySchemeOptionsFromKv } from "../hashin
 import type { KeyScheme } from "../hashing/types.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { BootstrapEngineIds } from "../proxy/mooncake_bootstrap.ts";
+import { KvAgreementMonitor } from "./kv_agreement_monitor.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
 import { RecentPrompts } from "../kv/recent_prompts.ts";
 import { StoreHealth } from "../kv/store_health.ts";
@@ -59,6 +60,8 @@ export class ModelRuntime {
   readonly decodeOutlook?: DecodeOutlook;
   /** vllm-mooncake P/D: the prefill engines' ids, read from their bootstrap servers. */
   readonly bootstrapIds?: BootstrapEngineIds;
+  /** Predicted hits against the engines' reported reuse, per instance. */
+  readonly agreement: KvAgreementMonitor;
   /** Grows by one per decision (round robin). */
   sequence = 0;
   /** The last prompts dispatched (token ids), for `POST /admin/kv/detect {"recent": n}`. */
@@ -77,7 +80,9 @@ export class ModelRuntime {
     prefillEstimators: Map<string, PrefillModelEstimator>;
     decodeOutlook?: DecodeOutlook;
     bootstrapIds?: BootstrapEngineIds;
+    agreement: KvAgreementMonitor;
   }) {
+    this.agreement = init.agreement;
     this.bootstrapIds = init.bootstrapIds;
     this.prefillEstimators = init.prefillEstimators;
     this.decodeOutlook = init.decodeOutlook;
@@ -100,7 +105,16 @@ export class ModelRuntime {
       log: (message) => deps.log(message, { model: config.name }),
     });
     const prefillEstimators = new Map<string, PrefillModelEstimator>();
-    const cluster = createCluster(config, deps, (id) => prefillEstimators.delete(id));
+    const agreement = new KvAgreementMonitor({
+      model: config.name,
+      chunkSize: config.kv.chunkSize,
+      now: deps.now,
+      log: deps.log,
+    });
+    const cluster = createCluster(config, deps, (id) => {
+      prefillEstimators.delete(id);
+      agreement.forget(id);
+    });
     const { tokenizer, localTokenizer } = await createTokenizer(
       config,
       deps,
@@ -126,6 +140,7 @@ export class ModelRuntime {
       cluster,
       defaultPolicy: buildPolicy(config.policy, config),
       prefillEstimators,
+      agreement,
       decodeOutlook: config.disaggregation
         ? new DecodeOutlook({ meanDecodeS: config.disaggregation.meanDecodeS, now: deps.now })
         : undefined,

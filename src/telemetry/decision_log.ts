@@ -14,6 +14,8 @@ export interface DecisionEntry {
   tokenSource: string;
   lookup: { outcome: string; keys: number; elapsedMs: number } | null;
   poolPrefixTokens: number;
+  /** Why the request was dispatched by load alone (KV agreement blind), or null. */
+  kvLoadOnly: string | null;
   chosen: string | null;
   /** Every candidate's score terms, best first. */
   candidates: {
@@ -94,6 +96,7 @@ export class DecisionLog implements RequestObserver {
         }
         : null,
       poolPrefixTokens: plan.poolPrefixTokens,
+      kvLoadOnly: plan.kvLoadOnly ?? null,
       chosen: record.instanceId ?? null,
       candidates,
       predictedTtftS: plan.predictedTtftS ?? null,

@@ -1,4 +1,5 @@
 import client from "prom-client";
+import { KV_AGREEMENT_STATES } from "../kv/kv_agreement.ts";
 
 /** Seconds buckets from 5 ms to 2 minutes: TTFT spans cached chat turns to 128k-token prefills. */
 const LATENCY_BUCKETS = [
@@ -39,6 +40,8 @@ export interface InstanceGaugeSample {
   reportStale?: boolean;
   probeFailures: number;
   draining: boolean;
+  /** Predicted hits against the engine's reuse: unknown, agree, overpredicts or blind. */
+  kvAgreement?: string;
 }
 
 export interface ModelGaugeSample {
@@ -92,6 +95,7 @@ export class GatewayMetrics {
   readonly tokenizerFailures;
   readonly armChanges;
   readonly reloads;
+  readonly kvLoadOnlyDispatches;
 
   constructor(
     instanceSamples: () => InstanceGaugeSample[] = () => [],
@@ -224,7 +228,16 @@ export class GatewayMetrics {
       registers,
     });
 
+    this.kvLoadOnlyDispatches = new client.Counter({
+      name: "tidegate_kv_load_only_dispatches_total",
+      help: "Requests dispatched by load alone because an instance's KV agreement is blind " +
+        '(kv.onDisagreement: "load_only").',
+      labelNames: ["model"],
+      registers,
+    });
+
     declareInstanceGauges(registers, instanceSamples);
+    declareAgreementGauge(registers, instanceSamples);
     declareHealthGauges(registers, instanceSamples);
     declareModelGauges(registers, modelSamples);
     declareSharedStateGauges(registers, routerSamples);
@@ -319,6 +332,29 @@ function declareInstanceGauges(
     "1 when the engine's last load report is too old to use.",
     (s) => (s.reportStale === undefined ? undefined : s.reportStale ? 1 : 0),
   );
+}
+
+/** Per-instance KV agreement (1 for the current state), read at scrape time. */
+function declareAgreementGauge(
+  registers: client.Registry[],
+  instanceSamples: () => InstanceGaugeSample[],
+): void {
+  new client.Gauge({
+    name: "tidegate_kv_agreement",
+    help: "Router's predicted KV hits against the engine's reported reuse per instance " +
+      "(1 for the current state: unknown, agree, overpredicts, blind).",
+    labelNames: ["model", "instance", "state"],
+    registers,
+    collect() {
+      this.reset();
+      for (const sample of instanceSamples()) {
+        for (const state of KV_AGREEMENT_STATES) {
+          const labels = { model: sample.model, instance: sample.instance, state };
+          this.set(labels, (sample.kvAgreement ?? "unknown") === state ? 1 : 0);
+        }
+      }
+    },
+  });
 }
 
 /** Per-instance health series: probe failures and breaker state. */

@@ -20,6 +20,7 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
       const plan = record.plan;
       if (!plan) return;
       observeStages(metrics, plan, labels.model);
+      if (plan.kvLoadOnly) metrics.kvLoadOnlyDispatches.inc({ model: labels.model });
       if (record.instanceId) countTokens(metrics, record, plan, labels);
     },
   };
