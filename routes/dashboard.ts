@@ -106,5 +106,8 @@ function dashboardModels(gateway: Gateway): DashboardModelInput[] {
       ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
       : undefined,
     predictedIndexKeys: runtime.predicted?.size ?? 0,
+    kvAgreement: Object.fromEntries(
+      runtime.cluster.status().map((s) => [s.id, runtime.agreement.snapshot(s.id)]),
+    ),
   }));
 }

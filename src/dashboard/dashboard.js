@@ -133,10 +133,11 @@ function instancesTable(doc, model) {
     "prompt tok",
     "hit ratio (predicted)",
     "hit ratio (engine)",
+    "KV agreement",
     "TTFT p50",
     "TTFT p90",
     "engine report",
-  ], [4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  ], [4, 5, 6, 7, 8, 9, 10, 12, 13]);
   const rows = model.instances.map((/** @type {any} */ i) => {
     const health = i.draining ? "draining" : i.healthy ? "healthy" : "unhealthy";
     const report = i.engineReport;
@@ -165,6 +166,7 @@ function instancesTable(doc, model) {
       numberCell(doc, "prompt-tokens", i.promptTokens, formatInteger(i.promptTokens)),
       numberCell(doc, "hit-ratio", i.predictedHitRatio, formatRatio(i.predictedHitRatio)),
       numberCell(doc, "engine-hit-ratio", i.engineHitRatio, formatRatio(i.engineHitRatio)),
+      agreementCell(doc, i.kvAgreement),
       numberCell(doc, "ttft-p50", i.recentTtft.p50, formatSeconds(i.recentTtft.p50)),
       numberCell(doc, "ttft-p90", i.recentTtft.p90, formatSeconds(i.recentTtft.p90)),
       h(doc, "td", { "data-field": "report", class: "muted" }, [reportText]),
@@ -174,6 +176,25 @@ function instancesTable(doc, model) {
     h(doc, "thead", {}, [head]),
     h(doc, "tbody", {}, rows),
   ]);
+}
+
+/**
+ * The instance's KV agreement state, its window's counts in the tooltip.
+ * @param {Document} doc
+ * @param {any} agreement
+ */
+function agreementCell(doc, agreement) {
+  const state = agreement?.state ?? "unknown";
+  const title = agreement
+    ? `${agreement.samples} samples: ${agreement.agree} agree, ${agreement.over} over, ` +
+      `${agreement.blind} blind`
+    : "no samples";
+  return h(doc, "td", {
+    "data-field": "kv-agreement",
+    "data-value": state,
+    class: `agreement-${state}`,
+    title,
+  }, [state]);
 }
 
 /**

@@ -5,6 +5,7 @@
  * out); `readDashboardInput` reads those inputs from the live sources.
  */
 import type { InstanceStatus } from "../cluster/model_cluster.ts";
+import type { AgreementSnapshot } from "../kv/kv_agreement.ts";
 import type { StoreHealthSnapshot } from "../kv/store_health.ts";
 import type { DecisionEntry } from "./decision_log.ts";
 import type { DashboardTraffic, InstanceTrafficTotals } from "./dashboard_traffic.ts";
@@ -18,6 +19,8 @@ export interface DashboardModelInput {
   /** The KV store, when the model has one. */
   store?: { url: string; health: StoreHealthSnapshot };
   predictedIndexKeys: number;
+  /** Each instance's KV agreement (absent: unknown). */
+  kvAgreement?: Record<string, AgreementSnapshot>;
 }
 
 export interface DashboardInput {
@@ -70,6 +73,8 @@ export interface DashboardInstance {
    * definition /admin/experiments uses); null until an engine reported cached tokens.
    */
   engineHitRatio: number | null;
+  /** Predicted hits against the engine's reuse: the state and its window's counts. */
+  kvAgreement: AgreementSnapshot;
 }
 
 export interface DashboardStore {
@@ -112,7 +117,12 @@ export function assembleDashboardData(input: DashboardInput): DashboardData {
   const traffic = new Map(input.traffic.map((t) => [`${t.model}\0${t.instance}`, t]));
   const models = input.models.map((model): DashboardModel => {
     const instances = model.instances.map((status) =>
-      dashboardInstance(status, traffic.get(`${model.name}\0${status.id}`), input.nowMs)
+      dashboardInstance(
+        status,
+        traffic.get(`${model.name}\0${status.id}`),
+        model.kvAgreement?.[status.id] ?? UNKNOWN_AGREEMENT,
+        input.nowMs,
+      )
     );
     const promptTokens = sum(instances, (i) => i.promptTokens);
     const hits = sum(instances, (i) => i.predictedLocalHitTokens);
@@ -135,9 +145,18 @@ export function assembleDashboardData(input: DashboardInput): DashboardData {
   return { generatedAt: input.wallNowMs, models, ttft: input.ttft, decisions: input.decisions };
 }
 
+const UNKNOWN_AGREEMENT: AgreementSnapshot = {
+  state: "unknown",
+  samples: 0,
+  agree: 0,
+  over: 0,
+  blind: 0,
+};
+
 function dashboardInstance(
   status: InstanceStatus,
   traffic: InstanceTrafficTotals | undefined,
+  kvAgreement: AgreementSnapshot,
   nowMs: number,
 ): DashboardInstance {
   const report = status.engineReport?.report;
@@ -185,6 +204,7 @@ function dashboardInstance(
     engineHitRatio: traffic?.engineReports
       ? ratio(cached, traffic.engineReportedPromptTokens)
       : null,
+    kvAgreement: { ...kvAgreement },
   };
 }
 

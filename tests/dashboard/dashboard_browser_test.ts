@@ -47,6 +47,7 @@ interface InstanceFigures {
   hitRatio: number | null;
   engineHitRatio: number | null;
   waitingPrefillTokens: number;
+  kvAgreement: string | null;
 }
 
 /** What /metrics says per instance, summed over arms and other labels. */
@@ -73,6 +74,11 @@ function figuresFromMetrics(samples: PromSample[], model: string, instance: stri
         total("tidegate_engine_reported_prompt_tokens_total")
       : null,
     waitingPrefillTokens: total("tidegate_instance_waiting_prefill_tokens"),
+    kvAgreement:
+      samples.find((s) =>
+        s.name === "tidegate_kv_agreement" && s.labels.model === model &&
+        s.labels.instance === instance && s.value === 1
+      )?.labels.state ?? null,
   } satisfies InstanceFigures;
 }
 
@@ -112,6 +118,7 @@ function hostileData() {
         recentTtft: { p50: null, p90: null },
         engineReport: null,
         engineReportError: tag(13),
+        kvAgreement: { state: tag(24), samples: 0, agree: 0, over: 0, blind: 0 },
       }],
     }],
     ttft: {
@@ -157,7 +164,7 @@ function sameFigures(a: InstanceFigures, b: InstanceFigures): boolean {
     x === null || y === null ? x === y : Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(y));
   return a.requests === b.requests && a.promptTokens === b.promptTokens &&
     close(a.hitRatio, b.hitRatio) && close(a.engineHitRatio, b.engineHitRatio) &&
-    close(a.waitingPrefillTokens, b.waitingPrefillTokens);
+    close(a.waitingPrefillTokens, b.waitingPrefillTokens) && a.kvAgreement === b.kvAgreement;
 }
 
 Deno.test({
@@ -240,6 +247,8 @@ Deno.test({
               hitRatio: read("hit-ratio"),
               engineHitRatio: read("engine-hit-ratio"),
               waitingPrefillTokens: read("waiting-prefill-tokens"),
+              kvAgreement: row.querySelector('[data-field="kv-agreement"]')
+                ?.getAttribute("data-value") ?? null,
             };
           }
           return out as Record<string, InstanceFigures>;

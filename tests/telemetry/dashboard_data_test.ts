@@ -78,6 +78,7 @@ function input(overrides: Partial<DashboardInput> = {}): DashboardInput {
         },
       },
       predictedIndexKeys: 42,
+      kvAgreement: { a: { state: "blind", samples: 6, agree: 1, over: 0, blind: 5 } },
     }],
     traffic: [
       {
@@ -179,4 +180,10 @@ Deno.test("assembleDashboardData() shows the store's state, counters and remaini
     models: [{ ...base.models[0], store: undefined }],
   });
   assertEquals(noStore.models[0].store, null);
+});
+
+Deno.test("assembleDashboardData() shows each instance's KV agreement, unknown when it has none", () => {
+  const [a, b] = assembleDashboardData(input()).models[0].instances;
+  assertEquals(a.kvAgreement, { state: "blind", samples: 6, agree: 1, over: 0, blind: 5 });
+  assertEquals(b.kvAgreement, { state: "unknown", samples: 0, agree: 0, over: 0, blind: 0 });
 });
