@@ -18,6 +18,7 @@
  */
 import type { PrefillModelCoefficients } from "../../src/scheduling/types.ts";
 import { DEFAULT_TTFT_PARAMS } from "../../src/scheduling/ttft_estimate.ts";
+import type { EngineKvCache } from "./engine_kv_cache.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillSeconds } from "./prefill_time.ts";
 import {
   checkPdRequest,
@@ -198,6 +199,11 @@ export interface FakeEngineOptions {
   kvCapacityTokens?: number;
   /** Report `usage.prompt_tokens_details.cached_tokens` (default true). */
   reportCachedTokens?: boolean;
+  /**
+   * The engine's own prefix cache (engine_kv_cache.ts): answers `cachedTokens` and is written
+   * after each prefill, unless those hooks are given.
+   */
+  kvCache?: EngineKvCache;
   /** Default delay of `slow_first_byte`, wall ms (default 300). */
   slowFirstByteMs?: number;
   /** Request records kept (oldest dropped first; default 1000). */
@@ -411,7 +417,7 @@ class Engine implements FakeEngine {
     & Required<
       Omit<
         FakeEngineOptions,
-        "id" | "port" | "onPrefilled" | "completionTokens" | "flavour" | "model" | "pd"
+        "id" | "port" | "onPrefilled" | "completionTokens" | "flavour" | "model" | "pd" | "kvCache"
       >
     >
     & Pick<FakeEngineOptions, "onPrefilled" | "completionTokens">;
@@ -439,8 +445,10 @@ class Engine implements FakeEngine {
       timeScale: options.timeScale ?? 0.01,
       decodeSecondsPerToken: options.decodeSecondsPerToken ?? 0.02,
       countTokens: options.countTokens ?? roughTokenCount,
-      cachedTokens: options.cachedTokens ?? (() => 0),
-      onPrefilled: options.onPrefilled,
+      cachedTokens: options.cachedTokens ??
+        (options.kvCache ? (body) => options.kvCache!.cachedTokens(body) : () => 0),
+      onPrefilled: options.onPrefilled ??
+        (options.kvCache ? (body) => options.kvCache!.write(body) : undefined),
       completionTokens: options.completionTokens,
       tokenText: options.tokenText ?? ((i) => WORDS[i % WORDS.length]),
       ready: this.#ready,

@@ -31,6 +31,8 @@ export interface TestCluster {
 export interface TestClusterOptions {
   engines?: number;
   engine?: Partial<FakeEngineOptions>;
+  /** Per engine, merged over `engine`: engine i, its KV host and the fake master. */
+  engineOf?: (i: number, kvHost: string, master: FakeMooncakeMaster) => Partial<FakeEngineOptions>;
   /** Merged into the model's config. */
   model?: Record<string, unknown>;
   /** Merged into the model's `kv` section (which points at the fake master). */
@@ -48,6 +50,7 @@ export function range(from: number, count: number): number[] {
 export async function startTestCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
   const master = await startFakeMooncakeMaster();
   const engines: FakeEngine[] = [];
+  const kvHost = (i: number) => `10.0.0.${i + 1}`;
   for (let i = 0; i < (options.engines ?? 3); i++) {
     engines.push(
       await startFakeEngine({
@@ -56,10 +59,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
         timeScale: 0.001,
         decodeSecondsPerToken: 0.001,
         ...options.engine,
+        ...options.engineOf?.(i, kvHost(i), master),
       }),
     );
   }
-  const kvHost = (i: number) => `10.0.0.${i + 1}`;
   const model = {
     name: MODEL,
     tokenizer: { mode: "none" },
