@@ -394,9 +394,11 @@ function decisionsTable(doc, decisions) {
     "candidates (best first): local prefix · waiting · score · terms",
   ], [3, 5, 7]);
   const rows = decisions.map((d) => {
-    const lookup = d.lookup
+    const looked = d.lookup
       ? `${d.lookup.outcome} · ${d.lookup.keys} keys · ${d.lookup.elapsedMs} ms`
       : "–";
+    // Dispatched by load alone while an instance's KV agreement is blind.
+    const lookup = d.kvLoadOnly ? `${looked} · load only (${d.kvLoadOnly})` : looked;
     const candidates = h(
       doc,
       "table",

@@ -142,6 +142,7 @@ function hostileData() {
       promptTokens: 1,
       lookup: { outcome: tag(19), keys: 1, elapsedMs: 1 },
       poolPrefixTokens: 0,
+      kvLoadOnly: tag(25),
       chosen: tag(20),
       ttftS: null,
       status: 200,
