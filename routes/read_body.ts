@@ -27,21 +27,13 @@ export async function readBodyWithin(
 async function readAll(
   reader: ReadableStreamDefaultReader<Uint8Array>,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    chunks.push(value);
-    length += value.length;
+    chunks.push(value as Uint8Array<ArrayBuffer>);
   }
-  const bytes = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return bytes;
+  return new Uint8Array(await new Blob(chunks).arrayBuffer());
 }
 
 function bodyTimeout(timeoutMs: number): HttpError {

@@ -5,8 +5,7 @@
  */
 import { assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
-import { ensureDebianCommands } from "../support/debian_packages.ts";
-import { startRedisServer } from "../support/redis_server.ts";
+import { redisServerOrSkip } from "../support/redis_server.ts";
 import { completion, loadOnlyModel, range } from "./harness.ts";
 import { type RouterProcess, startRouterProcess } from "./router_process.ts";
 
@@ -46,14 +45,8 @@ async function until(
 }
 
 Deno.test("a request that ends while Redis is down leaves the other replica's view once Redis returns", async () => {
-  const missing = await ensureDebianCommands([
-    { command: "redis-server", versionArgs: ["--version"], pkg: "redis-server" },
-  ]);
-  if (missing.length > 0) {
-    console.warn("skipped: redis-server is not installed (apt-get install -y redis-server)");
-    return;
-  }
-  const redis = await startRedisServer();
+  const redis = await redisServerOrSkip();
+  if (!redis) return;
   // Decodes slowly enough that the request is still streaming when Redis goes down.
   const engine = startFakeEngine({
     id: "e0",

@@ -6,8 +6,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
-import { ensureDebianCommands } from "../support/debian_packages.ts";
-import { startRedisServer } from "../support/redis_server.ts";
+import { redisServerOrSkip } from "../support/redis_server.ts";
 import { completion, eventually, range } from "./harness.ts";
 import { type RouterProcess, startRouterProcess } from "./router_process.ts";
 
@@ -28,14 +27,8 @@ async function send(router: RouterProcess, prompt: number[], maxTokens = 2): Pro
 }
 
 Deno.test("three replicas sharing state through Redis land a burst like one router, agree on load, and lose no request when Redis dies", async () => {
-  const missing = await ensureDebianCommands([
-    { command: "redis-server", versionArgs: ["--version"], pkg: "redis-server" },
-  ]);
-  if (missing.length > 0) {
-    console.warn("skipped: redis-server is not installed (apt-get install -y redis-server)");
-    return;
-  }
-  const redis = await startRedisServer();
+  const redis = await redisServerOrSkip();
+  if (!redis) return;
   const master = await startFakeMooncakeMaster();
   const engines = await Promise.all(
     range(0, 4).map((i) =>

@@ -2,6 +2,8 @@
  * A throwaway `redis-server` on 127.0.0.1 for the shared-state tests: no persistence, killed by
  * `stop()`, and started again on the same port by `restart()` (an outage and its end).
  */
+import { ensureDebianCommands } from "./debian_packages.ts";
+
 export interface RedisServer {
   url: string;
   port: number;
@@ -9,6 +11,21 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port and waits until it accepts connections. */
   restart(): Promise<void>;
+}
+
+/**
+ * A redis-server for a test, installing the Debian package when it can; `undefined` (with a
+ * message saying how to install it) when the test has to skip.
+ */
+export async function redisServerOrSkip(): Promise<RedisServer | undefined> {
+  const missing = await ensureDebianCommands([
+    { command: "redis-server", versionArgs: ["--version"], pkg: "redis-server" },
+  ]);
+  if (missing.length > 0) {
+    console.warn("skipped: redis-server is not installed (apt-get install -y redis-server)");
+    return undefined;
+  }
+  return await startRedisServer();
 }
 
 export async function startRedisServer(): Promise<RedisServer> {
