@@ -128,6 +128,9 @@ export interface RequestRecord {
   interTokenS: number[];
   usage: ObservedUsage;
   error?: string;
+  /** With `tenants` configured: the client's tenant, and the limit that refused it, if one did. */
+  tenant?: string;
+  rateLimited?: "requests" | "prompt_tokens";
 }
 
 export interface RequestObserver {

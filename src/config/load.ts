@@ -54,6 +54,9 @@ export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): 
     return found ?? value;
   };
   if (config.admin.token) config.admin.token = fromEnv("admin.token", config.admin.token);
+  config.tenants?.list.forEach((tenant, t) => {
+    tenant.match = tenant.match.map((id, i) => fromEnv(`tenants.list[${t}].match[${i}]`, id));
+  });
   const shared = config.cluster.sharedState;
   if (shared) shared.redis = fromEnv("cluster.sharedState.redis", shared.redis);
   for (const model of config.models) {

@@ -259,6 +259,33 @@ export const ModelSchema = z.strictObject({
   disaggregation: DisaggregationSchema.optional(),
 });
 
+const TenantRatesSchema = z.strictObject({
+  requestsPerS: z.number().positive().optional(),
+  promptTokensPerS: z.number().positive().optional(),
+  /** Seconds of its rate a quiet tenant may spend at once (the buckets' size). */
+  burstS: z.number().positive().default(1),
+});
+
+const TenantsSchema = z.strictObject({
+  /**
+   * What names a client: its API key (`Authorization: Bearer …`), the body's `user`, or a header
+   * (`header:x-tenant`).
+   */
+  by: z.union([
+    z.enum(["api_key", "user"]),
+    z.string().regex(/^header:[A-Za-z0-9-]+$/, 'a header as "header:NAME"'),
+  ]).default("api_key"),
+  list: z.array(TenantRatesSchema.extend({
+    /** A metric label: only configured names ever become one. */
+    name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, _ . -")
+      .refine((name) => name !== "other", '"other" names the clients no tenant matches'),
+    /** The identities of this tenant; `env:NAME` reads one from the environment. */
+    match: z.array(z.string().min(1)).min(1),
+  })).default([]),
+  /** Limits shared by every client no tenant matches (tenant "other"); absent: unlimited. */
+  others: TenantRatesSchema.optional(),
+});
+
 export const ConfigSchema = z.strictObject({
   listen: z.strictObject({
     host: z.string().min(1).default("127.0.0.1"),
@@ -293,6 +320,8 @@ export const ConfigSchema = z.strictObject({
     /** Bearer token for /admin; `env:NAME` reads it from the environment. */
     token: z.string().min(1).optional(),
   }).prefault({}),
+  /** Per-tenant rate limits (README "Tenants"); absent: no limits. */
+  tenants: TenantsSchema.optional(),
   /**
    * Deno Workers that tokenize text and chat prompts off the main loop. Absent: one per core;
    * 0: tokenize on the main loop.
@@ -327,7 +356,28 @@ export const ConfigSchema = z.strictObject({
     checkRoles(model, m, ctx);
     checkExperimentOverride(model, m, config.admin.token, ctx);
   });
+  if (config.tenants) checkTenants(config.tenants, ctx);
 });
+
+/** Tenant names and identities are unique: an identity must name exactly one tenant. */
+function checkTenants(tenants: z.output<typeof TenantsSchema>, ctx: z.RefinementCtx): void {
+  const names = new Set<string>();
+  const identities = new Map<string, string>();
+  tenants.list.forEach((tenant, t) => {
+    if (names.has(tenant.name)) {
+      addIssue(ctx, ["tenants", "list", t, "name"], `duplicate tenant "${tenant.name}"`);
+    }
+    names.add(tenant.name);
+    tenant.match.forEach((identity, i) => {
+      const owner = identities.get(identity);
+      if (owner !== undefined) {
+        const message = `already matches tenant "${owner}"`;
+        addIssue(ctx, ["tenants", "list", t, "match", i], message);
+      }
+      identities.set(identity, tenant.name);
+    });
+  });
+}
 
 type Model = z.output<typeof ModelSchema>;
 

@@ -18,6 +18,7 @@ import type { ModelRuntime } from "./model_runtime.ts";
 import type { Reservation } from "./reservation.ts";
 import { refuseOverlongPrompt, refuseOversizedPrompt } from "./prompt_limits.ts";
 import { ShutdownState } from "./shutdown_state.ts";
+import { RateLimitedError, TenantGate } from "./tenant_gate.ts";
 
 export interface GatewayDeps {
   fetch: typeof fetch;
@@ -99,8 +100,11 @@ export class Gateway {
     this.#observers = [...(collaborators.observers ?? [])];
     this.#tracing = collaborators.tracing ?? { begin: () => NO_TRACE };
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
+    this.#tenants = new TenantGate(config.tenants, deps.now);
     this.#indexNames();
   }
+
+  readonly #tenants: TenantGate;
 
   /** Inference requests in flight, streams included (`limits.maxConcurrentRequests`). */
   get inFlight(): number {
@@ -123,6 +127,7 @@ export class Gateway {
   replace(config: Config, runtimes: Map<string, ModelRuntime>): void {
     this.#config = config;
     this.#runtimes = runtimes;
+    this.#tenants.sync(config.tenants);
     this.#indexNames();
     this.#arms.sync?.(runtimes.values(), config);
   }
@@ -269,6 +274,8 @@ export class Gateway {
     flight.runtime = resolved.runtime;
     record.model = resolved.runtime.config.name;
     refuseOversizedPrompt(resolved.runtime.config, parsed.prompt);
+    record.tenant = this.#tenants.tenantOf(flight.request, parsed);
+    if (record.tenant) this.#chargeTenant(flight, "requests", 1);
     const selection = this.#arms.select(resolved.runtime, flight.request, parsed.body);
     record.arm = selection.arm;
     record.experiment = selection.experiment;
@@ -295,6 +302,7 @@ export class Gateway {
     flight.record.plan = plan;
     flight.trace.planned(plan, flight.record);
     refuseOverlongPrompt(flight.runtime!.config, plan, parsed.prompt);
+    if (flight.record.tenant) this.#chargeTenant(flight, "prompt_tokens", plan.promptTokens);
     const verdict = plan.admission;
     if (verdict.admit) {
       // Extra keys change every hash: such prompts would only confuse key detection.
@@ -327,6 +335,7 @@ export class Gateway {
     flight.reservation?.cancel();
     flight.decodeReservation?.cancel();
     flight.reservation = flight.decodeReservation = undefined;
+    if (error instanceof RateLimitedError) return this.#answer(flight, error, "rejected");
     if (error instanceof HttpError) return this.#answer(flight, error, "client_error");
     this.#deps.log("request failed inside the router", {
       requestId: flight.record.requestId,
@@ -351,6 +360,16 @@ export class Gateway {
   }
 
   /** Ends the trace and tells every observer; an observer that throws is logged, not fatal. */
+  /** Charges the request's tenant; a refusal is recorded and thrown (answered by #failed). */
+  #chargeTenant(flight: InFlight, kind: "requests" | "prompt_tokens", cost: number): void {
+    try {
+      this.#tenants.charge(flight.record.tenant!, kind, cost, flight.responseHeaders);
+    } catch (error) {
+      if (error instanceof RateLimitedError) flight.record.rateLimited = kind;
+      throw error;
+    }
+  }
+
   /** Past `limits.maxConcurrentRequests`: a cheap 503 instead of one more request to carry. */
   #overloaded(flight: InFlight): Response {
     flight.record.model = "unknown";

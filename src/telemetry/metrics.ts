@@ -96,6 +96,7 @@ export class GatewayMetrics {
   readonly armChanges;
   readonly reloads;
   readonly kvLoadOnlyDispatches;
+  readonly tenantRequests;
 
   constructor(
     instanceSamples: () => InstanceGaugeSample[] = () => [],
@@ -233,6 +234,14 @@ export class GatewayMetrics {
       help: "Requests dispatched by load alone because an instance's KV agreement is blind " +
         '(kv.onDisagreement: "load_only").',
       labelNames: ["model"],
+      registers,
+    });
+
+    this.tenantRequests = new client.Counter({
+      name: "tidegate_tenant_requests_total",
+      help: 'Requests per configured tenant ("other": clients no tenant matches), by whether ' +
+        "its rate limits admitted them.",
+      labelNames: ["tenant", "result"],
       registers,
     });
 

@@ -17,6 +17,10 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
         arm: record.arm || "none",
       };
       countRequest(metrics, record, labels);
+      if (record.tenant) {
+        const result = record.rateLimited ? `rate_limited_${record.rateLimited}` : "admitted";
+        metrics.tenantRequests.inc({ tenant: record.tenant, result });
+      }
       const plan = record.plan;
       if (!plan) return;
       observeStages(metrics, plan, labels.model);

@@ -1,0 +1,87 @@
+import type { Config } from "../config/schema.ts";
+import { HttpError } from "../openai/errors.ts";
+import type { ParsedRequest } from "../openai/request.ts";
+import {
+  type RateKind,
+  type RateStanding,
+  type RateVerdict,
+  TenantLimits,
+} from "../scheduling/tenant_limits.ts";
+
+type TenantsConfig = NonNullable<Config["tenants"]>;
+
+/** A request refused by its tenant's rate limit (OpenAI's 429, with `Retry-After`). */
+export class RateLimitedError extends HttpError {
+  constructor(readonly kind: RateKind, tenant: string, standing: RateStanding) {
+    const what = kind === "requests" ? "requests per second" : "prompt tokens per second";
+    super(
+      429,
+      `Rate limit reached for tenant ${tenant} on ${what}: limit ${standing.limit}, retry in ` +
+        `${standing.resetS.toFixed(2)} s.`,
+      { type: "rate_limit_error", code: "rate_limit_exceeded" },
+    );
+    this.name = "RateLimitedError";
+  }
+}
+
+/**
+ * The `tenants` section at the gateway: who a request's client is, and whether its tenant's
+ * buckets admit it (requests at arrival, prompt tokens once counted). Rebuilt on reload only
+ * when the section changed, so a reload does not refill every bucket.
+ */
+export class TenantGate {
+  #section: string;
+  #config: TenantsConfig | undefined;
+  #limits: TenantLimits | undefined;
+
+  constructor(config: TenantsConfig | undefined, readonly now: () => number) {
+    this.#section = JSON.stringify(config ?? null);
+    this.#config = config;
+    this.#limits = config ? new TenantLimits(config.list, config.others, now()) : undefined;
+  }
+
+  sync(config: TenantsConfig | undefined): void {
+    if (JSON.stringify(config ?? null) === this.#section) return;
+    this.#section = JSON.stringify(config ?? null);
+    this.#config = config;
+    this.#limits = config ? new TenantLimits(config.list, config.others, this.now()) : undefined;
+  }
+
+  /** The client's tenant; undefined when no `tenants` section is configured. */
+  tenantOf(request: Request, parsed: ParsedRequest): string | undefined {
+    if (!this.#limits || !this.#config) return undefined;
+    return this.#limits.tenantOf(identityOf(this.#config.by, request, parsed));
+  }
+
+  /** Charges `cost` (1 request, or the prompt's tokens); throws RateLimitedError when refused. */
+  charge(tenant: string, kind: RateKind, cost: number, headers: Headers): void {
+    const verdict: RateVerdict = this.#limits?.charge(tenant, kind, cost, this.now()) ??
+      { admit: true };
+    if (verdict.admit && !verdict.standing) return;
+    const standing = verdict.standing!;
+    setRateHeaders(headers, kind, standing);
+    if (verdict.admit) return;
+    headers.set("retry-after", String(Math.max(1, Math.ceil(standing.resetS))));
+    throw new RateLimitedError(kind, tenant, standing);
+  }
+}
+
+function identityOf(by: string, request: Request, parsed: ParsedRequest): string | undefined {
+  if (by === "user") return parsed.user;
+  if (by.startsWith("header:")) return request.headers.get(by.slice(7)) ?? undefined;
+  const authorization = request.headers.get("authorization") ?? "";
+  return /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
+}
+
+/** OpenAI's `x-ratelimit-*` headers (`requests` or `tokens`). */
+function setRateHeaders(headers: Headers, kind: RateKind, standing: RateStanding): void {
+  const suffix = kind === "requests" ? "requests" : "tokens";
+  headers.set(`x-ratelimit-limit-${suffix}`, String(Math.floor(standing.limit)));
+  headers.set(`x-ratelimit-remaining-${suffix}`, String(standing.remaining));
+  headers.set(`x-ratelimit-reset-${suffix}`, duration(standing.resetS));
+}
+
+/** `250ms`, `1.5s`: the duration format of OpenAI's reset headers. */
+function duration(seconds: number): string {
+  return seconds < 1 ? `${Math.ceil(seconds * 1000)}ms` : `${Number(seconds.toFixed(1))}s`;
+}

@@ -1,0 +1,92 @@
+import { assertEquals, assertMatch } from "../assert.ts";
+import { ConfigError, resolveConfig } from "../../src/config/load.ts";
+import { TenantGate } from "../../src/gateway/tenant_gate.ts";
+import { parseOpenAIRequest } from "../../src/openai/request.ts";
+
+const MODELS = [{
+  name: "m",
+  tokenizer: { mode: "none" },
+  kv: { store: "none" },
+  instances: [{ id: "a", url: "http://127.0.0.1:8001" }],
+}];
+
+function problems(tenants: unknown, env: Record<string, string> = {}): string[] {
+  try {
+    resolveConfig({ tenants, models: MODELS }, { env: (name) => env[name] });
+    return [];
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+}
+
+Deno.test("tenants: identities name exactly one tenant, and 'other' is reserved", () => {
+  const found = problems({
+    list: [
+      { name: "a", match: ["k1"], requestsPerS: 1 },
+      { name: "a", match: ["k1"], requestsPerS: 1 },
+      { name: "other", match: ["k2"] },
+    ],
+  });
+  assertEquals(found.length, 3, found.join("\n"));
+  assertMatch(found.join("\n"), /duplicate tenant "a"/);
+  assertMatch(found.join("\n"), /already matches tenant "a"/);
+  assertMatch(found.join("\n"), /"other" names the clients no tenant matches/);
+});
+
+Deno.test("tenants: an identity may come from the environment, and a missing one is a problem", () => {
+  const tenants = { list: [{ name: "a", match: ["env:TEAM_A_KEY"], requestsPerS: 1 }] };
+  const config = resolveConfig({ tenants, models: MODELS }, {
+    env: (name) => name === "TEAM_A_KEY" ? "sk-secret" : undefined,
+  });
+  assertEquals(config.tenants?.list[0].match, ["sk-secret"]);
+  assertEquals(config.tenants?.by, "api_key");
+  assertMatch(problems(tenants).join("\n"), /TEAM_A_KEY is not set/);
+});
+
+Deno.test("TenantGate names the tenant by API key, body user or header, as configured", () => {
+  const body = (user: string) =>
+    parseOpenAIRequest(
+      "completions",
+      new TextEncoder().encode(JSON.stringify({ model: "m", prompt: "hi", user })),
+    );
+  const request = new Request("http://x/", {
+    headers: { authorization: "Bearer k1", "x-team": "k3" },
+  });
+  const list = [
+    { name: "by-key", match: ["k1"], requestsPerS: 1, burstS: 1 },
+    { name: "by-user", match: ["k2"], requestsPerS: 1, burstS: 1 },
+    { name: "by-header", match: ["k3"], requestsPerS: 1, burstS: 1 },
+  ];
+  const now = () => 0;
+  assertEquals(
+    new TenantGate({ by: "api_key", list }, now).tenantOf(request, body("k2")),
+    "by-key",
+  );
+  assertEquals(new TenantGate({ by: "user", list }, now).tenantOf(request, body("k2")), "by-user");
+  assertEquals(
+    new TenantGate({ by: "header:x-team", list }, now).tenantOf(request, body("k2")),
+    "by-header",
+  );
+  assertEquals(new TenantGate(undefined, now).tenantOf(request, body("k2")), undefined);
+});
+
+Deno.test("TenantGate keeps its buckets across a reload that leaves the section as it was", () => {
+  const section = {
+    by: "api_key" as const,
+    list: [{ name: "a", match: ["k"], requestsPerS: 1, burstS: 1 }],
+  };
+  const gate = new TenantGate(section, () => 0);
+  const headers = new Headers();
+  gate.charge("a", "requests", 1, headers);
+  gate.sync(structuredClone(section));
+  let refused = false;
+  try {
+    gate.charge("a", "requests", 1, headers);
+  } catch {
+    refused = true;
+  }
+  assertEquals(refused, true, "the emptied bucket was not refilled by the reload");
+  gate.sync({ ...section, list: [{ ...section.list[0], requestsPerS: 5 }] });
+  gate.charge("a", "requests", 1, headers); // a changed section starts afresh
+});
