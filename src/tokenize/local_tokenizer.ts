@@ -5,16 +5,24 @@
  * Text is split on added tokens first (as Hugging Face does); each segment between them is
  * tokenized on its own, by the fast path (tiktoken WASM) when the vocabulary allows it, else by
  * `@huggingface/tokenizers`, and its ids are kept in a segment cache so a growing conversation only
- * tokenizes its new turn.
+ * tokenizes its new turn. On the fast path a segment is itself split into pre-tokenized pieces
+ * whose ids are cached too, so a new conversation mostly looks its words up.
  */
 import { Tokenizer } from "@huggingface/tokenizers";
 import { AddedTokenSplitter } from "./added_token_splitter.ts";
 import type { ChatFlavor, ContentFormat } from "./chat_messages.ts";
 import { ChatTemplateRenderer, chatTemplateSources } from "./chat_template.ts";
 import { TokenizerLoadError } from "./errors.ts";
-import { FastBpeEncoder } from "./fast_bpe_encoder.ts";
+import { FastBpeEncoder, type PieceEncoding } from "./fast_bpe_encoder.ts";
 import { planFastPath } from "./fast_path_plan.ts";
 import { fastPathProbeTexts } from "./fast_path_probe.ts";
+import {
+  DEFAULT_PIECE_CACHE_ENTRIES,
+  DEFAULT_PIECE_MAX_CHARS,
+  PieceCache,
+  type PieceCacheStats,
+} from "./piece_cache.ts";
+import { pieceRegex } from "./pre_tokenizer_split.ts";
 import {
   TokenSegmentCache,
   type TokenSegmentCacheScope,
@@ -52,6 +60,13 @@ export interface LocalTokenizerOptions {
   cache?: TokenSegmentCache;
   /** Size of the private cache in tokens when `cache` is not given (default 4,000,000; 0 = none). */
   cacheMaxTokens?: number;
+  /**
+   * Pieces whose fast-path ids are cached (default 65,536; 0 = tiktoken splits and encodes whole
+   * segments itself, as before the piece cache).
+   */
+  pieceCacheEntries?: number;
+  /** Pieces longer than this are encoded every time (default 32 characters). */
+  pieceMaxChars?: number;
   /** Name of this tokenizer's part of a shared cache (default: `files.source`). */
   cacheScope?: string;
   /** Which engine's chat request handling to reproduce (default vllm). */
@@ -90,6 +105,8 @@ export interface TokenizerStats {
   /** Segments sent to the exact path because they hold a very long run of one character class. */
   longRunFallbacks: number;
   cache: TokenSegmentCacheStats | null;
+  /** Ids per pre-tokenized piece on the fast path (null without it). */
+  pieceCache: PieceCacheStats | null;
 }
 
 const DEFAULT_CACHE_TOKENS = 4_000_000;
@@ -234,7 +251,11 @@ export class LoadedTokenizer implements PromptTokenizer {
   }
 
   stats(): TokenizerStats {
-    return { ...this.#stats, cache: this.#sharedCache?.stats() ?? null };
+    return {
+      ...this.#stats,
+      cache: this.#sharedCache?.stats() ?? null,
+      pieceCache: this.#fast?.pieceCache?.stats() ?? null,
+    };
   }
 
   /** Frees the WASM encoder; encoding afterwards is an error. */
@@ -475,7 +496,7 @@ async function fastPathEncoder(
   if (!decision.ok) return { fast: undefined, reason: decision.reason };
   let fast: FastBpeEncoder;
   try {
-    fast = await FastBpeEncoder.create(decision.plan);
+    fast = await FastBpeEncoder.create(decision.plan, pieceEncoding(tokenizerJson, options));
   } catch (error) {
     return {
       fast: undefined,
@@ -497,6 +518,19 @@ async function fastPathEncoder(
     fast,
     reason: "byte-level BPE with merge ranks following token ids; probe texts match the exact path",
   };
+}
+
+/** How segments are split into cached pieces in JavaScript, unless the piece cache is off. */
+function pieceEncoding(
+  tokenizerJson: Json,
+  options: LocalTokenizerOptions,
+): PieceEncoding | undefined {
+  const maxEntries = options.pieceCacheEntries ?? DEFAULT_PIECE_CACHE_ENTRIES;
+  if (maxEntries <= 0) return undefined;
+  const regex = pieceRegex(tokenizerJson.pre_tokenizer);
+  if (!regex) return undefined;
+  const maxPieceChars = options.pieceMaxChars ?? DEFAULT_PIECE_MAX_CHARS;
+  return { regex, cache: new PieceCache({ maxEntries, maxPieceChars }) };
 }
 
 function segmentCacheReason(cache: TokenSegmentCache | undefined): string {
