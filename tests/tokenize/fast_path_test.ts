@@ -141,10 +141,10 @@ Deno.test("dispose() frees the WASM encoder and later encodes fail with a clear 
   assertMatch(message, /disposed/);
 });
 
-Deno.test("the load-time probe turns the fast path off when tiktoken's regex splits text differently", async () => {
-  // POSIX [[:alpha:]] is ASCII-only in tiktoken's regex engine but Unicode in the library's rewrite,
-  // so "é " is one piece for tiktoken and two for the library; the merge "©Ġ" then tells them apart.
-  const json = tinyTokenizer([["©", "Ġ"]], {
+/** POSIX [[:alpha:]] is ASCII-only in tiktoken's regex engine but Unicode in the library's rewrite,
+ * so "é " is one piece for tiktoken and two for the library; the merge "©Ġ" then tells them apart. */
+function posixTokenizerJson() {
+  return tinyTokenizer([["©", "Ġ"]], {
     pre_tokenizer: {
       type: "Sequence",
       pretokenizers: [
@@ -158,13 +158,30 @@ Deno.test("the load-time probe turns the fast path off when tiktoken's regex spl
       ],
     },
   });
+}
+
+Deno.test("the load-time probe turns the fast path off when tiktoken's regex splits text differently", async () => {
+  const json = posixTokenizerJson();
   assert(planFastPath(json).ok);
   const tokenizer = await createLocalTokenizer({
     tokenizerJson: json,
     tokenizerConfig: {},
     source: "posix",
-  });
+  }, { pieceCacheEntries: 0 });
   assertEquals(tokenizer.info.fastPath, false);
   assertMatch(tokenizer.info.reason, /^probe text .* encodes differently on the fast path$/);
   assertEquals(tokenizer.encode("é x"), [...tokenizer.encodeSegmentExact("é x")]);
+});
+
+Deno.test("with pieces split by the library's own regex, that tokenizer keeps the fast path and its ids", async () => {
+  const tokenizer = await createLocalTokenizer({
+    tokenizerJson: posixTokenizerJson(),
+    tokenizerConfig: {},
+    source: "posix-pieces",
+  }, { cacheMaxTokens: 0 });
+  assert(tokenizer.info.fastPath, tokenizer.info.reason);
+  for (const text of ["é x", "é ©", "aé © ©é\n", "x".repeat(40) + " ©"]) {
+    assertEquals(tokenizer.encode(text), [...tokenizer.encodeSegmentExact(text)], text);
+  }
+  assert(tokenizer.stats().pieceCache!.hits > 0);
 });
