@@ -144,6 +144,14 @@ export class StoreHealth {
     }
   }
 
+  /**
+   * Word from outside the lookups that the store serves again (a different HA master now says it
+   * serves): the down-window ends now, so the next lookup is the probe that decides.
+   */
+  endWindow(now: number): void {
+    if (this.#state === "down" && this.#downUntil > now) this.#downUntil = now;
+  }
+
   get state(): StoreState {
     return this.#state;
   }
