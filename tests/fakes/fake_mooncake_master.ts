@@ -37,6 +37,10 @@
  * - `standby503`: an HA standby (role and ha_state `standby`, service not ready): 503 on
  *   `/batch_query_keys` and every other service route; `/health` and `/leader` show the leader set
  *   with `setLeader` (real standbys know it).
+ *
+ * HA groups: `shareStoreWith` makes a master hold the same objects and segments as another (the
+ * real standby replays the leader's metadata), so a promoted standby answers what the old leader
+ * knew; `demote()` / `promote()` switch between `standby503` and `ok` (the leader, serving).
  * - `metadata_port`: the URL points at the master's HTTP metadata server
  *   (`--http_metadata_server_port`, default 8080) instead of its admin port: cinatra's plain
  *   `404 Not Found` for every admin path.
@@ -103,8 +107,17 @@ export interface FakeMasterRequest {
   at: number;
 }
 
+/** What an HA group's masters share: the stored objects and the mounted segments. */
+export interface FakeMasterStore {
+  readonly objects: Map<string, StoredObject>;
+  readonly segments: Map<string, Segment>;
+  autoMounted: number;
+}
+
 export interface FakeMasterOptions {
   mode?: FakeMasterMode;
+  /** Another master of the same HA group: both read and write one store. */
+  shareStoreWith?: FakeMooncakeMaster;
   delayMs?: number;
   /** Port to bind (default 0: any free port). */
   port?: number;
@@ -128,6 +141,12 @@ export interface FakeMooncakeMaster {
   setLeader(leader: LeaderView | undefined): void;
   /** Switch behaviour; `down` closes the listener, leaving `down` re-opens it on the same port. */
   setMode(mode: FakeMasterMode): Promise<void>;
+  /** HA: become a standby (`standby503`): data routes answer 503 -1011, `/health` says so. */
+  demote(): Promise<void>;
+  /** HA: become the serving leader (`ok`), optionally with the leader view `/health` reports. */
+  promote(leader?: LeaderView): Promise<void>;
+  /** The objects and segments, shared with the masters of its HA group. */
+  readonly store: FakeMasterStore;
   setDelayMs(ms: number): void;
   /** Every `/batch_query_keys` request received, oldest first. */
   readonly requests: readonly FakeMasterRequest[];
@@ -200,8 +219,9 @@ const lenientUtf8 = new TextDecoder();
 export function startFakeMooncakeMaster(
   options: FakeMasterOptions = {},
 ): Promise<FakeMooncakeMaster> {
-  const objects = new Map<string, StoredObject>();
-  const segments = new Map<string, Segment>();
+  const store: FakeMasterStore = options.shareStoreWith?.store ??
+    { objects: new Map(), segments: new Map(), autoMounted: 0 };
+  const { objects, segments } = store;
   const requests: FakeMasterRequest[] = [];
   const pendingDelays = new Set<AbortController>();
   const connections = new Set<Connection>();
@@ -214,13 +234,12 @@ export function startFakeMooncakeMaster(
   let accepting: Promise<void> | undefined;
   let port = options.port ?? 0;
   let closed = false;
-  let autoMounted = 0;
 
   const mountSegment = (name: string, segmentOptions: SegmentOptions = {}) => {
     const existing = segments.get(name);
     const segment: Segment = existing ?? {
       name,
-      baseAddress: BASE_ADDRESS - SEGMENT_STRIDE * autoMounted++,
+      baseAddress: BASE_ADDRESS - SEGMENT_STRIDE * store.autoMounted++,
       size: DEFAULT_SEGMENT_SIZE,
       segmentId: uuidOf(name, 1),
       clientId: clientIdOf(name),
@@ -557,6 +576,16 @@ export function startFakeMooncakeMaster(
     },
     setLeader(view) {
       leader = view;
+    },
+    get store() {
+      return store;
+    },
+    async demote() {
+      await this.setMode("standby503");
+    },
+    async promote(view) {
+      if (view !== undefined) leader = view;
+      await this.setMode("ok");
     },
     async setMode(next) {
       if (closed) throw new Error("the fake Mooncake master is closed");

@@ -115,6 +115,31 @@ Deno.test("fake Mooncake master plays an HA standby: 503 on queries, service_rea
   }
 });
 
+Deno.test("fake Mooncake HA pair: one store, demote and promote swap who serves it", async () => {
+  const leader = await startFakeMooncakeMaster();
+  const standby = await startFakeMooncakeMaster({ mode: "standby503", shareStoreWith: leader });
+  try {
+    leader.put("k", "10.0.0.5:1");
+    const view = { address: "10.0.0.2:50051", viewVersion: 2 };
+    await leader.demote();
+    await standby.promote(view);
+    strictEqual((await get(`${leader.url}/batch_query_keys?keys=k`)).status, 503);
+    const role = JSON.parse((await get(`${leader.url}/health`)).body);
+    deepStrictEqual([role.role, role.ha_state, role.service_ready], ["standby", "standby", false]);
+    const served = await get(`${standby.url}/batch_query_keys?keys=k`);
+    strictEqual(served.status, 200);
+    ok(served.body.includes('"transport_endpoint_":"10.0.0.5:1"'), served.body);
+    strictEqual(
+      (await get(`${standby.url}/health`)).body,
+      `{"status":"ok","role":"leader","ha_state":"serving","service_ready":true,` +
+        `"leader_address":"10.0.0.2:50051","view_version":2}`,
+    );
+  } finally {
+    await standby.close();
+    await leader.close();
+  }
+});
+
 Deno.test("fake Mooncake master serves keys, segments, details and metrics for operators", async () => {
   const master = await startFakeMooncakeMaster();
   try {
