@@ -7,16 +7,34 @@ import {
 } from "./mooncake_request.ts";
 import { parseBatchQueryKeysResponse } from "./mooncake_response.ts";
 import { StoreHealth } from "./store_health.ts";
+import {
+  attemptBudget,
+  type MasterVerdict,
+  newTrail,
+  nextMaster,
+  recordAttempt,
+  verdictOf,
+} from "./master_choice.ts";
+import { LeaderFinder } from "./leader_finder.ts";
 
 /**
  * Asks a Mooncake master where keys live (docs/compat.md §4-5): one logical
  * `GET /batch_query_keys?keys=...` cut into batches sent concurrently, retried inside one
  * per-lookup deadline, gated by `StoreHealth`. Fails open: it never throws, and whatever
  * answered before the deadline is returned.
+ *
+ * With several masters (an HA group) it follows the one that serves: a standby's 503 or a 404 is
+ * never retried on the same master, the batch moves to the next one inside the same deadline,
+ * and the master that answered is asked first from then on (`master_choice.ts`). When the
+ * followed master stops serving, or while the store is marked down, a bounded `/health` sweep
+ * (`leader_finder.ts`) looks for the one that does.
  */
 export interface MooncakeClientOptions {
-  /** The master's admin base URL (its `--metrics_port`, default 9003), e.g. `http://10.0.0.2:9003`. */
-  url: string;
+  /**
+   * The master's admin base URL (its `--metrics_port`, default 9003), e.g. `http://10.0.0.2:9003`,
+   * or every master of an HA group, tried in this order.
+   */
+  url: string | readonly string[];
   fetch?: typeof fetch;
   /** Milliseconds on a monotonic clock (default `performance.now`). */
   now?: () => number;
@@ -28,8 +46,12 @@ export interface MooncakeClientOptions {
   deadlineMs?: number;
   /** Attempts per batch, all inside the deadline (default 3; Llumnix does 5 over seconds). */
   maxAttempts?: number;
-  /** Pause between attempts of one batch (default 5 ms). */
+  /** Pause between attempts of one batch on the same master (default 5 ms). */
   retryBackoffMs?: number;
+  /** Bound of one `/health` sweep of the masters, and least time between two (default 1 000 ms). */
+  leaderCheckTimeoutMs?: number;
+  /** Told when the client starts following another master. */
+  onMasterChange?: (change: { from: string; to: string }) => void;
 }
 
 type BatchOutcome =
@@ -68,7 +90,10 @@ export function routerWasBusy(lateMs: number, deadlineMs: number): boolean {
 const MIN_ATTEMPT_MS = 2;
 
 export class MooncakeClient implements KvIndex {
-  readonly #url: string;
+  readonly #urls: readonly string[];
+  #current: string;
+  readonly #finder: LeaderFinder;
+  readonly #onMasterChange: MooncakeClientOptions["onMasterChange"];
   readonly #fetch: typeof fetch;
   readonly #now: () => number;
   readonly #health: StoreHealth;
@@ -78,9 +103,18 @@ export class MooncakeClient implements KvIndex {
   readonly #retryBackoffMs: number;
 
   constructor(options: MooncakeClientOptions) {
-    this.#url = options.url;
+    this.#urls = typeof options.url === "string" ? [options.url] : [...new Set(options.url)];
+    if (this.#urls.length === 0) throw new Error("MooncakeClient needs at least one master URL");
+    this.#current = this.#urls[0];
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.#now = options.now ?? (() => performance.now());
+    this.#finder = new LeaderFinder({
+      urls: this.#urls,
+      fetch: this.#fetch,
+      now: this.#now,
+      timeoutMs: positive(options.leaderCheckTimeoutMs, 1_000),
+    });
+    this.#onMasterChange = options.onMasterChange;
     this.#health = options.health ?? new StoreHealth();
     this.#batchSize = positiveInt(options.batchSize, 128);
     this.#deadlineMs = positive(options.deadlineMs, 50);
@@ -92,8 +126,19 @@ export class MooncakeClient implements KvIndex {
     return this.#health;
   }
 
+  /** The master asked first: the one that served last. */
   get url(): string {
-    return this.#url;
+    return this.#current;
+  }
+
+  /** Every configured master, in configured order. */
+  get urls(): readonly string[] {
+    return this.#urls;
+  }
+
+  /** `/health` sweeps run so far to find the serving master. */
+  get leaderChecks(): number {
+    return this.#finder.sweeps;
   }
 
   async lookup(
@@ -136,6 +181,7 @@ export class MooncakeClient implements KvIndex {
     }
     const admission = this.#health.admit(started);
     if (admission === "skip") {
+      this.#lookForLeader();
       const until = this.#health.downUntil ?? started;
       const reason = this.#health.lastError ?? "earlier lookups failed";
       return {
@@ -262,41 +308,48 @@ export class MooncakeClient implements KvIndex {
     deadlineAt: number,
     run: LookupRun,
   ): Promise<BatchOutcome> {
-    const url = batchQueryUrl(this.#url, batch);
+    const trail = newTrail();
+    const budget = attemptBudget(this.#maxAttempts, this.#urls.length);
+    let url: string | undefined = this.#current;
     let lastError = "no attempt made";
-    for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
+    for (let attempt = 1; attempt <= budget && url !== undefined; attempt++) {
       if (signal.aborted) return { kind: "aborted" };
       if (attempt > 1) {
-        const left = deadlineAt - this.#now();
-        if (left < this.#retryBackoffMs + MIN_ATTEMPT_MS) break;
-        if (!await sleep(this.#retryBackoffMs, signal)) return { kind: "aborted" };
+        // Another master is asked at once; the same one again only after the backoff.
+        const pause = trail.asked.has(url) ? this.#retryBackoffMs : 0;
+        if (deadlineAt - this.#now() < pause + MIN_ATTEMPT_MS) break;
+        if (pause > 0 && !await sleep(pause, signal)) return { kind: "aborted" };
       }
       run.attempts++;
-      const result = await this.#attempt(url, signal);
+      const result = await this.#attempt(url, batch, signal);
       if (result.kind === "aborted") return result;
+      recordAttempt(trail, url, result.verdict);
       if (result.kind === "answered") {
+        this.#follow(url);
         mergeAnswer(batch, result.locations, run.locations);
         return { kind: "answered" };
       }
       lastError = result.error;
       run.errors.push(result.error);
-      if (!result.retryable) break;
+      if (url === this.#current) this.#lookForLeader(result.verdict);
+      url = nextMaster(this.#urls, url, result.verdict, trail);
     }
     return { kind: "failed", error: lastError };
   }
 
   async #attempt(
-    url: string,
+    base: string,
+    batch: readonly string[],
     signal: AbortSignal,
   ): Promise<
-    | { kind: "answered"; locations: Map<string, KeyLocation> }
-    | { kind: "failed"; error: string; retryable: boolean }
+    | { kind: "answered"; locations: Map<string, KeyLocation>; verdict: MasterVerdict }
+    | { kind: "failed"; error: string; verdict: MasterVerdict }
     | { kind: "aborted" }
   > {
     let status: number;
     let body: string;
     try {
-      const response = await this.#fetch(url, {
+      const response = await this.#fetch(batchQueryUrl(base, batch), {
         signal,
         headers: { accept: "application/json" },
       });
@@ -306,14 +359,39 @@ export class MooncakeClient implements KvIndex {
       if (signal.aborted) return { kind: "aborted" };
       return {
         kind: "failed",
-        error: `cannot reach the Mooncake master at ${this.#url}: ${describe(error)}`,
-        retryable: true,
+        error: `cannot reach the Mooncake master at ${base}: ${describe(error)}`,
+        verdict: verdictOf(undefined, false),
       };
     }
     const parsed = parseBatchQueryKeysResponse(status, body);
-    if (parsed.ok) return { kind: "answered", locations: parsed.locations };
-    // A 400 is our request's fault: sending it again cannot help.
-    return { kind: "failed", error: parsed.error, retryable: status !== 400 };
+    const verdict = verdictOf(status, parsed.ok);
+    if (parsed.ok) return { kind: "answered", locations: parsed.locations, verdict };
+    const error = this.#urls.length > 1 ? `${base}: ${parsed.error}` : parsed.error;
+    return { kind: "failed", error, verdict };
+  }
+
+  /** Asks `url` first from now on. */
+  #follow(url: string): void {
+    if (url === this.#current) return;
+    const from = this.#current;
+    this.#current = url;
+    this.#onMasterChange?.({ from, to: url });
+  }
+
+  /**
+   * With several masters, after the followed one stopped serving (or while the store is down):
+   * a `/health` sweep in the background. A different master that serves is followed, and a
+   * down-window ends at once so the next lookup probes it.
+   */
+  #lookForLeader(verdict: MasterVerdict = "not_serving"): void {
+    if (this.#urls.length < 2) return;
+    if (verdict !== "not_serving" && verdict !== "unreachable") return;
+    const followed = this.#current;
+    void this.#finder.find(followed).then((leader) => {
+      if (leader === undefined || leader === followed) return;
+      this.#follow(leader);
+      this.#health.endWindow(this.#now());
+    });
   }
 }
 

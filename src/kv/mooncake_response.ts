@@ -136,7 +136,8 @@ function describeHttpError(status: number, body: string): string {
   const detail = errorTextOfBody(body);
   if (status === 503) {
     return `master answered 503 (${detail}): an HA standby or a master still starting; ` +
-      "point the router at the leader (or list every master)";
+      'list every master of the HA group in kv.url (e.g. kv.url: ["http://m1:9003", ' +
+      '"http://m2:9003"]) and the router follows the one that serves';
   }
   if (status === 400) return `master answered 400 (${detail}): the query was malformed`;
   if (status === 404) {
