@@ -87,8 +87,13 @@ export const KeyParamsSchema = z.strictObject({
 
 export const KvSchema = z.strictObject({
   store: z.enum(["mooncake", "none"]).default("mooncake"),
-  /** The Mooncake master's admin/metrics port (default 9003), not the metadata server. */
-  url: httpUrl.optional(),
+  /**
+   * The Mooncake master's admin/metrics port (default 9003), not the metadata server; or every
+   * master of an HA group (leader and standbys, any order): the router follows the one that serves.
+   */
+  url: z.union([httpUrl, z.array(httpUrl).min(1).max(16)]).optional(),
+  /** Bound of one `/health` sweep of the HA masters, and least time between two. */
+  leaderCheckTimeoutMs: z.int().min(1).max(60_000).default(1_000),
   hash: z.enum(HASH_ALGORITHMS).default("sha256_cbor"),
   /**
    * The engines' PYTHONHASHSEED (vLLM) / GO_HASH_SEED (Llumnix), hashed as given. Omitted: the
@@ -444,11 +449,16 @@ function checkModelNeeds(model: Model, m: number, ctx: z.RefinementCtx): void {
       "a model needs at least one instance or a discovery entry",
     );
   }
+  const urls = model.kv.url;
+  if (Array.isArray(urls) && new Set(urls).size !== urls.length) {
+    addIssue(ctx, ["models", m, "kv", "url"], "lists the same master twice");
+  }
   if (model.kv.store === "mooncake" && !model.kv.url) {
     addIssue(
       ctx,
       ["models", m, "kv", "url"],
-      'required when kv.store is "mooncake" (the master\'s HTTP port, default 9003)',
+      'required when kv.store is "mooncake" (the master\'s HTTP port, default 9003; ' +
+        "an array of URLs for an HA group)",
     );
   }
   if (model.tokenizer.mode === "local" && !model.tokenizer.path) {

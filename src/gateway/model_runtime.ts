@@ -1,4 +1,5 @@
 import type { ModelConfig } from "../config/schema.ts";
+import { masterUrls } from "../config/kv_masters.ts";
 import { DecodeOutlook } from "../cluster/decode_outlook.ts";
 import { ModelCluster } from "../cluster/model_cluster.ts";
 import type { Timers } from "../cluster/timers.ts";
@@ -237,9 +238,10 @@ function loadCachedTokenizer(config: ModelConfig, deps: RuntimeDeps): Promise<Lo
 }
 
 function createStore(config: ModelConfig, deps: RuntimeDeps): MooncakeClient | undefined {
-  if (config.kv.store !== "mooncake" || !config.kv.url) return undefined;
+  const urls = masterUrls(config.kv);
+  if (config.kv.store !== "mooncake" || urls.length === 0) return undefined;
   return new MooncakeClient({
-    url: config.kv.url,
+    url: urls,
     fetch: deps.fetch,
     now: deps.now,
     health: new StoreHealth({
@@ -254,5 +256,12 @@ function createStore(config: ModelConfig, deps: RuntimeDeps): MooncakeClient | u
     }),
     batchSize: config.kv.batchSize,
     deadlineMs: config.kv.timeoutMs,
+    leaderCheckTimeoutMs: config.kv.leaderCheckTimeoutMs,
+    onMasterChange: ({ from, to }) =>
+      deps.log("KV store: following another Mooncake master (the one that serves)", {
+        model: config.name,
+        from,
+        to,
+      }),
   });
 }

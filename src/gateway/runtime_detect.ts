@@ -1,5 +1,6 @@
 import { keySchemeOptionsFromKv } from "../hashing/key_scheme.ts";
-import { readKeySample } from "../kv/key_sample.ts";
+import { readKeySampleFromMasters } from "../kv/key_sample.ts";
+import { masterUrls } from "../config/kv_masters.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { detectKeySchemes, type DetectResult } from "./kv_detect.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -18,16 +19,17 @@ export async function detectForRuntime(
   deps: { fetch?: typeof fetch; now?: () => number; deadlineMs?: number } = {},
 ): Promise<DetectResult & { sampledKeys: number }> {
   const kv = runtime.config.kv;
-  if (kv.store !== "mooncake" || !kv.url) {
+  const urls = masterUrls(kv);
+  if (kv.store !== "mooncake" || urls.length === 0) {
     throw new Error(`Model ${runtime.config.name} has no store configured (kv.store is "none")`);
   }
   const deadlineMs = deps.deadlineMs ?? 1_500;
-  const sample = await readKeySample(kv.url, {
+  const sample = await readKeySampleFromMasters(urls, {
     fetch: deps.fetch,
     timeoutMs: Math.min(500, deadlineMs),
   });
   const client = new MooncakeClient({
-    url: kv.url,
+    url: urls,
     fetch: deps.fetch,
     now: deps.now,
     batchSize: DETECT_BATCH,

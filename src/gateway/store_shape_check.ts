@@ -1,5 +1,6 @@
 import { countKeyShapes, type KeyShape, keyShape, shapeMismatch } from "../hashing/key_shapes.ts";
-import { readKeySample } from "../kv/key_sample.ts";
+import { readKeySampleFromMasters } from "../kv/key_sample.ts";
+import { masterUrls } from "../config/kv_masters.ts";
 import { untracedFetch } from "../telemetry/tracing.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 
@@ -27,8 +28,9 @@ export async function checkStoreShape(
 ): Promise<ShapeVerdict> {
   const kv = runtime.config.kv;
   const configured = configuredShape(runtime);
-  if (kv.store !== "mooncake" || !kv.url || configured === undefined) return "unknown";
-  const sample = await readKeySample(kv.url, {
+  const urls = masterUrls(kv);
+  if (kv.store !== "mooncake" || urls.length === 0 || configured === undefined) return "unknown";
+  const sample = await readKeySampleFromMasters(urls, {
     fetch: untracedFetch(options.fetch ?? fetch),
     timeoutMs: options.timeoutMs ?? 2_000,
     maxBytes: options.maxBytes ?? 256 * 1024,

@@ -47,7 +47,7 @@ export function describeScheme(scheme: KeySchemeOptions): string {
  */
 export function kvBlockText(
   scheme: KeySchemeOptions,
-  store: { url?: string; modelName: string },
+  store: { url?: string | readonly string[]; modelName: string },
 ): string {
   const params = keyParamsOf(scheme);
   if (params.model === store.modelName) delete params.model;

@@ -49,6 +49,23 @@ export async function readKeySample(
   }
 }
 
+/**
+ * The sample from the first of several masters (an HA group) that answers: a standby's 503 or a
+ * refused connection passes to the next one. The last failure's sample when none answers.
+ */
+export async function readKeySampleFromMasters(
+  urls: readonly string[],
+  options: KeySampleOptions = {},
+): Promise<KeySample> {
+  let sample: KeySample = { keys: [], truncated: false, error: "no master URL configured" };
+  for (const url of urls) {
+    sample = await readKeySample(url, options);
+    if (sample.error === undefined || sample.keys.length > 0) return sample;
+    if (options.signal?.aborted) break;
+  }
+  return sample;
+}
+
 /** Appends the body's text up to `maxBytes`, then cancels the rest. */
 async function readBounded(
   response: Response,

@@ -23,6 +23,7 @@ const KV_DEFAULTS = {
   timeoutMs: 50,
   batchSize: 128,
   downWindowMs: 30_000,
+  leaderCheckTimeoutMs: 1_000,
   predictedIndex: { enabled: true, ttlMs: 5_000, maxKeys: 200_000 },
   requestStreamUsage: true,
   onDisagreement: "warn",

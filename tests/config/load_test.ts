@@ -81,6 +81,26 @@ Deno.test("resolveConfig() rejects duplicate ids, a missing store url and a miss
   );
 });
 
+Deno.test("resolveConfig() takes kv.url as one master or every master of an HA group, no duplicates", () => {
+  const one = structuredClone(ISSUE_EXAMPLE) as Mutable;
+  const url = one.models[0].kv.url;
+  assertEquals(resolveConfig(one).models[0].kv.url, url);
+  const group = structuredClone(ISSUE_EXAMPLE) as Mutable;
+  group.models[0].kv.url = ["http://10.0.0.8:9003", "http://10.0.0.9:9003"];
+  assertEquals(resolveConfig(group).models[0].kv.url, [
+    "http://10.0.0.8:9003",
+    "http://10.0.0.9:9003",
+  ]);
+  const twice = structuredClone(ISSUE_EXAMPLE) as Mutable;
+  twice.models[0].kv.url = ["http://10.0.0.8:9003", "http://10.0.0.8:9003"];
+  assertEquals(problemsOf(() => resolveConfig(twice)), [
+    "models[0].kv.url: lists the same master twice",
+  ]);
+  const empty = structuredClone(ISSUE_EXAMPLE) as Mutable;
+  empty.models[0].kv.url = [];
+  assert(problemsOf(() => resolveConfig(empty)).some((p) => p.startsWith("models[0].kv.url")));
+});
+
 Deno.test("resolveConfig() reads an admin token from the environment and fails when it is unset", () => {
   const withToken = { ...structuredClone(ISSUE_EXAMPLE), admin: { token: "env:TG_TOKEN" } };
   const config = resolveConfig(withToken, {
