@@ -20,6 +20,8 @@ export interface TestCluster {
   /** Engine i's KV host is `10.0.0.{i+1}`. */
   kvHost(i: number): string;
   master: FakeMooncakeMaster;
+  /** HA standbys of `master` (one store), listed after it in `kv.url`; none unless asked. */
+  standbys: FakeMooncakeMaster[];
   /** Store keys (llumnix preset, sha256_cbor, chunk 16) of a token prompt. */
   keys(tokens: number[]): string[];
   /** Puts the first `chunks` keys of `tokens` on engine i's host. */
@@ -41,6 +43,8 @@ export interface TestClusterOptions {
   top?: Record<string, unknown>;
   background?: boolean;
   tracerProvider?: TracerProvider;
+  /** HA standbys sharing the master's store; `kv.url` then lists the master and them. */
+  standbys?: number;
 }
 
 export function range(from: number, count: number): number[] {
@@ -49,6 +53,10 @@ export function range(from: number, count: number): number[] {
 
 export async function startTestCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
   const master = await startFakeMooncakeMaster();
+  const standbys: FakeMooncakeMaster[] = [];
+  for (let i = 0; i < (options.standbys ?? 0); i++) {
+    standbys.push(await startFakeMooncakeMaster({ mode: "standby503", shareStoreWith: master }));
+  }
   const engines: FakeEngine[] = [];
   const kvHost = (i: number) => `10.0.0.${i + 1}`;
   for (let i = 0; i < (options.engines ?? 3); i++) {
@@ -68,7 +76,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     tokenizer: { mode: "none" },
     kv: {
       store: "mooncake",
-      url: master.url,
+      url: standbys.length === 0 ? master.url : [master.url, ...standbys.map((s) => s.url)],
       chunkSize: CHUNK,
       minPromptTokens: 0,
       // A deadline a busy machine cannot miss against the in-process fake master; the tests of
@@ -101,6 +109,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     engines,
     kvHost,
     master,
+    standbys,
     keys: (tokens) => scheme.keys(tokens),
     hold(i, tokens, chunks) {
       for (const key of scheme.keys(tokens).slice(0, chunks)) master.put(key, `${kvHost(i)}:17000`);
@@ -108,7 +117,11 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     logs,
     async close() {
       await router.close();
-      await Promise.all([...engines.map((e) => e.close()), master.close()]);
+      await Promise.all([
+        ...engines.map((e) => e.close()),
+        ...standbys.map((s) => s.close()),
+        master.close(),
+      ]);
     },
   };
 }
