@@ -146,7 +146,7 @@ Deno.test("parseBatchQueryKeysResponse() reports a 503 standby precisely, JSON o
   strictEqual(json.standby, true);
   ok(json.error.includes("503"), json.error);
   ok(json.error.includes("service plane is not active"), json.error);
-  ok(json.error.includes("leader"), json.error);
+  ok(json.error.includes("list every master of the HA group in kv.url"), json.error);
   const coded = failure(
     `{"success":false,"error_code":-1011,"error_message":"service plane is not active"}`,
     503,
