@@ -107,3 +107,13 @@ Deno.test("MooncakeClient with no master serving marks the store down, then a /h
     ok(mooncake.leaderChecks >= 1);
   });
 });
+
+Deno.test("MooncakeClient with one master never sweeps /health: there is nothing to choose", async () => {
+  await withPair(async (standby) => {
+    const mooncake = client([standby.url]);
+    strictEqual((await mooncake.lookup([KEY])).outcome, "failed");
+    strictEqual((await mooncake.lookup([KEY])).outcome, "store_down");
+    strictEqual(mooncake.leaderChecks, 0);
+    strictEqual(standby.count, 1);
+  });
+});

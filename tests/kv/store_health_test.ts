@@ -113,3 +113,13 @@ Deno.test("StoreHealth honours failuresToOpen above one", () => {
   strictEqual(health.state, "down");
   ok(health.snapshot().failures === 2);
 });
+
+Deno.test("StoreHealth.endWindow lets the next lookup probe at once, and does nothing while up", () => {
+  const health = new StoreHealth({ downWindowMs: 30_000 });
+  health.endWindow(0);
+  strictEqual(health.admit(0), "send");
+  health.recordFailure(0, "503");
+  strictEqual(health.admit(1), "skip");
+  health.endWindow(2);
+  strictEqual(health.admit(2), "probe");
+});
