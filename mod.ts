@@ -31,7 +31,8 @@ export { MooncakeClient } from "./src/kv/mooncake_client.ts";
 export { MergedIndex, withLatestPredictions } from "./src/kv/merged_index.ts";
 export { PredictedIndex } from "./src/kv/predicted_index.ts";
 
-const COMMANDS = `Usage: deno run -A mod.ts <command> [options]
+const COMMANDS =
+  `Usage: tidegate <command> [options]   (from source: deno run -A mod.ts <command> ...)
 
 Commands:
   start --config FILE      run the router from a config file
@@ -39,18 +40,36 @@ Commands:
   keys --config FILE ...   print (and --probe) the store keys of a prompt
   sim --trace FILE ...     replay a Mooncake trace through the scheduling policies`;
 
+type Runner = (rest: string[]) => Promise<number>;
+
+const RUNNERS: Record<string, Runner> = {
+  start: async (rest) => (await import("./cli/start.ts")).runStart(rest),
+  demo: async (rest) => (await import("./cli/demo.ts")).runDemo(rest),
+  keys: async (rest) => (await import("./cli/keys.ts")).runKeys(rest),
+  sim: async (rest) => (await import("./src/sim/cli.ts")).runSimCli(rest),
+};
+
+/**
+ * The command a command line names (its first argument) and the arguments left for it, or
+ * undefined when the first argument is no command. `main` dispatches through it; the deploy tests
+ * run the pod's command line through it too.
+ */
+export function resolveCommand(
+  args: string[],
+): { command: string; rest: string[]; run: Runner } | undefined {
+  const [command, ...rest] = args;
+  const run = command !== undefined && Object.hasOwn(RUNNERS, command)
+    ? RUNNERS[command]
+    : undefined;
+  return run ? { command: command!, rest, run } : undefined;
+}
+
 /** The command-line entry point; returns the process exit code. */
 export async function main(args: string[]): Promise<number> {
-  const [command, ...rest] = args;
+  const resolved = resolveCommand(args);
+  if (resolved) return await resolved.run(resolved.rest);
+  const command = args[0];
   switch (command) {
-    case "start":
-      return (await import("./cli/start.ts")).runStart(rest);
-    case "demo":
-      return (await import("./cli/demo.ts")).runDemo(rest);
-    case "keys":
-      return (await import("./cli/keys.ts")).runKeys(rest);
-    case "sim":
-      return (await import("./src/sim/cli.ts")).runSimCli(rest);
     case undefined:
     case "help":
     case "--help":

@@ -12,8 +12,10 @@ Runs the router from a JSON or YAML config file (see deploy/examples/). Editing 
 sending SIGHUP reloads it: instances are added, drained and removed without dropping requests,
 and an invalid file is rejected with the reasons while the running config stays.`;
 
-/** `start`: serve from a config file until SIGINT/SIGTERM. Returns the exit code. */
-export async function runStart(args: string[]): Promise<number> {
+/** `start`'s flags, checked: the values, or the exit code when the command stops here. */
+export function parseStartArgs(
+  args: string[],
+): { config: string; host: string | undefined; port: number | undefined } | number {
   const parsed = parseCommandArgs(args, {
     config: { type: "string", short: "c" },
     host: { type: "string" },
@@ -30,6 +32,15 @@ export async function runStart(args: string[]): Promise<number> {
     console.error(port);
     return 2;
   }
+  return { config: values.config, host: values.host, port };
+}
+
+/** `start`: serve from a config file until SIGINT/SIGTERM. Returns the exit code. */
+export async function runStart(args: string[]): Promise<number> {
+  const parsed = parseStartArgs(args);
+  if (typeof parsed === "number") return parsed;
+  const port = parsed.port;
+  const values = parsed;
   let listen = "";
   try {
     const config = await loadConfigFile(values.config);
