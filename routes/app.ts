@@ -185,7 +185,7 @@ function assembleParts(
   const metrics = new GatewayMetrics(
     () => instanceSamples(gateway.runtimes(), deps.now),
     () => modelSamples(gateway.runtimes()),
-    () => ({ sharedState: deps.shared?.samples() }),
+    () => ({ sharedState: deps.shared?.samples(), inFlight: gateway.inFlight }),
   );
   const arms = new ExperimentArms({
     random: deps.random,

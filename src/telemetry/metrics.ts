@@ -53,8 +53,10 @@ export interface ModelGaugeSample {
   tokenizerWorkers?: { started: number; ready: number; replaced: number };
 }
 
-/** Router-wide gauges: the shared state between replicas (absent without the setting). */
+/** Router-wide gauges: requests in flight; the shared state between replicas (absent without). */
 export interface RouterGaugeSample {
+  /** Requests the router is carrying: the count `limits.maxConcurrentRequests` bounds. */
+  inFlight?: number;
   sharedState?: {
     published: number;
     received: number;
@@ -243,6 +245,16 @@ export class GatewayMetrics {
         "its rate limits admitted them.",
       labelNames: ["tenant", "result"],
       registers,
+    });
+
+    new client.Gauge({
+      name: "tidegate_requests_in_flight",
+      help: "Requests the router is carrying (tokenizing, waiting for an engine, streaming): " +
+        "past limits.maxConcurrentRequests the next one gets 503 router_overloaded.",
+      registers,
+      collect() {
+        this.set(routerSamples().inFlight ?? 0);
+      },
     });
 
     declareInstanceGauges(registers, instanceSamples);

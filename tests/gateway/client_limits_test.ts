@@ -6,6 +6,13 @@
 import { assertEquals, assertMatch } from "../assert.ts";
 import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
 
+/** The value of an unlabelled series on the router's /metrics. */
+async function gauge(url: string, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
 Deno.test("a body that does not arrive within limits.clientBodyTimeoutMs gets a 408 and never reaches an engine", async () => {
   const t = await startTestCluster({ engines: 1, top: { limits: { clientBodyTimeoutMs: 200 } } });
   try {
@@ -39,12 +46,14 @@ Deno.test("past limits.maxConcurrentRequests the next request gets a 503 with Re
       [0, 1].map(() => completion(t.url, { prompt: range(1, 50), stream: true })),
     );
     assertEquals(t.router.gateway.inFlight, 2);
+    assertEquals(await gauge(t.url, "tidegate_requests_in_flight"), 2);
     const refused = await completion(t.url, { prompt: range(1, 50) });
     assertEquals(refused.status, 503);
     assertEquals(refused.headers.get("retry-after"), "1");
     assertEquals((await refused.json()).error.code, "router_overloaded");
     await Promise.all(held.map((r) => r.body?.cancel()));
     await eventually(() => t.router.gateway.inFlight === 0, 5_000, "the streams finished");
+    assertEquals(await gauge(t.url, "tidegate_requests_in_flight"), 0);
     await t.engines[0].setFailure("none");
     const served = await completion(t.url, { prompt: range(1, 50) });
     assertEquals(served.status, 200);
