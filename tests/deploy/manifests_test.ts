@@ -143,7 +143,9 @@ for (const name of KUSTOMIZATIONS) {
     for (const entry of config.models[0].discovery) {
       if (entry.port) assert(egressPorts.includes(entry.port), `egress to ${entry.port}`);
     }
-    assert(egressPorts.includes(Number(new URL(config.models[0].kv.url!).port)));
+    for (const master of [config.models[0].kv.url!].flat()) {
+      assert(egressPorts.includes(Number(new URL(master).port)), `egress to ${master}`);
+    }
   });
 }
 
