@@ -20,6 +20,7 @@ import { ModelRuntime } from "../src/gateway/model_runtime.ts";
 import { applyReload, type ReloadResult } from "../src/gateway/reload.ts";
 import { StoreShapeChecks } from "../src/gateway/store_shape_check.ts";
 import { HttpError, openAIError } from "../src/openai/errors.ts";
+import { accessLogObserver } from "../src/telemetry/access_log.ts";
 import { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
 import { DecisionLog } from "../src/telemetry/decision_log.ts";
 import { jsonLog } from "../src/telemetry/json_log.ts";
@@ -203,6 +204,7 @@ function assembleParts(
   const gateway: Gateway = new Gateway(config, runtimes, deps, {
     observers: [
       metricsObserver(metrics),
+      accessLogObserver(deps.log),
       stats,
       decisions,
       traffic,
@@ -248,7 +250,7 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
   });
   app.onError((error) => {
     if (error instanceof HttpError) return error.toResponse();
-    deps.log("unhandled error in a route", { error: error.stack ?? String(error) });
+    deps.log("unhandled error in a route", { level: "error", error: error.stack ?? String(error) });
     return openAIError(500, `Internal router error: ${error.message}`, { code: "internal_error" });
   });
   return app;
@@ -328,7 +330,7 @@ function serve(
     signal: overrides.signal,
     onListen: () => {},
     onError: (error) => {
-      log("http server error", { error: (error as Error)?.stack ?? String(error) });
+      log("http server error", { level: "error", error: (error as Error)?.stack ?? String(error) });
       return openAIError(500, "Internal router error", { code: "internal_error" });
     },
   }, (request, info) => app.fetch(request, { remoteAddr: info.remoteAddr }));
