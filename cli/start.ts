@@ -178,7 +178,11 @@ async function reloadFromFile(
     const problems = error instanceof ConfigError
       ? error.problems
       : [(error as Error)?.message ?? String(error)];
-    io.log("config reload rejected, keeping the running config", { reason, problems });
+    io.log("config reload rejected, keeping the running config", {
+      level: "warn",
+      reason,
+      problems,
+    });
     options.router.metrics.reloads.inc({ outcome: "rejected" });
     return undefined;
   }
@@ -210,7 +214,10 @@ function watchFileEvents(
         if (relevant && event.kind !== "access") onChange();
       }
     } catch (error) {
-      log("config file watch ended", { error: (error as Error)?.message ?? String(error) });
+      log("config file watch ended", {
+        level: "warn",
+        error: (error as Error)?.message ?? String(error),
+      });
     }
   })();
   return {

@@ -180,6 +180,7 @@ export class DnsDiscovery {
       const message = error instanceof Error ? error.message : String(error);
       if (entry.consecutiveFailures === 0) {
         this.#options.log?.("discovery: resolution failed, keeping the previous instances", {
+          level: "warn",
           model: this.model,
           discovery: entry.name,
           hostname: entry.hostname,

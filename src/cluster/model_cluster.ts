@@ -219,6 +219,7 @@ export class ModelCluster {
           model: this.model,
           instance: id,
           url: this.#entries.get(id)?.config.url,
+          level: change.to === "open" ? "warn" : "info",
           ...change,
         }),
     });

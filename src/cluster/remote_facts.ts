@@ -101,6 +101,7 @@ export class RemoteFacts {
       this.#replicas.delete(name);
       dropped++;
       this.#log("shared state: a replica went silent; its leases are released", {
+        level: "warn",
         replica: name,
         leases: replica.leases.size,
         silentAfterMs: this.#silentAfterMs,

@@ -244,6 +244,7 @@ export class SharedState {
     if (this.#down) return;
     this.#down = true;
     this.#options.log("shared state unavailable; this replica uses its own view until it returns", {
+      level: "warn",
       error: (error as Error)?.message ?? String(error),
     });
   }

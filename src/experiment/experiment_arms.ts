@@ -247,6 +247,7 @@ export class ExperimentArms implements ArmSelector {
     } catch (error) {
       // Only reachable from a config that skipped experimentProblems(): keep serving.
       this.#deps.log("experiment change rejected, keeping the running arms", {
+        level: "warn",
         model,
         source,
         error: (error as Error).message,

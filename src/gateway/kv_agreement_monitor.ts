@@ -87,7 +87,14 @@ export class KvAgreementMonitor {
     this.#options.log(
       `KV agreement of ${model} on ${instance}: ${from} -> ${to}: ${LIKELY_CAUSE[to]}` +
         (to === "agree" || to === "unknown" ? "" : `; check the keys with: ${check}`),
-      { model, instance, from, to, ...this.snapshot(instance) },
+      {
+        level: to === "agree" || to === "unknown" ? "info" : "warn",
+        model,
+        instance,
+        from,
+        to,
+        ...this.snapshot(instance),
+      },
     );
     return to;
   }

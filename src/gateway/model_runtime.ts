@@ -103,7 +103,7 @@ export class ModelRuntime {
     const tokenizerFailures = new TokenizeFailureLog({
       label: config.name,
       onFailure: () => deps.onTokenizerFailure?.(config.name),
-      log: (message) => deps.log(message, { model: config.name }),
+      log: (message) => deps.log(message, { level: "warn", model: config.name }),
     });
     const prefillEstimators = new Map<string, PrefillModelEstimator>();
     const agreement = new KvAgreementMonitor({
@@ -251,7 +251,13 @@ function createStore(config: ModelConfig, deps: RuntimeDeps): MooncakeClient | u
           state === "down"
             ? "KV store down: dispatching by load only during its down-window"
             : "KV store answering again",
-          { model: config.name, url: config.kv.url, error, downWindowMs: config.kv.downWindowMs },
+          {
+            level: state === "down" ? "warn" : "info",
+            model: config.name,
+            url: config.kv.url,
+            error,
+            downWindowMs: config.kv.downWindowMs,
+          },
         ),
     }),
     batchSize: config.kv.batchSize,

@@ -94,7 +94,7 @@ export interface ReloadHost {
 export async function applyReload(host: ReloadHost, next: Config): Promise<ReloadResult> {
   const { gateway, log } = host;
   const reject = (problems: string[]): ReloadResult => {
-    log("config reload rejected, keeping the running config", { problems });
+    log("config reload rejected, keeping the running config", { level: "warn", problems });
     return { ok: false, problems };
   };
   const problems = [...policyProblems(next), ...(host.validate?.(next) ?? [])];
@@ -121,6 +121,7 @@ export async function applyReload(host: ReloadHost, next: Config): Promise<Reloa
   });
   if (plan.needsRestart.length) {
     log("config reload: some changes need a restart to take effect", {
+      level: "warn",
       settings: plan.needsRestart,
     });
   }

@@ -41,6 +41,7 @@ export async function checkStoreShape(
   if (mismatch === undefined) return Object.keys(counts).length > 0 ? "matches" : "unknown";
   const name = runtime.config.name;
   options.log(`warning: ${mismatch}: every lookup will miss`, {
+    level: "warn",
     model: name,
     configured: { keyFormat: kv.keyFormat, layout: configured },
     storeHolds: counts,

@@ -104,6 +104,7 @@ export class TokenizerWorkerPool {
     if (message.type === "loaded") slot.ready = true;
     else if (message.type === "load_failed") {
       this.#options.log?.("tokenizer worker could not load its tokenizer", {
+        level: "error",
         error: message.message,
       });
       this.#retire(slot, message.message);
@@ -128,7 +129,7 @@ export class TokenizerWorkerPool {
     this.#retire(slot, reason);
     if (at < 0 || this.#closed) return;
     this.#replaced++;
-    this.#options.log?.("tokenizer worker replaced", { reason });
+    this.#options.log?.("tokenizer worker replaced", { level: "warn", reason });
     this.#slots[at] = this.#spawn();
   }
 
