@@ -8,6 +8,7 @@ import { executePd } from "./execute_pd.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import { relayResponse } from "./relay_response.ts";
 import type { Reservation } from "./reservation.ts";
+import type { LogFn } from "../telemetry/json_log.ts";
 
 export interface ExecuteOptions {
   runtime: ModelRuntime;
@@ -44,6 +45,8 @@ export interface ExecuteOptions {
   finish: (record: RequestRecord) => void;
   /** Spans for each upstream attempt (the fetch runs inside its span). */
   trace?: RequestTrace;
+  /** Where failures after the answer began are reported. */
+  log?: LogFn;
 }
 
 /**

@@ -204,6 +204,7 @@ export class Gateway {
         shutdownSignal: this.shutdown.cutSignal,
         fetch: this.#deps.fetch,
         now: this.#deps.now,
+        log: this.#deps.log,
         maxRetries: this.#config.limits.maxRetries,
         headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
         bodyLimits: {
@@ -338,6 +339,7 @@ export class Gateway {
     if (error instanceof RateLimitedError) return this.#answer(flight, error, "rejected");
     if (error instanceof HttpError) return this.#answer(flight, error, "client_error");
     this.#deps.log("request failed inside the router", {
+      level: "error",
       requestId: flight.record.requestId,
       error: (error as Error)?.stack ?? String(error),
     });
@@ -388,13 +390,16 @@ export class Gateway {
     try {
       trace.finish(record);
     } catch (error) {
-      this.#deps.log("request trace failed", { error: (error as Error).message });
+      this.#deps.log("request trace failed", { level: "error", error: (error as Error).message });
     }
     for (const observer of this.#observers) {
       try {
         observer.onFinished(record);
       } catch (error) {
-        this.#deps.log("request observer failed", { error: (error as Error).message });
+        this.#deps.log("request observer failed", {
+          level: "error",
+          error: (error as Error).message,
+        });
       }
     }
   }

@@ -9,6 +9,7 @@ import type { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import { scoreOf } from "./reservation.ts";
 import { RouterShutdownError } from "./shutdown_state.ts";
+import type { LogFn } from "../telemetry/json_log.ts";
 
 export interface RelayOptions {
   runtime: ModelRuntime;
@@ -33,6 +34,8 @@ export interface RelayOptions {
   bodyLimits?: BodyLimits;
   /** The router asked for the stream's usage: the client does not get that chunk. */
   stripStreamUsage?: boolean;
+  /** Where a mid-stream engine failure is reported (one line each). */
+  log?: LogFn;
 }
 
 /**
@@ -103,7 +106,10 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
         const kind = error instanceof UpstreamStalledError ? "timeout" : "other";
         const detail = `${target.url}: ${record.error}`;
         const engineFault = !(error instanceof RouterShutdownError);
-        if (engineFault) cluster.get(target.id)?.breaker.recordFailure("request", kind, detail);
+        if (engineFault) {
+          cluster.get(target.id)?.breaker.recordFailure("request", kind, detail);
+          logMidStreamFailure(options, record.error);
+        }
       }
       leases.release(target.id);
       options.onEnd?.(end);
@@ -111,6 +117,18 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
     },
     errorEvent: sniffer.isStream ? (error) => midStreamErrorEvent(target.id, error) : undefined,
   };
+}
+
+/** The operator's line for an engine that failed after its answer began: who, where, why. */
+function logMidStreamFailure(options: RelayOptions, error: string): void {
+  options.log?.("engine failed mid-stream", {
+    level: "warn",
+    requestId: options.record.requestId,
+    model: options.record.model,
+    instance: options.target.id,
+    url: options.target.url,
+    error,
+  });
 }
 
 function midStreamErrorEvent(instanceId: string, error: unknown): Uint8Array {

@@ -1,6 +1,6 @@
 /** Failures an operator must see: one log line each, naming the URL and the error. */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, range, startTestCluster } from "./harness.ts";
+import { completion, range, startTestCluster, waitFor } from "./harness.ts";
 
 const PROMPT = range(1000, 200);
 
@@ -46,6 +46,33 @@ Deno.test("the store going down and coming back is logged once each, with its UR
     await t.master.setMode("ok"); // with no down-window the next lookup is the probe
     await (await completion(t.url, { prompt: range(5000, 200) })).text();
     assertEquals(t.logs.filter((l) => l.message === "KV store answering again").length, 1);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("an engine failing mid-stream logs one line with its URL and the error", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    await t.engines[0].setFailure("midstream");
+    const response = await completion(t.url, { prompt: PROMPT, max_tokens: 8, stream: true });
+    assertEquals(response.status, 200);
+    await response.text(); // the stream ends with an error event
+    const lines = await waitFor(
+      () => {
+        const found = t.logs.filter((l) => l.message === "engine failed mid-stream");
+        return found.length ? found : undefined;
+      },
+      5_000,
+      "the mid-stream failure line",
+    );
+    assertEquals(lines.length, 1);
+    const line = lines[0].fields!;
+    assertEquals(line.level, "warn");
+    assertEquals(line.instance, "e0");
+    assertEquals(line.url, t.engines[0].url);
+    assert(String(line.error).length > 0);
+    assertEquals(typeof line.requestId, "string");
   } finally {
     await t.close();
   }
