@@ -132,7 +132,10 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
       log: options.log ?? jsonLog,
     }),
   };
-  const runtimes = await buildRuntimes(config, deps, experimentProblems);
+  const runtimes = await buildRuntimes(config, deps, experimentProblems).catch((error) => {
+    deps.tokenizerPools.close(); // workers a model started before another failed
+    throw error;
+  });
   // Facts that arrive before the gateway exists find no model: the next ones will.
   const built: { gateway?: Gateway } = {};
   const shared = createSharedState(config.cluster.sharedState, {

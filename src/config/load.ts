@@ -1,7 +1,9 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
+import { didYouMean } from "./did_you_mean.ts";
 import { type Config, ConfigSchema } from "./schema.ts";
+import { knownKeysAt, valueAt } from "./schema_walk.ts";
 
 /** Every problem found in a configuration, each with the path of the field at fault. */
 export class ConfigError extends Error {
@@ -21,10 +23,19 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || "(root)";
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+/** One zod issue as a line, with the closest valid name for an unknown field or option. */
+function describeIssue(issue: z.core.$ZodIssue, raw: unknown): string {
   if (issue.code === "unrecognized_keys") {
-    const keys = issue.keys.map((k) => formatPath([...issue.path, k]));
-    return `${keys.join(", ")}: unknown field${keys.length > 1 ? "s" : ""}`;
+    const known = knownKeysAt(ConfigSchema, issue.path);
+    return issue.keys.map((key) =>
+      `${formatPath([...issue.path, key])}: unknown field${didYouMean(key, known)}`
+    ).join("\n");
+  }
+  if (issue.code === "invalid_value") {
+    const given = valueAt(raw, issue.path);
+    const options = issue.values.filter((v): v is string => typeof v === "string");
+    const hint = typeof given === "string" ? didYouMean(given, options) : "";
+    return `${formatPath(issue.path)}: ${issue.message}${hint}`;
   }
   return `${formatPath(issue.path)}: ${issue.message}`;
 }
@@ -41,7 +52,8 @@ export interface ConfigSourceOptions {
 export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): Config {
   const result = ConfigSchema.safeParse(raw);
   if (!result.success) {
-    throw new ConfigError(result.error.issues.map(describeIssue), options.source);
+    const problems = result.error.issues.flatMap((issue) => describeIssue(issue, raw).split("\n"));
+    throw new ConfigError(problems, options.source);
   }
   const config = result.data;
   const problems: string[] = [];

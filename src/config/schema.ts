@@ -2,6 +2,7 @@ import { z } from "zod";
 import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
 import { EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
+import { checkModel } from "./model_checks.ts";
 
 /**
  * The router's configuration, validated in one pass so every problem is reported at start with
@@ -350,15 +351,12 @@ export const ConfigSchema = z.strictObject({
       path: ["silentAfterMs"],
     }).optional(),
   }).prefault({}),
-  models: z.array(ModelSchema).min(1, "at least one model is required"),
+  models: z.array(ModelSchema.superRefine(checkModel)).min(1, "at least one model is required"),
 }).superRefine((config, ctx) => {
+  // Across models (each model's own checks ran as it parsed: src/config/model_checks.ts).
   const names = new Map<string, number>();
   config.models.forEach((model, m) => {
     checkModelNames(model, m, names, ctx);
-    checkInstanceIds(model, m, ctx);
-    checkDiscovery(model, m, ctx);
-    checkModelNeeds(model, m, ctx);
-    checkRoles(model, m, ctx);
     checkExperimentOverride(model, m, config.admin.token, ctx);
   });
   if (config.tenants) checkTenants(config.tenants, ctx);
@@ -409,105 +407,7 @@ function checkModelNames(
   }
 }
 
-function checkInstanceIds(model: Model, m: number, ctx: z.RefinementCtx): void {
-  const ids = new Set<string>();
-  model.instances.forEach((instance, i) => {
-    if (ids.has(instance.id)) {
-      addIssue(ctx, ["models", m, "instances", i, "id"], `duplicate instance id "${instance.id}"`);
-    }
-    ids.add(instance.id);
-  });
-}
-
-function checkDiscovery(model: Model, m: number, ctx: z.RefinementCtx): void {
-  const groups = new Set<string>();
-  model.discovery.forEach((entry, d) => {
-    if (groups.has(entry.name)) {
-      addIssue(
-        ctx,
-        ["models", m, "discovery", d, "name"],
-        `duplicate discovery name "${entry.name}" (instance ids derive from it)`,
-      );
-    }
-    groups.add(entry.name);
-    if (entry.recordType !== "SRV" && entry.port === undefined) {
-      addIssue(
-        ctx,
-        ["models", m, "discovery", d, "port"],
-        `required for ${entry.recordType} records (only SRV records carry ports)`,
-      );
-    }
-  });
-}
-
-/** Fields one setting of a model makes required. */
-function checkModelNeeds(model: Model, m: number, ctx: z.RefinementCtx): void {
-  if (model.instances.length === 0 && model.discovery.length === 0) {
-    addIssue(
-      ctx,
-      ["models", m, "instances"],
-      "a model needs at least one instance or a discovery entry",
-    );
-  }
-  const urls = model.kv.url;
-  if (Array.isArray(urls) && new Set(urls).size !== urls.length) {
-    addIssue(ctx, ["models", m, "kv", "url"], "lists the same master twice");
-  }
-  if (model.kv.store === "mooncake" && !model.kv.url) {
-    addIssue(
-      ctx,
-      ["models", m, "kv", "url"],
-      'required when kv.store is "mooncake" (the master\'s HTTP port, default 9003; ' +
-        "an array of URLs for an HA group)",
-    );
-  }
-  if (model.tokenizer.mode === "local" && !model.tokenizer.path) {
-    addIssue(
-      ctx,
-      ["models", m, "tokenizer", "path"],
-      'required when tokenizer.mode is "local" (a directory with tokenizer.json)',
-    );
-  }
-  if (model.slo.admission && model.slo.ttftS === undefined && model.slo.tbtS === undefined) {
-    addIssue(ctx, ["models", m, "slo", "admission"], "admission needs slo.ttftS and/or slo.tbtS");
-  }
-}
-
 /** The arm-override header is honoured only with the admin token, so it needs one. */
-/**
- * A disaggregated model needs a prefill and a decode instance (configured or discovered); prefill
- * and decode roles mean nothing without the protocol that joins them.
- */
-function checkRoles(model: Model, m: number, ctx: z.RefinementCtx): void {
-  const members = [...model.instances, ...model.discovery];
-  const count = (role: string) => members.filter((i) => i.role === role).length;
-  if (model.disaggregation) {
-    const missing = (["prefill", "decode"] as const).filter((role) => count(role) === 0);
-    if (missing.length === 0) return;
-    addIssue(
-      ctx,
-      ["models", m, "disaggregation"],
-      `needs at least one ${missing.join(" and one ")} instance (instances or discovery entries ` +
-        `with role "prefill" / "decode"); it has ${count("prefill")} prefill, ` +
-        `${count("decode")} decode and ${count("neutral")} neutral`,
-    );
-    return;
-  }
-  for (
-    const [key, list] of [["instances", model.instances], ["discovery", model.discovery]] as const
-  ) {
-    list.forEach((member, i) => {
-      if (member.role === "neutral") return;
-      addIssue(
-        ctx,
-        ["models", m, key, i, "role"],
-        `role "${member.role}" needs models[${m}].disaggregation (the P/D protocol the engines ` +
-          `speak: "vllm-nixl", "vllm-mooncake" or "sglang")`,
-      );
-    });
-  }
-}
-
 function checkExperimentOverride(
   model: Model,
   m: number,

@@ -5,8 +5,8 @@ import { ModelRuntime, type RuntimeDeps } from "./model_runtime.ts";
 
 /**
  * Builds a runtime for every model of `config` (tokenizers already in `deps.tokenizerCache`
- * are reused). Throws a ConfigError listing every model that could not be built, and every
- * problem `validate` finds before that (policies always).
+ * are reused). Throws one ConfigError listing every problem: those `validate` finds (policies
+ * always) and every model that could not be built (tokenizer files, key scheme).
  */
 export async function buildRuntimes(
   config: Config,
@@ -14,17 +14,21 @@ export async function buildRuntimes(
   validate: (config: Config) => string[] = () => [],
 ): Promise<Map<string, ModelRuntime>> {
   const problems = [...policyProblems(config), ...validate(config)];
-  if (problems.length) throw new ConfigError(problems);
   const built = await Promise.allSettled(
     config.models.map((model) => ModelRuntime.create(model, deps)),
   );
   const runtimes = new Map<string, ModelRuntime>();
-  const errors: string[] = [];
   built.forEach((result, m) => {
     const name = config.models[m].name;
     if (result.status === "fulfilled") runtimes.set(name, result.value);
-    else errors.push(`models[${m}] (${name}): ${(result.reason as Error).message}`);
+    else {
+      const message = (result.reason as Error).message;
+      // A bad policy also fails the build: it is listed once, with its field.
+      if (!problems.some((p) => p.endsWith(message))) {
+        problems.push(`models[${m}] (${name}): ${message}`);
+      }
+    }
   });
-  if (errors.length) throw new ConfigError(errors);
+  if (problems.length) throw new ConfigError(problems);
   return runtimes;
 }

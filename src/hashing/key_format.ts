@@ -51,7 +51,7 @@ export interface KeyFormatter {
   chunkKeys(hashes: readonly string[], lastUnfull?: boolean): string[][];
 }
 
-const KEY_FORMAT_PRESETS: readonly KeyFormatPreset[] = [
+export const KEY_FORMAT_PRESETS: readonly KeyFormatPreset[] = [
   "llumnix",
   "vllm-mooncake-store",
   "lmcache",

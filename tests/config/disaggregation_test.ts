@@ -65,7 +65,7 @@ Deno.test("prefill and decode roles without disaggregation, and unknown protocol
     "models[0].instances[0].role",
     "models[0].discovery[0].role",
   ]);
-  assert(problems[0].includes("needs models[0].disaggregation"), problems[0]);
+  assert(problems[0].includes("needs the model's disaggregation section"), problems[0]);
   const bad = problemsOf(model({
     disaggregation: { protocol: "nixl" },
     instances: [{ id: "n0", url: "http://n0:8000" }],

@@ -89,10 +89,24 @@ Deno.test("config validation refuses an override header without an admin token",
   assertThrows(() => config(EXPERIMENT, { admin: {} }), ConfigError, "needs admin.token");
 });
 
+Deno.test("resolveConfig() refuses an arm whose policy does not exist, suggesting a name", () => {
+  const problems = (assertThrows(
+    () =>
+      config({ arms: [{ name: "A", policy: "cache_aware" }, { name: "B", policy: "leastload" }] }),
+    ConfigError,
+  ) as ConfigError).problems;
+  assertEquals(problems.length, 1);
+  assert(problems[0].startsWith("models[0].experiment.arms[1].policy: Unknown scheduling policy"));
+  assert(problems[0].endsWith('(did you mean "least_load"?)'), problems[0]);
+});
+
 Deno.test("experimentProblems() names an arm whose policy does not exist", () => {
-  const problems = experimentProblems(config({
-    arms: [{ name: "A", policy: "cache_aware" }, { name: "B", policy: "fastest" }],
+  // resolveConfig() refuses the name itself; a config built in code reaches this check.
+  const built = structuredClone(config({
+    arms: [{ name: "A", policy: "cache_aware" }, { name: "B", policy: "least_load" }],
   }));
+  built.models[0].experiment!.arms[1].policy = "fastest";
+  const problems = experimentProblems(built);
   assertEquals(problems.length, 1);
   assert(problems[0].startsWith("models[0].experiment.arms[1].policy: Unknown scheduling policy"));
 });

@@ -140,9 +140,10 @@ Deno.test("reload() rejects a config it cannot build with the reasons and keeps 
     log: (message, fields) => logs.push({ message, fields }),
   });
   try {
-    const badPolicy = await router.reload(resolveConfig({
-      models: [model("m1", { policy: "fastest" })],
-    }));
+    // resolveConfig() refuses an unknown policy; a config built in code reaches reload().
+    const withBadPolicy = structuredClone(resolveConfig({ models: [model("m1")] }));
+    withBadPolicy.models[0].policy = "fastest";
+    const badPolicy = await router.reload(withBadPolicy);
     assert(!badPolicy.ok);
     assertMatch(badPolicy.problems[0], /^models\[0\]\.policy: Unknown scheduling policy "fastest"/);
     const badTokenizer = await router.reload(resolveConfig({
