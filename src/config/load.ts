@@ -50,35 +50,62 @@ export interface ConfigSourceOptions {
 
 /** Validates a parsed config object; throws ConfigError listing every problem. */
 export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): Config {
-  const result = ConfigSchema.safeParse(raw);
-  if (!result.success) {
-    const problems = result.error.issues.flatMap((issue) => describeIssue(issue, raw).split("\n"));
-    throw new ConfigError(problems, options.source);
-  }
-  const config = result.data;
-  const problems: string[] = [];
   const env = options.env ?? (() => undefined);
-  const fromEnv = (field: string, value: string): string => {
-    if (!value.startsWith("env:")) return value;
-    const name = value.slice(4);
-    const found = env(name);
-    if (!found) problems.push(`${field}: environment variable ${name} is not set or empty`);
-    return found ?? value;
-  };
-  if (config.admin.token) config.admin.token = fromEnv("admin.token", config.admin.token);
-  config.tenants?.list.forEach((tenant, t) => {
-    tenant.match = tenant.match.map((id, i) => fromEnv(`tenants.list[${t}].match[${i}]`, id));
+  const result = ConfigSchema.safeParse(raw);
+  // Unset environment values are read from the file as written, so they are reported even
+  // beside schema problems.
+  const problems = unsetEnvProblems(raw, env);
+  if (!result.success) {
+    problems.unshift(
+      ...result.error.issues.flatMap((issue) => describeIssue(issue, raw).split("\n")),
+    );
+  }
+  if (problems.length || !result.success) throw new ConfigError(problems, options.source);
+  const config = result.data;
+  const fromEnv = (value: string) => value.startsWith("env:") ? env(value.slice(4))! : value;
+  if (config.admin.token) config.admin.token = fromEnv(config.admin.token);
+  config.tenants?.list.forEach((tenant) => {
+    tenant.match = tenant.match.map(fromEnv);
   });
   const shared = config.cluster.sharedState;
-  if (shared) shared.redis = fromEnv("cluster.sharedState.redis", shared.redis);
+  if (shared) shared.redis = fromEnv(shared.redis);
   for (const model of config.models) {
     const path = model.tokenizer.path;
     if (path && options.baseDir && !path.startsWith("builtin:") && !isAbsolute(path)) {
       model.tokenizer.path = resolve(options.baseDir, path);
     }
   }
-  if (problems.length) throw new ConfigError(problems, options.source);
   return deepFreeze(config);
+}
+
+/** The fields that may read `env:NAME`. */
+const ENV_FIELDS: readonly (readonly PropertyKey[])[] = [
+  ["admin", "token"],
+  ["cluster", "sharedState", "redis"],
+];
+
+/** Every field that may hold `env:NAME`: the fixed ones and each tenant identity. */
+function envFields(raw: unknown): (readonly PropertyKey[])[] {
+  const tenants = valueAt(raw, ["tenants", "list"]);
+  const identities = Array.isArray(tenants)
+    ? tenants.flatMap((tenant, t) => {
+      const match = (tenant as { match?: unknown } | null)?.match;
+      return Array.isArray(match) ? match.map((_, i) => ["tenants", "list", t, "match", i]) : [];
+    })
+    : [];
+  return [...ENV_FIELDS, ...identities];
+}
+
+/** An `env:NAME` value whose variable is unset or empty, per field. */
+function unsetEnvProblems(raw: unknown, env: (name: string) => string | undefined): string[] {
+  return envFields(raw).flatMap((path) => {
+    const value = valueAt(raw, path);
+    if (typeof value !== "string" || !value.startsWith("env:")) return [];
+    const name = value.slice(4);
+    return env(name)
+      ? []
+      : [`${formatPath(path)}: environment variable ${name} is not set or empty`];
+  });
 }
 
 /** Parses JSON or YAML text (by file extension, else by content) and validates it. */
