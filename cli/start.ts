@@ -4,22 +4,39 @@ import { ConfigError, loadConfigFile } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
 import type { ReloadResult } from "../src/gateway/reload.ts";
 import { createRouter, type Router } from "../routes/app.ts";
-import { jsonLog } from "../src/telemetry/json_log.ts";
+import { createJsonLog, jsonLog, type LogFn, type LogLevel } from "../src/telemetry/json_log.ts";
+import { checkConfigFile } from "../src/gateway/config_check.ts";
+import { resolveLogLevel } from "./log_level.ts";
 
 const USAGE = `Usage: deno task start --config FILE [--host HOST] [--port PORT]
+                       [--log-level debug|info|warn|error] [--check]
 
 Runs the router from a JSON or YAML config file (see deploy/examples/). Editing the file or
 sending SIGHUP reloads it: instances are added, drained and removed without dropping requests,
-and an invalid file is rejected with the reasons while the running config stays.`;
+and an invalid file is rejected with the reasons while the running config stays.
+
+Logs are JSON lines on stderr: one per request (the access log) and one per failure at info,
+failures and outages at warn. --log-level (or TIDEGATE_LOG_LEVEL) sets the lowest level written.
+
+--check validates the file completely (schema, policies, environment values, tokenizer files,
+key scheme) without listening: exit 0 with a summary, or 2 with every problem.`;
+
+export interface StartArgs {
+  config: string;
+  host: string | undefined;
+  port: number | undefined;
+  logLevel: LogLevel;
+  check: boolean;
+}
 
 /** `start`'s flags, checked: the values, or the exit code when the command stops here. */
-export function parseStartArgs(
-  args: string[],
-): { config: string; host: string | undefined; port: number | undefined } | number {
+export function parseStartArgs(args: string[]): StartArgs | number {
   const parsed = parseCommandArgs(args, {
     config: { type: "string", short: "c" },
     host: { type: "string" },
     port: { type: "string" },
+    "log-level": { type: "string" },
+    check: { type: "boolean", default: false },
   }, USAGE);
   if (parsed.exit !== undefined) return parsed.exit;
   const { values } = parsed;
@@ -28,37 +45,71 @@ export function parseStartArgs(
     return 2;
   }
   const port = parsePortFlag(values.port);
-  if (typeof port === "string") {
-    console.error(port);
+  const level = resolveLogLevel(values["log-level"], "info");
+  const flagError = typeof port === "string" ? port : typeof level === "object" ? level.error : "";
+  if (flagError) {
+    console.error(flagError);
     return 2;
   }
-  return { config: values.config, host: values.host, port };
+  return {
+    config: values.config,
+    host: values.host,
+    port: port as number | undefined,
+    logLevel: level as LogLevel,
+    check: values.check,
+  };
 }
 
-/** `start`: serve from a config file until SIGINT/SIGTERM. Returns the exit code. */
+/** `start`: serve from a config file until SIGINT/SIGTERM (or `--check` it). The exit code. */
 export async function runStart(args: string[]): Promise<number> {
   const parsed = parseStartArgs(args);
   if (typeof parsed === "number") return parsed;
-  const port = parsed.port;
-  const values = parsed;
+  if (parsed.check) return await runCheck(parsed.config);
+  return await serveFromFile({
+    path: parsed.config,
+    host: parsed.host,
+    port: parsed.port,
+    log: createJsonLog(parsed.logLevel),
+  });
+}
+
+/** `start --check`: like `nginx -t`, the verdict on the file and nothing else. */
+async function runCheck(path: string): Promise<number> {
+  const verdict = await checkConfigFile(path);
+  if (verdict.ok) {
+    console.log(verdict.summary.join("\n"));
+    return 0;
+  }
+  console.error(
+    `${path}: ${verdict.problems.length} problem${verdict.problems.length === 1 ? "" : "s"}:`,
+  );
+  for (const problem of verdict.problems) console.error(`  - ${problem}`);
+  return 2;
+}
+
+/** Serves until SIGINT/SIGTERM, then drains. Returns the exit code. */
+async function serveFromFile(
+  options: { path: string; host?: string; port?: number; log: LogFn },
+): Promise<number> {
+  const { log } = options;
   let listen = "";
   try {
-    const config = await loadConfigFile(values.config);
-    listen = `${values.host ?? config.listen.host}:${port ?? config.listen.port}`;
-    const router = await createRouter(config);
-    const address = await router.serve({ hostname: values.host, port });
-    jsonLog("tidegate listening", {
+    const config = await loadConfigFile(options.path);
+    listen = `${options.host ?? config.listen.host}:${options.port ?? config.listen.port}`;
+    const router = await createRouter(config, { log });
+    const address = await router.serve({ hostname: options.host, port: options.port });
+    log("tidegate listening", {
       url: `http://${address.hostname}:${address.port}`,
       models: config.models.map((m) => m.name),
     });
-    warnOnOpenAdmin(address.hostname, config);
-    const reloader = watchConfigFile({ path: values.config, router });
+    warnOnOpenAdmin(address.hostname, config, log);
+    const reloader = watchConfigFile({ path: options.path, router, log });
     await waitForShutdown();
-    jsonLog("tidegate shutting down", { ...router.config.shutdown });
+    log("tidegate shutting down", { ...router.config.shutdown });
     const outcome = await router.drain({ ...router.config.shutdown, hurry: nextShutdownSignal() });
     await reloader.close();
     await router.close();
-    jsonLog("tidegate stopped", { outcome });
+    log("tidegate stopped", { outcome });
     return 0;
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -74,10 +125,11 @@ export async function runStart(args: string[]): Promise<number> {
 }
 
 /** Reachable from other hosts with no admin token: say what that means for /admin. */
-function warnOnOpenAdmin(hostname: string, config: Config): void {
+function warnOnOpenAdmin(hostname: string, config: Config, log: LogFn): void {
   const loopback = hostname === "localhost" || hostname === "::1" || hostname.startsWith("127.");
   if (loopback || config.admin.token) return;
-  jsonLog("warning: no admin.token while listening beyond loopback", {
+  log("warning: no admin.token while listening beyond loopback", {
+    level: "warn",
     listen: hostname,
     effect: "/admin answers only clients on this host; set admin.token (env:NAME) to manage " +
       "instances remotely",

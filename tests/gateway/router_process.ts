@@ -13,10 +13,16 @@ export interface RouterProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `mod.ts start` and reads its bound URL from the "tidegate listening" log line. */
-export async function startRouterProcess(configPath: string): Promise<RouterProcess> {
+/**
+ * Starts `mod.ts start` (with `args` after the config) and reads its bound URL from the
+ * "tidegate listening" log line.
+ */
+export async function startRouterProcess(
+  configPath: string,
+  args: string[] = [],
+): Promise<RouterProcess> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "mod.ts", "start", "--config", configPath],
+    args: ["run", "-A", "mod.ts", "start", "--config", configPath, ...args],
     cwd: ROOT,
     stdin: "null",
     stdout: "null",
