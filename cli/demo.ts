@@ -5,13 +5,19 @@ import { createRouter, type Router } from "../routes/app.ts";
 import { type DemoCluster, startDemoCluster } from "../tests/fakes/demo_cluster.ts";
 import type { PdProtocol } from "../src/contracts.ts";
 import { waitForShutdown } from "./start.ts";
+import { resolveLogLevel } from "./log_level.ts";
+import { didYouMean } from "../src/config/did_you_mean.ts";
+import { POLICY_NAMES } from "../src/scheduling/registry.ts";
+import { createJsonLog, type LogLevel } from "../src/telemetry/json_log.ts";
 
 const USAGE = `Usage: deno task demo [--port N] [--engines N] [--policy NAME] [--exit]
                       [--pd [--protocol vllm-nixl|vllm-mooncake|sglang]]
+                      [--log-level debug|info|warn|error]
 
 Starts an embedded cluster (simulated vLLM engines + a Mooncake master), the router in front of
 it, sends a burst of shared-prefix chat traffic, prints a summary, then keeps serving. With --pd
-the cluster is disaggregated: 2 prefill + 2 decode engines speaking the protocol.`;
+the cluster is disaggregated: 2 prefill + 2 decode engines speaking the protocol. The router's
+JSON log goes to stderr from warn up; --log-level info adds the access log (a line per request).`;
 
 const WORDS = (
   "the a model cache token prefix engine store router request batch chunk layer kernel " +
@@ -195,6 +201,8 @@ interface DemoOptions {
   exit: boolean;
   /** Disaggregated: 2 prefill + 2 decode engines speaking this protocol. */
   pd?: PdProtocol;
+  /** The router's log lines at this level and above go to stderr. */
+  logLevel: LogLevel;
 }
 
 const PD_PROTOCOLS: readonly PdProtocol[] = ["vllm-nixl", "vllm-mooncake", "sglang"];
@@ -208,6 +216,7 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     exit: { type: "boolean", default: false },
     pd: { type: "boolean", default: false },
     protocol: { type: "string", default: "vllm-nixl" },
+    "log-level": { type: "string" },
   }, USAGE);
   if (parsed.exit !== undefined) return parsed.exit;
   const { values } = parsed;
@@ -223,7 +232,14 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
   }
   const [problem] = policyProblems({ models: [{ policy: values.policy }] });
   if (problem) {
-    console.error(`--policy: ${problem.replace(/^models\[0\]\.policy: /, "")}`);
+    const hint = didYouMean(values.policy, POLICY_NAMES);
+    console.error(`--policy: ${problem.replace(/^models\[0\]\.policy: /, "")}${hint}`);
+    return 2;
+  }
+  // Quiet by default: the summary is the demo's screen; warnings and failures still show.
+  const logLevel = resolveLogLevel(values["log-level"], "warn");
+  if (typeof logLevel === "object") {
+    console.error(logLevel.error);
     return 2;
   }
   const protocol = values.protocol as PdProtocol;
@@ -237,6 +253,7 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     policy: values.policy,
     exit: values.exit,
     pd: values.pd ? protocol : undefined,
+    logLevel,
   };
 }
 
@@ -253,7 +270,7 @@ export async function runDemo(args: string[]): Promise<number> {
   let requestFile: string | undefined;
   try {
     const config = resolveConfig(cluster.routerConfig({ policy: options.policy }));
-    router = await createRouter(config, { log: () => {} });
+    router = await createRouter(config, { log: createJsonLog(options.logLevel) });
     const address = await serveOnPort(router, options.port);
     const url = `http://${address.hostname}:${address.port}`;
     for (const e of cluster.engines) {

@@ -87,6 +87,25 @@ Deno.test("demo --exit serves the burst, prints the summary and leaves no reques
   const named = stdout.match(/-d @(\S+)/)?.[1];
   assert(named, "the curl line names its request file");
   assertEquals(await demoRequestFiles(), before, "the request file was removed at exit");
+  assert(!stderr.includes('"msg":"request"'), `quiet by default: no access log\n${stderr}`);
+});
+
+Deno.test("demo --log-level info shows the access log on stderr, a line per request", async () => {
+  const { code, stdout, stderr } = await runDemoProcess(
+    "--exit",
+    "--port",
+    "0",
+    "--engines",
+    "2",
+    "--log-level",
+    "info",
+  );
+  assertEquals(code, 0, stderr);
+  const requests = stderr.split("\n").filter((l) => l.includes('"msg":"request"'))
+    .map((l) => JSON.parse(l));
+  const sent = Number(stdout.match(/(\d+) requests \(/)?.[1]);
+  assertEquals(requests.length, sent, stderr);
+  assert(requests.every((r) => r.model === "qwen3" && r.status === 200), stderr);
 });
 
 Deno.test("demo --pd: follow-ups go to the prefill instance holding their document, and the answer names the pair", async () => {
