@@ -15,8 +15,8 @@ Runs the router from a JSON or YAML config file (see deploy/examples/). Editing 
 sending SIGHUP reloads it: instances are added, drained and removed without dropping requests,
 and an invalid file is rejected with the reasons while the running config stays.
 
-Logs are JSON lines on stderr: one per request (the access log) and one per failure at info,
-failures and outages at warn. --log-level (or TIDEGATE_LOG_LEVEL) sets the lowest level written.
+Logs are JSON lines on stderr: one per request at info (the access log), one per failure or
+outage at warn. --log-level (or TIDEGATE_LOG_LEVEL) sets the lowest level written (default info).
 
 --check validates the file completely (schema, policies, environment values, tokenizer files,
 key scheme) without listening: exit 0 with a summary, or 2 with every problem.`;
