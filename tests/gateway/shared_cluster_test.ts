@@ -45,7 +45,9 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
   const routers: RouterProcess[] = [];
   const requests: Promise<unknown>[] = [];
   try {
-    routers.push(...await Promise.all([configPath, configPath].map(startRouterProcess)));
+    routers.push(
+      ...await Promise.all([configPath, configPath].map((path) => startRouterProcess(path))),
+    );
     const [a, b] = routers;
     const send = (router: RouterProcess, i: number) =>
       requests.push(

@@ -66,7 +66,7 @@ Deno.test("a request that ends while Redis is down leaves the other replica's vi
   );
   const replicas: RouterProcess[] = [];
   try {
-    replicas.push(...await Promise.all([config, config].map(startRouterProcess)));
+    replicas.push(...await Promise.all([config, config].map((path) => startRouterProcess(path))));
     const [a, b] = replicas;
     const response = await completion(a.url, {
       model: MODEL,

@@ -60,7 +60,9 @@ Deno.test("three replicas sharing state through Redis land a burst like one rout
   );
   const replicas: RouterProcess[] = [];
   try {
-    replicas.push(...await Promise.all([config, config, config].map(startRouterProcess)));
+    replicas.push(
+      ...await Promise.all([config, config, config].map((path) => startRouterProcess(path))),
+    );
     // Every replica hears the others before the burst starts.
     await send(replicas[0], range(5_000_000, 300));
     for (const replica of replicas.slice(1)) {
