@@ -65,7 +65,14 @@ async function startPdCluster(
     models: [{
       name: MODEL,
       tokenizer: { mode: "none" },
-      kv: { store: "mooncake", url: master.url, chunkSize: CHUNK, minPromptTokens: 0 },
+      // A lookup deadline a busy machine cannot miss (the default 50 ms can: load-only, wrong P).
+      kv: {
+        store: "mooncake",
+        url: master.url,
+        chunkSize: CHUNK,
+        minPromptTokens: 0,
+        timeoutMs: 1_000,
+      },
       policy: "kv_hit_len",
       health: { intervalMs: 60_000, timeoutMs: 1_000 },
       disaggregation: { protocol },
