@@ -4,6 +4,8 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 
 export interface RouterProcess {
   url: string;
+  /** Its process id (to read /proc/PID). */
+  pid: number;
   /** Its stderr lines so far (JSON log lines), kept while it runs. */
   log: string[];
   /** Sends a signal (e.g. SIGTERM, to watch the drain). */
@@ -71,6 +73,7 @@ export async function startRouterProcess(
   })().catch(() => {});
   return {
     url,
+    pid: child.pid,
     log,
     kill: (signal) => child.kill(signal),
     status: child.status,
