@@ -1,8 +1,10 @@
 import { type Context, Hono } from "hono";
 import type { InstanceStatus } from "../src/cluster/model_cluster.ts";
+import { urlHost } from "../src/config/instance_url.ts";
 import { formatPath } from "../src/config/load.ts";
 import { type InstanceConfig, InstanceSchema } from "../src/config/schema.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
+import { adminInstanceHosts } from "../src/gateway/instance_host_policy.ts";
 import { HttpError } from "../src/openai/errors.ts";
 import { readJsonBody } from "./json_body.ts";
 
@@ -81,6 +83,7 @@ async function addInstance(
   }
   const runtime = gateway.requireModel(model);
   const config = parseInstance(instance);
+  refuseDisallowedHost(gateway, config.url);
   if (config.role !== "neutral" && !runtime.config.disaggregation) {
     throw new HttpError(
       400,
@@ -120,6 +123,25 @@ function parseInstance(instance: unknown): InstanceConfig {
     param: "instance",
     code: "invalid_value",
   });
+}
+
+/** 400 unless `admin.allowedInstanceHosts` (or its default) lets instances use the URL's host. */
+function refuseDisallowedHost(gateway: Gateway, url: string): void {
+  const host = urlHost(url) ?? "";
+  const discovered = gateway.runtimes().flatMap((runtime) =>
+    runtime.cluster.status().filter((s) => s.origin === "discovery").flatMap((s) =>
+      urlHost(s.url) ?? []
+    )
+  );
+  if (adminInstanceHosts(gateway.config, discovered).allows(host)) return;
+  const configured = gateway.config.admin.allowedInstanceHosts !== undefined;
+  throw new HttpError(
+    400,
+    `Invalid instance: host '${host}' is not allowed for instances (admin.allowedInstanceHosts${
+      configured ? "" : " is unset: only the configured and discovered instances' hosts are"
+    })`,
+    { param: "instance.url", code: "instance_host_not_allowed" },
+  );
 }
 
 function notFoundInstance(model: string, id: string): HttpError {

@@ -7,6 +7,7 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { Hono } from "hono";
 import { adminAuth } from "../src/admin/auth.ts";
 import type { ResolveDns } from "../src/cluster/dns_discovery.ts";
+import { discoveryHostFilter } from "../src/gateway/instance_host_policy.ts";
 import type { Timers } from "../src/cluster/timers.ts";
 import type { Config } from "../src/config/schema.ts";
 import type { RequestObserver } from "../src/contracts.ts";
@@ -158,6 +159,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     now: deps.now,
     timers: deps.timers,
     log: deps.log,
+    allowsHost: (host) => discoveryHostFilter(parts.gateway.config)?.(host) ?? true,
   });
   for (const runtime of runtimes.values()) background.start(runtime);
   const shapeChecks = new StoreShapeChecks();

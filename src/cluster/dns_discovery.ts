@@ -15,8 +15,12 @@
  * NXDOMAIN) keeps that entry's previous set and is logged once per outage; an answer with no
  * records is a real, empty set.
  *
+ * An instance whose URL carries credentials or whose host `allowsHost` refuses
+ * (`admin.allowedInstanceHosts`) is skipped: logged and counted (`onRefused`) when first seen.
+ *
  * Edge: the resolver, the clock and the timers are passed in (default `Deno.resolveDns`).
  */
+import { hasUserinfo, urlHost } from "../config/instance_url.ts";
 import type { DiscoveryConfig, InstanceConfig } from "../config/schema.ts";
 import { PeriodicTask } from "./periodic_task.ts";
 import { systemTimers, type Timers } from "./timers.ts";
@@ -46,6 +50,10 @@ export interface DnsDiscoveryOptions {
   /** Deadline of one entry's resolution, SRV targets included (default 5 000 ms). */
   timeoutMs?: number;
   log?: (message: string, fields?: Record<string, unknown>) => void;
+  /** Whether a discovered URL's host may be used (default: any). */
+  allowsHost?: (host: string) => boolean;
+  /** Told of each instance newly refused (its host is not allowed, or its URL has userinfo). */
+  onRefused?: (instance: InstanceConfig) => void;
 }
 
 export interface DiscoveryEntryState {
@@ -57,9 +65,13 @@ export interface DiscoveryEntryState {
   /** Why the last resolution failed, while it keeps failing. */
   lastError?: string;
   consecutiveFailures: number;
+  /** Instances refused since start (each counted when it first appeared). */
+  refused: number;
 }
 
 interface EntryState extends DiscoveryEntryState {
+  /** Ids refused in the last answer, so that each is logged once per appearance. */
+  refusedIds: Set<string>;
   config: DiscoveryConfig;
   resolved: boolean;
   signature: string;
@@ -91,6 +103,8 @@ export class DnsDiscovery {
       hostname: config.hostname,
       instances: [],
       consecutiveFailures: 0,
+      refused: 0,
+      refusedIds: new Set(),
       resolved: false,
       signature: "",
     }));
@@ -165,6 +179,7 @@ export class DnsDiscovery {
         hostname: e.hostname,
         instances: [...e.instances],
         consecutiveFailures: e.consecutiveFailures,
+        refused: e.refused,
       };
       if (e.lastResolvedAtMs !== undefined) state.lastResolvedAtMs = e.lastResolvedAtMs;
       if (e.lastError !== undefined) state.lastError = e.lastError;
@@ -203,12 +218,52 @@ export class DnsDiscovery {
     entry.consecutiveFailures = 0;
     delete entry.lastError;
     entry.lastResolvedAtMs = this.#options.now();
+    instances = this.#admitted(entry, instances);
     const signature = signatureOf(instances);
     if (entry.resolved && signature === entry.signature) return;
     entry.resolved = true;
     entry.signature = signature;
     entry.instances = instances;
     this.#applyUnion();
+  }
+
+  /** The instances whose URLs may be used; the others are logged and counted once. */
+  #admitted(entry: EntryState, instances: InstanceConfig[]): InstanceConfig[] {
+    const refusedIds = new Set<string>();
+    const admitted = instances.filter((instance) => {
+      const reason = this.#refusal(instance.url);
+      if (reason === undefined) return true;
+      refusedIds.add(instance.id);
+      if (!entry.refusedIds.has(instance.id)) {
+        entry.refused++;
+        this.#options.log?.("discovery: instance refused", {
+          model: this.model,
+          discovery: entry.name,
+          // Only an allowed-list refusal names the instance: another URL may hold credentials.
+          instance: reason.allowList ? instance.id : "(redacted)",
+          reason: reason.text,
+        });
+        this.#options.onRefused?.(instance);
+      }
+      return false;
+    });
+    entry.refusedIds = refusedIds;
+    return admitted;
+  }
+
+  #refusal(url: string): { text: string; allowList: boolean } | undefined {
+    const host = urlHost(url);
+    if (host === undefined || hasUserinfo(url)) {
+      return {
+        text: "not a usable URL (a record with credentials or an invalid host)",
+        allowList: false,
+      };
+    }
+    const allows = this.#options.allowsHost;
+    if (allows && !allows(host)) {
+      return { text: `host ${host} is not in admin.allowedInstanceHosts`, allowList: true };
+    }
+    return undefined;
   }
 
   #applyUnion(): void {

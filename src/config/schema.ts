@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { parseHostPattern } from "./host_allow_list.ts";
+import { hasUserinfo } from "./instance_url.ts";
 import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
 import { EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
@@ -13,6 +15,14 @@ import { checkModel } from "./model_checks.ts";
  */
 
 const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
+/**
+ * An engine's URL: http(s), no credentials. Userinfo (`http://user:pass@host`) would be logged,
+ * shown by /admin/instances and sent as `Authorization: Basic`, replacing the client's token.
+ */
+const instanceUrl = httpUrl.refine((url) => !hasUserinfo(url), {
+  error: "credentials in the URL (user:pass@) are not accepted",
+});
+
 const id = z.string().regex(
   /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/,
   "expected letters, digits, '_', '.', ':' or '-' (starting with a letter or digit)",
@@ -20,7 +30,7 @@ const id = z.string().regex(
 
 export const InstanceSchema = z.strictObject({
   id,
-  url: httpUrl,
+  url: instanceUrl,
   /** Host part of the `transport_endpoint_` the store reports for this instance's KV segment. */
   kvHost: z.string().min(1).optional(),
   role: z.enum(["neutral", "prefill", "decode"]).default("neutral"),
@@ -325,6 +335,16 @@ export const ConfigSchema = z.strictObject({
   admin: z.strictObject({
     /** Bearer token for /admin; `env:NAME` reads it from the environment. */
     token: z.string().min(1).optional(),
+    /**
+     * Hosts instance URLs may point at (host names, IP addresses, CIDR blocks): admin-registered
+     * ones get 400 outside it, discovered ones are skipped, logged and counted. Unset: the hosts
+     * of the configured instances, the discovery host names and the addresses they resolve to.
+     */
+    allowedInstanceHosts: z.array(
+      z.string().refine((entry) => parseHostPattern(entry) !== undefined, {
+        error: "expected a host name, an IP address or a CIDR block (10.0.0.0/8, fd00::/8)",
+      }),
+    ).optional(),
   }).prefault({}),
   /** Per-tenant rate limits (README "Tenants"); absent: no limits. */
   tenants: TenantsSchema.optional(),

@@ -10,6 +10,8 @@ export interface BackgroundWorkOptions {
   now: () => number;
   timers?: Timers;
   log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Whether a discovered instance's host may be used now (default: any). */
+  allowsHost?: (host: string) => boolean;
 }
 
 /**
@@ -71,6 +73,8 @@ export class BackgroundWork {
       now: this.#options.now,
       timers: this.#options.timers,
       log: this.#options.log,
+      allowsHost: this.#options.allowsHost,
+      onRefused: () => runtime.discoveryRefused++,
     });
     if (old) discovery.adopt(old, previous === runtime);
     this.#discoveries.set(runtime, discovery);

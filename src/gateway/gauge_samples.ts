@@ -40,6 +40,7 @@ export function modelSamples(runtimes: readonly ModelRuntime[]): ModelGaugeSampl
     storeDown: runtime.store ? runtime.store.health.state !== "up" : false,
     expiredLeases: runtime.cluster.account.expiredTotal,
     predictedIndexKeys: runtime.predicted?.size ?? 0,
+    discoveryRefused: runtime.discoveryRefused,
     tokenizerWorkers: workersOf(runtime.tokenizer),
   }));
 }

@@ -63,6 +63,8 @@ export class ModelRuntime {
   readonly bootstrapIds?: BootstrapEngineIds;
   /** Predicted hits against the engines' reported reuse, per instance. */
   readonly agreement: KvAgreementMonitor;
+  /** Discovered instances refused (credentials in the URL, host not allowed), each once. */
+  discoveryRefused = 0;
   /** Grows by one per decision (round robin). */
   sequence = 0;
   /** The last prompts dispatched (token ids), for `POST /admin/kv/detect {"recent": n}`. */

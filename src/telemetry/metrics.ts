@@ -49,6 +49,8 @@ export interface ModelGaugeSample {
   storeDown: boolean;
   expiredLeases: number;
   predictedIndexKeys: number;
+  /** Discovered instances refused (credentials in the URL, host outside the allow-list). */
+  discoveryRefused?: number;
   /** The model's tokenizer worker pool (absent: tokenized on the main loop). */
   tokenizerWorkers?: { started: number; ready: number; replaced: number };
 }
@@ -441,6 +443,11 @@ function declareModelGauges(
     "tidegate_load_leases_expired",
     "Dispatch-time load entries dropped because no first token came in time.",
     (s) => s.expiredLeases,
+  );
+  modelGauge(
+    "tidegate_discovery_refused_instances",
+    "Discovered instances skipped: URL with credentials, or host outside admin.allowedInstanceHosts.",
+    (s) => s.discoveryRefused ?? 0,
   );
   modelGauge(
     "tidegate_tokenizer_workers",

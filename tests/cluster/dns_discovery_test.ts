@@ -215,3 +215,58 @@ Deno.test("DnsDiscovery applies nothing from a round that answers after stop() (
   await round;
   assertEquals(applied, [], "the successor's answers must not be overwritten");
 });
+
+Deno.test("DnsDiscovery skips addresses outside the allowed hosts, logging and counting each once", async () => {
+  const resolver = fakeResolver({ "A vllm.ns.svc": ["10.0.0.5", "192.168.9.9"] });
+  const refused: string[] = [];
+  const time = new ManualTime();
+  const applied: InstanceConfig[][] = [];
+  const logs: { message: string; fields?: Record<string, unknown> }[] = [];
+  const d = new DnsDiscovery({
+    model: "m",
+    entries: [entry({ name: "pool", hostname: "vllm.ns.svc", port: 8000 })],
+    apply: (instances) => applied.push(instances),
+    resolveDns: resolver,
+    now: time.now,
+    timers: time,
+    log: (message, fields) => logs.push({ message, fields }),
+    allowsHost: (host) => host.startsWith("10."),
+    onRefused: (instance) => refused.push(instance.id),
+  });
+  await d.refresh();
+  await d.refresh();
+  assertEquals(applied.map((round) => round.map((i) => i.id)), [["pool-10.0.0.5:8000"]]);
+  assertEquals(refused, ["pool-192.168.9.9:8000"], "counted once while it stays in the answer");
+  assertEquals(d.states()[0].refused, 1);
+  const lines = logs.filter((l) => l.message === "discovery: instance refused");
+  assertEquals(lines.length, 1);
+  assert(String(lines[0].fields?.reason).includes("192.168.9.9"));
+});
+
+Deno.test("DnsDiscovery refuses an SRV target that would put credentials in the URL, without logging them", async () => {
+  const resolver = fakeResolver({
+    "SRV _http._tcp.vllm": [
+      { target: "user:s3cret@evil.example.", port: 8000 },
+      { target: "10.0.0.5", port: 8000 },
+    ],
+  });
+  const logs: string[] = [];
+  let refused = 0;
+  const time = new ManualTime();
+  const applied: InstanceConfig[][] = [];
+  const d = new DnsDiscovery({
+    model: "m",
+    entries: [entry({ name: "pool", hostname: "_http._tcp.vllm", recordType: "SRV" })],
+    apply: (instances) => applied.push(instances),
+    resolveDns: resolver,
+    now: time.now,
+    timers: time,
+    log: (message, fields) => logs.push(`${message} ${JSON.stringify(fields)}`),
+    onRefused: () => refused++,
+  });
+  await d.refresh();
+  assertEquals(applied[0].map((i) => i.url), ["http://10.0.0.5:8000"]);
+  assertEquals(refused, 1);
+  assert(logs.some((line) => line.includes("instance refused")), logs.join("\n"));
+  assert(!logs.some((line) => line.includes("s3cret")), logs.join("\n"));
+});

@@ -71,6 +71,12 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
   });
 });
 
+Deno.test("admin.allowedInstanceHosts is unset by default: derived from the configured instances", () => {
+  const config = resolveConfig(structuredClone(MINIMAL));
+  assertEquals(config.admin.allowedInstanceHosts, undefined);
+  assertEquals("allowedInstanceHosts" in config.admin, false);
+});
+
 Deno.test("ModelSchema gives a model without tokenizer, health, load or slo their defaults", () => {
   const model = ModelSchema.parse({ name: "m", kv: {} });
   assertEquals(model.tokenizer, { mode: "local", ...TOKENIZER_DEFAULTS });

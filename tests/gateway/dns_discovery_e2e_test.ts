@@ -1,6 +1,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import type { ResolveDns } from "../../src/cluster/dns_discovery.ts";
 import { resolveConfig } from "../../src/config/load.ts";
+import { createRouter } from "../../routes/app.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { completion, eventually, loadOnlyModel, range, startRouter } from "./harness.ts";
 
@@ -62,5 +63,32 @@ Deno.test("a model given as a DNS name gets its instances from the resolver, and
   } finally {
     await router.close();
     await Promise.all(engines.map((e) => e.close()));
+  }
+});
+
+Deno.test("with admin.allowedInstanceHosts, discovered addresses outside it are skipped and counted on /metrics", async () => {
+  const engine = startFakeEngine({ id: "e0", model: MODEL, timeScale: 0.001 });
+  const resolveDns: ResolveDns = () => Promise.resolve(["127.0.0.1", "127.0.0.2"]);
+  const config = resolveConfig({
+    listen: { port: 0 },
+    admin: { allowedInstanceHosts: ["127.0.0.1/32"] },
+    models: [loadOnlyModel(MODEL, {
+      discovery: [{ name: "a", hostname: "pool.svc", port: engine.port, intervalMs: 100 }],
+    })],
+  });
+  const router = await createRouter(config, { log: () => {}, resolveDns });
+  try {
+    const { port } = await router.serve({ port: 0 });
+    const cluster = router.gateway.runtime(MODEL)!.cluster;
+    await eventually(() => cluster.entries().length > 0, 2_000, "the allowed address to join");
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert(
+      metrics.includes(`tidegate_discovery_refused_instances{model="${MODEL}"} 1`),
+      metrics.split("\n").filter((l) => l.includes("refused")).join("\n"),
+    );
+    assertEquals(cluster.entries().map((e) => e.config.id), [`a-127.0.0.1:${engine.port}`]);
+  } finally {
+    await router.close();
+    await engine.close();
   }
 });

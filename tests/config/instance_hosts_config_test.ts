@@ -1,0 +1,45 @@
+import { assertEquals } from "../assert.ts";
+import { ConfigError, resolveConfig } from "../../src/config/load.ts";
+
+const model = (instances: unknown[], extra: Record<string, unknown> = {}) => ({
+  name: "m",
+  tokenizer: { mode: "none" },
+  kv: { store: "none" },
+  instances,
+  ...extra,
+});
+
+function problems(raw: unknown): string[] {
+  try {
+    resolveConfig(raw);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+Deno.test("resolveConfig() refuses an instance URL with credentials, without echoing them", () => {
+  const found = problems({
+    models: [model([{ id: "a", url: "http://admin:s3cret@10.0.0.1:8000" }])],
+  });
+  assertEquals(found.length, 1);
+  assertEquals(found[0].startsWith("models[0].instances[0].url"), true, found[0]);
+  assertEquals(found[0].includes("credentials"), true, found[0]);
+  assertEquals(found[0].includes("s3cret"), false, "the password is never repeated");
+});
+
+Deno.test("resolveConfig() takes admin.allowedInstanceHosts of names, addresses and CIDR blocks", () => {
+  const config = resolveConfig({
+    admin: { allowedInstanceHosts: ["10.0.0.0/8", "fd00::/8", "vllm.ns.svc", "192.168.1.7"] },
+    models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
+  });
+  assertEquals(config.admin.allowedInstanceHosts?.length, 4);
+  const found = problems({
+    admin: { allowedInstanceHosts: ["10.0.0.0/40", "not a host"] },
+    models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
+  });
+  assertEquals(found.length, 2);
+  assertEquals(found[0].startsWith("admin.allowedInstanceHosts[0]"), true, found[0]);
+  assertEquals(found[1].startsWith("admin.allowedInstanceHosts[1]"), true, found[1]);
+});
