@@ -123,6 +123,8 @@ export interface FakeMasterOptions {
   port?: number;
   /** An HA master's observed leader (default none: `null` fields, as a master without HA). */
   leader?: LeaderView;
+  /** `/batch_query_keys` requests kept in `requests`, the latest (default 10 000; a soak sends more). */
+  maxLoggedRequests?: number;
 }
 
 export interface FakeMooncakeMaster {
@@ -148,9 +150,9 @@ export interface FakeMooncakeMaster {
   /** The objects and segments, shared with the masters of its HA group. */
   readonly store: FakeMasterStore;
   setDelayMs(ms: number): void;
-  /** Every `/batch_query_keys` request received, oldest first. */
+  /** The latest `/batch_query_keys` requests (up to `maxLoggedRequests`), oldest first. */
   readonly requests: readonly FakeMasterRequest[];
-  /** Number of `/batch_query_keys` requests received. */
+  /** Number of `/batch_query_keys` requests received (since the last resetLog()). */
   readonly count: number;
   /** Most `/batch_query_keys` requests being answered at the same time. */
   readonly maxInFlight: number;
@@ -230,6 +232,14 @@ export function startFakeMooncakeMaster(
   let delayMs = options.delayMs ?? 200;
   let inFlight = 0;
   let maxInFlight = 0;
+  let received = 0;
+  const maxLogged = options.maxLoggedRequests ?? 10_000;
+  /** Logs a request, dropping the oldest beyond `maxLogged` (the log of a long run stays bounded). */
+  const logRequest = (request: FakeMasterRequest) => {
+    received++;
+    requests.push(request);
+    if (requests.length > maxLogged) requests.splice(0, requests.length - maxLogged);
+  };
   let listener: Deno.TcpListener | undefined;
   let accepting: Promise<void> | undefined;
   let port = options.port ?? 0;
@@ -330,7 +340,7 @@ export function startFakeMooncakeMaster(
     const oldVersion = current === "old_version";
     const decoded = oldVersion ? encodeBinary(raw) : cinatraUrlDecode(raw);
     const keyBytes = oldVersion ? getlineSplit(decoded) : commaSplit(decoded);
-    requests.push({
+    logRequest({
       rawQuery,
       keys: keyBytes.map((bytes) => lenientUtf8.decode(bytes)),
       mode: current,
@@ -388,7 +398,7 @@ export function startFakeMooncakeMaster(
   ): Promise<Reply | undefined> => {
     if (mode === "metadata_port") {
       if (path === "/batch_query_keys") {
-        requests.push({ rawQuery, keys: [], mode, at: performance.now() });
+        logRequest({ rawQuery, keys: [], mode, at: performance.now() });
       }
       return undefined;
     }
@@ -408,7 +418,7 @@ export function startFakeMooncakeMaster(
       case "/ha_status":
         return { status: 200, body: haState(), type: PLAIN_TYPE };
       case "/metrics":
-        return { status: 200, body: metrics(objects, requests.length), type: METRICS_TYPE };
+        return { status: 200, body: metrics(objects, received), type: METRICS_TYPE };
       case "/metrics/summary":
         return {
           status: 200,
@@ -438,7 +448,7 @@ export function startFakeMooncakeMaster(
     if (path === "/_fake/state") {
       return jsonReply(
         200,
-        JSON.stringify({ mode, count: requests.length, keys: [...objects.keys()] }),
+        JSON.stringify({ mode, count: received, keys: [...objects.keys()] }),
       );
     }
     if (request.method !== "POST") return { status: 405, body: "use POST" };
@@ -609,13 +619,14 @@ export function startFakeMooncakeMaster(
       return requests;
     },
     get count() {
-      return requests.length;
+      return received;
     },
     get maxInFlight() {
       return maxInFlight;
     },
     resetLog() {
       requests.length = 0;
+      received = 0;
       maxInFlight = inFlight;
     },
     async close() {
