@@ -96,7 +96,7 @@ async function serveFromFile(
   try {
     const config = await loadConfigFile(options.path);
     listen = `${options.host ?? config.listen.host}:${options.port ?? config.listen.port}`;
-    const router = await createRouter(config, { log });
+    const router = await createRouter(config, { log, configPath: options.path });
     const address = await router.serve({ hostname: options.host, port: options.port });
     log("tidegate listening", {
       url: `http://${address.hostname}:${address.port}`,

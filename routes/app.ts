@@ -65,6 +65,8 @@ export interface RouterOptions {
    * (src/gateway/store_shape_check.ts); in the background, bounded. Default: as `background`.
    */
   storeShapeCheck?: boolean | { timeoutMs?: number; maxBytes?: number };
+  /** The config file this router runs from (`start`), named in the commands its logs suggest. */
+  configPath?: string;
 }
 
 export interface Router {
@@ -102,6 +104,7 @@ type RouterDeps = GatewayDeps & {
   tokenizerCache: Map<string, Promise<LoadedTokenizer>>;
   tokenizerPools: TokenizerPools;
   shared?: SharedState;
+  configPath?: string;
 };
 
 /** The router's parts, built once; the routes and the lifecycle share them. */
@@ -132,6 +135,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
       size: config.workers ?? navigator.hardwareConcurrency,
       log: options.log ?? jsonLog,
     }),
+    configPath: options.configPath,
   };
   const runtimes = await buildRuntimes(config, deps, experimentProblems).catch((error) => {
     deps.tokenizerPools.close(); // workers a model started before another failed
@@ -168,6 +172,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     shapeChecks.start(runtimes.values(), {
       fetch: deps.fetch,
       log: deps.log,
+      configPath: options.configPath,
       ...(typeof shapeCheck === "object" ? shapeCheck : {}),
     });
   }

@@ -5,6 +5,7 @@ import {
   AgreementWindow,
   type KvAgreementState,
 } from "../kv/kv_agreement.ts";
+import { detectCommand } from "./detect_command.ts";
 
 export interface KvAgreementMonitorOptions {
   model: string;
@@ -13,6 +14,8 @@ export interface KvAgreementMonitorOptions {
   /** Monotonic milliseconds. */
   now: () => number;
   log: (message: string, fields?: Record<string, unknown>) => void;
+  /** The router's config file, for the command its log line suggests. */
+  configPath?: string;
 }
 
 /** Why a state is what it is, for the log line on each change. */
@@ -83,7 +86,7 @@ export class KvAgreementMonitor {
   #changed(instance: string, from: KvAgreementState, to: KvAgreementState): KvAgreementState {
     if (from === to) return to;
     const { model } = this.#options;
-    const check = `deno task keys --detect --config <config file> --model ${model}`;
+    const check = detectCommand(model, this.#options.configPath);
     this.#options.log(
       `KV agreement of ${model} on ${instance}: ${from} -> ${to}: ${LIKELY_CAUSE[to]}` +
         (to === "agree" || to === "unknown" ? "" : `; check the keys with: ${check}`),

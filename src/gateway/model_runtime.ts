@@ -39,6 +39,8 @@ export interface RuntimeDeps {
   tokenizerCache?: Map<string, Promise<LoadedTokenizer>>;
   /** Worker pools that tokenize long prompts off the main loop (absent: inline). */
   tokenizerPools?: TokenizerPools;
+  /** The config file the router runs from, named in the commands its log lines suggest. */
+  configPath?: string;
 }
 
 /**
@@ -113,6 +115,7 @@ export class ModelRuntime {
       chunkSize: config.kv.chunkSize,
       now: deps.now,
       log: deps.log,
+      configPath: deps.configPath,
     });
     const cluster = createCluster(config, deps, (id) => {
       prefillEstimators.delete(id);

@@ -3,6 +3,7 @@ import { readKeySampleFromMasters } from "../kv/key_sample.ts";
 import { masterUrls } from "../config/kv_masters.ts";
 import { untracedFetch } from "../telemetry/tracing.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
+import { detectCommand } from "./detect_command.ts";
 
 export interface ShapeCheckOptions {
   fetch?: typeof fetch;
@@ -12,6 +13,8 @@ export interface ShapeCheckOptions {
   /** Sample bytes read at most (default 256 KiB). */
   maxBytes?: number;
   signal?: AbortSignal;
+  /** The router's config file, for the command the warning suggests. */
+  configPath?: string;
 }
 
 /** What the check concluded: `unknown` when the store could not be read or said nothing. */
@@ -46,8 +49,7 @@ export async function checkStoreShape(
     configured: { keyFormat: kv.keyFormat, layout: configured },
     storeHolds: counts,
     sampledKeys: sample.keys.length,
-    run: `deno task keys --detect --config <config file> --model ${JSON.stringify(name)} ` +
-      `--prompt "<a prompt the engines served>"`,
+    run: `${detectCommand(name, options.configPath)} --prompt "<a prompt the engines served>"`,
   });
   return "mismatch";
 }

@@ -117,7 +117,10 @@ for (
       assertEquals(shown.kvAgreement.state, "blind");
       const line = t.logs.find((l) => l.fields?.instance === blind && l.fields?.to === "blind");
       assertMatch(line?.message ?? "", /seed, chunk size or key layout/);
-      assertMatch(line?.message ?? "", /deno task keys --detect --config .* --model test-model/);
+      assertMatch(
+        line?.message ?? "",
+        /deno@2\.9\.6 task keys --detect --config .* --model test-model/,
+      );
     } finally {
       await t.close();
     }

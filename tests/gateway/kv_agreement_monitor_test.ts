@@ -52,13 +52,17 @@ Deno.test("the monitor logs each change once, with the cause and the command to 
     chunkSize: 16,
     now: () => 0,
     log: (message) => logs.push(message),
+    configPath: "/etc/tidegate/router.yaml",
   });
   for (let i = 0; i < 8; i++) monitor.observe(record("a", 0, 192));
   assertEquals(monitor.state("a"), "blind");
   assertEquals(monitor.blindInstances(), ["a"]);
   assertEquals(logs.length, 1);
   assertMatch(logs[0], /^KV agreement of m on a: unknown -> blind: .*seed, chunk size/);
-  assertMatch(logs[0], /deno task keys --detect --config .* --model m$/);
+  assertMatch(
+    logs[0],
+    /npx -y deno@2\.9\.6 task keys --detect --config \/etc\/tidegate\/router\.yaml --model m$/,
+  );
   assertEquals(monitor.state("b"), "unknown");
   monitor.forget("a");
   assertEquals(monitor.blindInstances(), []);

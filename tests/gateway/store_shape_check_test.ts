@@ -55,7 +55,7 @@ Deno.test("at start, a store holding another layout than the configured one logs
     assertMatch(warning.message, /holds 8 vllm-mooncake-store key\(s\) but none of .*"llumnix"/);
     assertEquals(warning.fields?.model, MODEL);
     assertEquals(warning.fields?.storeHolds, { "vllm-mooncake-store": 8 });
-    assertMatch(String(warning.fields?.run), /^deno task keys --detect --config .* --model/);
+    assertMatch(String(warning.fields?.run), /deno@2.9.6 task keys --detect --config .* --model/);
     assertEquals(warnings().length, 1);
   } finally {
     await router.close();
