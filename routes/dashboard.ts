@@ -7,6 +7,7 @@ import {
 } from "../src/dashboard/assets.ts";
 import { adminAuth } from "../src/admin/auth.ts";
 import { dashboardAuth } from "../src/dashboard/dashboard_auth.ts";
+import type { LiveExperiment } from "../src/experiment/experiment_arms.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
 import {
   assembleDashboardData,
@@ -24,6 +25,8 @@ export interface DashboardRouteOptions {
   /** Per-instance traffic totals and the TTFT timeline, observers the gateway was given. */
   traffic: DashboardTraffic;
   timeline: TtftTimeline;
+  /** The live A/B arms per model (the page's header shows them instead of the one policy). */
+  arms?: { get(model: string): LiveExperiment | undefined };
   /** Wall-clock ms (default Date.now) and monotonic ms (default performance.now). */
   wallNow?: () => number;
   now?: () => number;
@@ -55,7 +58,7 @@ const PAGE_HEADERS = {
  */
 export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions): Hono {
   const sources: DashboardSources = {
-    models: () => dashboardModels(gateway),
+    models: () => dashboardModels(gateway, options.arms),
     traffic: options.traffic,
     timeline: options.timeline,
     decisions: options.decisions,
@@ -96,9 +99,13 @@ export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions
 }
 
 /** Every served model's live state, as the dashboard shows it. */
-function dashboardModels(gateway: Gateway): DashboardModelInput[] {
+function dashboardModels(
+  gateway: Gateway,
+  arms: DashboardRouteOptions["arms"],
+): DashboardModelInput[] {
   return gateway.runtimes().map((runtime) => ({
     name: runtime.config.name,
+    experiment: experimentOf(arms?.get(runtime.config.name)),
     policy: runtime.defaultPolicy.name,
     tokenizer: runtime.config.tokenizer.mode,
     instances: runtime.cluster.status(),
@@ -110,4 +117,13 @@ function dashboardModels(gateway: Gateway): DashboardModelInput[] {
       runtime.cluster.status().map((s) => [s.id, runtime.agreement.snapshot(s.id)]),
     ),
   }));
+}
+
+function experimentOf(live: LiveExperiment | undefined): DashboardModelInput["experiment"] {
+  if (!live) return undefined;
+  return {
+    version: live.version,
+    key: live.config.key,
+    arms: live.arms.map((a) => ({ name: a.name, policy: a.policy.name, weight: a.weight })),
+  };
 }

@@ -21,6 +21,12 @@ export interface DashboardModelInput {
   predictedIndexKeys: number;
   /** Each instance's KV agreement (absent: unknown). */
   kvAgreement?: Record<string, AgreementSnapshot>;
+  /** The model's running A/B experiment (absent: every request gets `policy`). */
+  experiment?: {
+    version: number;
+    key: string;
+    arms: { name: string; policy: string; weight: number }[];
+  };
 }
 
 export interface DashboardInput {
@@ -90,10 +96,21 @@ export interface DashboardStore {
   >;
 }
 
+/** A running experiment as the page's header shows it: each arm's policy and share of keys. */
+export interface DashboardExperiment {
+  version: number;
+  /** What requests are assigned by (`prefix`, `header:NAME`, ...). */
+  key: string;
+  /** `share`: the arm's weight over the arms' total (the expected split of keys). */
+  arms: { name: string; policy: string; weight: number; share: number }[];
+}
+
 export interface DashboardModel {
   name: string;
+  /** The model's own policy (the arms' policies replace it while `experiment` runs). */
   policy: string;
   tokenizer: string;
+  experiment: DashboardExperiment | null;
   store: DashboardStore | null;
   predictedIndexKeys: number;
   instances: DashboardInstance[];
@@ -130,6 +147,7 @@ export function assembleDashboardData(input: DashboardInput): DashboardData {
       name: model.name,
       policy: model.policy,
       tokenizer: model.tokenizer,
+      experiment: model.experiment ? dashboardExperiment(model.experiment) : null,
       store: model.store ? dashboardStore(model.store, input.nowMs) : null,
       predictedIndexKeys: model.predictedIndexKeys,
       instances,
@@ -205,6 +223,22 @@ function dashboardInstance(
       ? ratio(cached, traffic.engineReportedPromptTokens)
       : null,
     kvAgreement: { ...kvAgreement },
+  };
+}
+
+function dashboardExperiment(
+  experiment: NonNullable<DashboardModelInput["experiment"]>,
+): DashboardExperiment {
+  const total = sum(experiment.arms, (a) => a.weight);
+  return {
+    version: experiment.version,
+    key: experiment.key,
+    arms: experiment.arms.map((a) => ({
+      name: a.name,
+      policy: a.policy,
+      weight: a.weight,
+      share: total > 0 ? a.weight / total : 1 / experiment.arms.length,
+    })),
   };
 }
 

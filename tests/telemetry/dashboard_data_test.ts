@@ -187,3 +187,30 @@ Deno.test("assembleDashboardData() shows each instance's KV agreement, unknown w
   assertEquals(a.kvAgreement, { state: "blind", samples: 6, agree: 1, over: 0, blind: 5 });
   assertEquals(b.kvAgreement, { state: "unknown", samples: 0, agree: 0, over: 0, blind: 0 });
 });
+
+Deno.test("assembleDashboardData() carries a running experiment's arms with their share of keys", () => {
+  assertEquals(assembleDashboardData(input()).models[0].experiment, null, "no experiment");
+  const base = input();
+  const withArms = assembleDashboardData({
+    ...base,
+    models: [{
+      ...base.models[0],
+      experiment: {
+        version: 3,
+        key: "header:x-session-id",
+        arms: [
+          { name: "A", policy: "cache_aware", weight: 3 },
+          { name: "B", policy: "mooncake_ttft", weight: 1 },
+        ],
+      },
+    }],
+  });
+  assertEquals(withArms.models[0].experiment, {
+    version: 3,
+    key: "header:x-session-id",
+    arms: [
+      { name: "A", policy: "cache_aware", weight: 3, share: 0.75 },
+      { name: "B", policy: "mooncake_ttft", weight: 1, share: 0.25 },
+    ],
+  });
+});
