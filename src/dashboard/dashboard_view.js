@@ -75,9 +75,16 @@ export function niceCeiling(value) {
  */
 
 /**
+ * Points further apart than this many buckets are not joined: an idle stretch (no request with a
+ * first token in two or more buckets in a row) shows as a break in the line, not a slope.
+ */
+export const GAP_BUCKETS = 2;
+
+/**
  * Lines for p50/p90/p99 of every series, x = time (bucket centres), y = seconds from 0. The x
  * range spans the data (at least six buckets) up to the snapshot's end, not the whole window, so
- * a young router's few minutes fill the chart.
+ * a young router's few minutes fill the chart. A line breaks where its points are more than
+ * GAP_BUCKETS buckets apart: `segments` holds the runs, `d` one subpath ("M ...") per run.
  * @param {TtftSeries[]} series
  * @param {TtftSnapshot} snapshot
  * @param {ChartSize} size
@@ -106,13 +113,21 @@ export function ttftChartGeometry(series, snapshot, size) {
         x: round(x(p.t + bucket / 2)),
         y: round(y(/** @type {number} */ (p[/** @type {"p50"} */ (quantile)]))),
       }));
+      /** @type {{ x: number, y: number }[][]} */
+      const segments = [];
+      s.points.forEach((p, i) => {
+        if (i === 0 || p.t - s.points[i - 1].t > GAP_BUCKETS * bucket) segments.push([]);
+        segments[segments.length - 1].push(xy[i]);
+      });
       return {
         model: s.model,
         arm: s.arm,
         quantile,
         dash,
         color: ARM_COLORS[index % ARM_COLORS.length],
-        d: xy.map((p, i) => `${i ? "L" : "M"}${p.x} ${p.y}`).join(" "),
+        d: segments.map((run) => run.map((p, i) => `${i ? "L" : "M"}${p.x} ${p.y}`).join(" "))
+          .join(" "),
+        segments,
         points: xy,
       };
     })
