@@ -76,13 +76,20 @@ function numberCell(doc, field, value, text) {
   }, [text]);
 }
 
-/** @param {Document} doc @param {string[]} labels @param {number[]} [numeric] */
+/**
+ * A header row; a label given as [short, long] shows the short text with the long one as its
+ * tooltip (compact columns for a 1280 px screen).
+ * @param {Document} doc @param {(string | [string, string])[]} labels @param {number[]} [numeric]
+ */
 function headerRow(doc, labels, numeric = []) {
   return h(
     doc,
     "tr",
     {},
-    labels.map((label, i) => h(doc, "th", numeric.includes(i) ? { class: "num" } : {}, [label])),
+    labels.map((label, i) => {
+      const [text, title] = Array.isArray(label) ? label : [label, undefined];
+      return h(doc, "th", { class: numeric.includes(i) ? "num" : undefined, title }, [text]);
+    }),
   );
 }
 
@@ -94,8 +101,14 @@ function modelCard(doc, model, ttft) {
   const title = h(doc, "h2", {}, [
     model.name,
     " ",
+    model.experiment ? experimentBadge(doc, model.experiment) : h(doc, "span", {
+      class: "policy",
+      "data-field": "policy",
+      "data-value": model.policy,
+    }, [`policy ${model.policy}`]),
+    " ",
     h(doc, "span", { class: "muted" }, [
-      `policy ${model.policy} · tokenizer ${model.tokenizer} · ` +
+      `tokenizer ${model.tokenizer} · ` +
       `${totals.healthyInstances}/${model.instances.length} healthy · ` +
       `${formatInteger(totals.requests)} requests · predicted hit ratio ` +
       formatRatio(totals.predictedHitRatio),
@@ -119,41 +132,82 @@ function modelCard(doc, model, ttft) {
   ]);
 }
 
+/**
+ * The running experiment in the model's header: every arm's name, policy and share of keys.
+ * @param {Document} doc
+ * @param {any} experiment
+ */
+function experimentBadge(doc, experiment) {
+  return h(doc, "span", {
+    class: "experiment",
+    "data-field": "experiment",
+    "data-version": experiment.version,
+    title: `A/B experiment v${experiment.version}, assigned by ${experiment.key}; ` +
+      "share: the arm's weight over the total",
+  }, [
+    `experiment (by ${experiment.key}): `,
+    ...experiment.arms.flatMap((/** @type {any} */ arm, /** @type {number} */ i) => [
+      i ? " vs " : "",
+      h(doc, "span", {
+        class: "arm",
+        "data-arm": arm.name,
+        "data-policy": arm.policy,
+        "data-share": arm.share,
+      }, [`${arm.name} ${arm.policy} ${Math.round(arm.share * 100)} %`]),
+    ]),
+  ]);
+}
+
 /** @param {Document} doc @param {any} model */
 function instancesTable(doc, model) {
   const head = headerRow(doc, [
-    "instance",
-    "engine",
-    "health",
-    "breaker",
-    "waiting prefill tok",
-    "running",
-    "active",
+    ["instance", "instance · engine · role (the URL on hover)"],
+    ["health", "health · circuit breaker"],
+    ["waiting tok", "waiting prefill tokens: the reconciled load the policies see"],
+    ["running", "running requests"],
+    ["active", "requests proxied to it right now"],
     "requests",
-    "prompt tok",
-    "hit ratio (predicted)",
-    "hit ratio (engine)",
-    "KV agreement",
-    "TTFT p50",
-    "TTFT p90",
-    "engine report",
-  ], [4, 5, 6, 7, 8, 9, 10, 12, 13]);
+    ["prompt tok", "prompt tokens dispatched to it"],
+    ["hit pred.", "hit ratio predicted by the router (local prefix tokens / prompt tokens)"],
+    [
+      "hit engine",
+      "hit ratio the engine reported (cached tokens / prompt tokens of the requests with usage)",
+    ],
+    ["KV agree", "KV agreement of predicted hits and engine reuse (counts on hover)"],
+    ["TTFT p50", "time to first token, recent requests, median"],
+    ["TTFT p90", "time to first token, recent requests, 90th percentile"],
+    ["engine report", "the engine's own queue report: waiting, running, age"],
+  ], [2, 3, 4, 5, 6, 7, 8, 10, 11]);
   const rows = model.instances.map((/** @type {any} */ i) => {
     const health = i.draining ? "draining" : i.healthy ? "healthy" : "unhealthy";
     const report = i.engineReport;
     const reportText = report
-      ? `${report.usable ? "" : "stale · "}${formatInteger(report.waitingRequests)} waiting, ` +
-        `${formatInteger(report.runningRequests)} running, ${report.ageS.toFixed(1)} s ago`
+      ? `${report.usable ? "" : "stale · "}${formatInteger(report.waitingRequests)} waiting · ` +
+        `${formatInteger(report.runningRequests)} running · ${report.ageS.toFixed(1)} s ago`
       : i.engineReportError
       ? `error: ${i.engineReportError}`
       : "–";
     return h(doc, "tr", { "data-model": model.name, "data-instance": i.id }, [
-      h(doc, "td", { "data-field": "id", title: i.url }, [i.id]),
-      h(doc, "td", { "data-field": "engine" }, [`${i.engine} · ${i.role}`]),
-      h(doc, "td", { "data-field": "health", "data-value": health, class: `health-${health}` }, [
-        `● ${health}`,
+      h(doc, "td", { title: i.url }, [
+        h(doc, "span", { "data-field": "id" }, [i.id]),
+        h(doc, "span", { class: "sub", "data-field": "engine" }, [`${i.engine} · ${i.role}`]),
       ]),
-      h(doc, "td", { "data-field": "breaker", "data-value": i.breaker }, [i.breaker]),
+      h(doc, "td", {}, [
+        h(
+          doc,
+          "span",
+          { "data-field": "health", "data-value": health, class: `health-${health}` },
+          [
+            `● ${health}`,
+          ],
+        ),
+        h(doc, "span", {
+          class: "sub",
+          "data-field": "breaker",
+          "data-value": i.breaker,
+          title: "circuit breaker",
+        }, [`breaker ${i.breaker}`]),
+      ]),
       numberCell(
         doc,
         "waiting-prefill-tokens",
@@ -169,7 +223,7 @@ function instancesTable(doc, model) {
       agreementCell(doc, i.kvAgreement),
       numberCell(doc, "ttft-p50", i.recentTtft.p50, formatSeconds(i.recentTtft.p50)),
       numberCell(doc, "ttft-p90", i.recentTtft.p90, formatSeconds(i.recentTtft.p90)),
-      h(doc, "td", { "data-field": "report", class: "muted" }, [reportText]),
+      h(doc, "td", { "data-field": "report", class: "muted wrap" }, [reportText]),
     ]);
   });
   return h(doc, "table", { "data-table": "instances" }, [
@@ -385,70 +439,97 @@ function decisionsTable(doc, decisions) {
     "time",
     "model",
     "arm / policy",
-    "prompt tok",
-    "lookup",
-    "pool prefix",
+    ["prompt tok", "prompt tokens"],
+    ["lookup", "KV store lookup: outcome · keys · time"],
+    ["pool prefix", "prefix tokens the pool (store) holds"],
     "chosen",
     "TTFT",
     "status",
-    "candidates (best first): local prefix · waiting · score · terms",
   ], [3, 5, 7]);
-  const rows = decisions.map((d) => {
+  const columns = 9;
+  // One tbody per decision: its summary row, then its candidates across the whole width (the
+  // score terms need the room; they wrap between terms, never inside one).
+  const bodies = decisions.map((d) => {
     const looked = d.lookup
       ? `${d.lookup.outcome} · ${d.lookup.keys} keys · ${d.lookup.elapsedMs} ms`
       : "–";
     // Dispatched by load alone while an instance's KV agreement is blind.
     const lookup = d.kvLoadOnly ? `${looked} · load only (${d.kvLoadOnly})` : looked;
-    const candidates = h(
-      doc,
-      "table",
-      { class: "candidates" },
-      d.candidates.map((/** @type {any} */ c) =>
-        h(doc, "tr", { "data-candidate": c.id, class: c.id === d.chosen ? "chosen" : undefined }, [
-          h(doc, "td", {}, [
-            c.id + (c.excluded ? ` (${c.excluded})` : c.healthy ? "" : " (unhealthy)"),
-          ]),
-          numberCell(
-            doc,
-            "local-prefix-tokens",
-            c.localPrefixTokens,
-            formatInteger(c.localPrefixTokens),
-          ),
-          numberCell(
-            doc,
-            "waiting-prefill-tokens",
-            c.waitingPrefillTokens,
-            formatInteger(c.waitingPrefillTokens),
-          ),
-          numberCell(doc, "score", c.score, formatTerm(c.score)),
-          // One unbreakable span per term: a long list wraps between terms, never inside one.
-          h(
-            doc,
-            "td",
-            { class: "terms", "data-field": "terms" },
-            Object.entries(c.terms).map(([k, v]) =>
-              h(doc, "span", { class: "term" }, [`${k}=${formatTerm(/** @type {number} */ (v))} `])
+    const candidates = h(doc, "table", { class: "candidates" }, [
+      h(doc, "thead", {}, [
+        headerRow(doc, [
+          "candidate (best first)",
+          ["local prefix", "local prefix tokens"],
+          ["waiting", "waiting prefill tokens"],
+          "score",
+          ["terms", "the score's terms (they add up to the score)"],
+        ], [1, 2, 3]),
+      ]),
+      h(
+        doc,
+        "tbody",
+        {},
+        d.candidates.map((/** @type {any} */ c) =>
+          h(doc, "tr", {
+            "data-candidate": c.id,
+            class: c.id === d.chosen ? "chosen" : undefined,
+          }, [
+            h(doc, "td", {}, [
+              c.id + (c.excluded ? ` (${c.excluded})` : c.healthy ? "" : " (unhealthy)"),
+            ]),
+            numberCell(
+              doc,
+              "local-prefix-tokens",
+              c.localPrefixTokens,
+              formatInteger(c.localPrefixTokens),
             ),
-          ),
-        ])
+            numberCell(
+              doc,
+              "waiting-prefill-tokens",
+              c.waitingPrefillTokens,
+              formatInteger(c.waitingPrefillTokens),
+            ),
+            numberCell(doc, "score", c.score, formatTerm(c.score)),
+            // One unbreakable span per term: a long list wraps between terms, never inside one.
+            h(
+              doc,
+              "td",
+              { class: "terms", "data-field": "terms" },
+              Object.entries(c.terms).map(([k, v]) =>
+                h(doc, "span", { class: "term" }, [
+                  `${k}=${formatTerm(/** @type {number} */ (v))} `,
+                ])
+              ),
+            ),
+          ])
+        ),
       ),
-    );
-    return h(doc, "tr", { "data-request-id": d.requestId }, [
-      h(doc, "td", {}, [formatClock(d.at)]),
-      h(doc, "td", {}, [d.model]),
-      h(doc, "td", {}, [`${d.arm} / ${d.policy}`]),
-      numberCell(doc, "prompt-tokens", d.promptTokens, formatInteger(d.promptTokens)),
-      h(doc, "td", { "data-field": "lookup" }, [lookup]),
-      numberCell(doc, "pool-prefix-tokens", d.poolPrefixTokens, formatInteger(d.poolPrefixTokens)),
-      h(doc, "td", { "data-field": "chosen" }, [d.chosen ?? "–"]),
-      numberCell(doc, "ttft", d.ttftS, formatSeconds(d.ttftS)),
-      h(doc, "td", { "data-field": "status" }, [`${d.status} ${d.outcome}`]),
-      h(doc, "td", {}, [candidates]),
+    ]);
+    return h(doc, "tbody", { class: "decision", "data-decision": d.requestId }, [
+      h(doc, "tr", { "data-request-id": d.requestId }, [
+        h(doc, "td", {}, [formatClock(d.at)]),
+        h(doc, "td", {}, [d.model]),
+        h(doc, "td", {}, [`${d.arm} / ${d.policy}`]),
+        numberCell(doc, "prompt-tokens", d.promptTokens, formatInteger(d.promptTokens)),
+        h(doc, "td", { "data-field": "lookup", class: "wrap" }, [lookup]),
+        numberCell(
+          doc,
+          "pool-prefix-tokens",
+          d.poolPrefixTokens,
+          formatInteger(d.poolPrefixTokens),
+        ),
+        h(doc, "td", { "data-field": "chosen" }, [d.chosen ?? "–"]),
+        numberCell(doc, "ttft", d.ttftS, formatSeconds(d.ttftS)),
+        h(doc, "td", { "data-field": "status" }, [`${d.status} ${d.outcome}`]),
+      ]),
+      h(doc, "tr", { class: "candidates-row", "data-candidates-of": d.requestId }, [
+        h(doc, "td", { colspan: columns }, [candidates]),
+      ]),
     ]);
   });
   return h(doc, "table", { "data-table": "decisions" }, [
     h(doc, "thead", {}, [head]),
-    h(doc, "tbody", {}, rows),
+    ...bodies,
   ]);
 }
 

@@ -2,11 +2,16 @@
  * The dashboard in a real browser: the embedded demo cluster and the router, some shared-prefix
  * traffic, then headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core) opens
  * /dashboard through the `?token=` cookie flow and the numbers it shows are compared with
- * /metrics. Skipped with a message when Chromium is absent (`apt-get install chromium`).
+ * /metrics. The model runs an A/B experiment (two cache-aware arms), which the header shows. At
+ * 1280 × 800 and 1400 × 900 no cell of the instance table or the decisions reaches past the
+ * viewport and nothing scrolls sideways. Skipped with a message when Chromium is absent
+ * (`apt-get install chromium`).
  *
  * Screenshot: written to a temporary directory by default (checked, then removed);
  * `TIDEGATE_SCREENSHOT=1` writes docs/dashboard.png instead (and sends traffic for ~40 s so the
- * TTFT chart has several points), `TIDEGATE_SCREENSHOT=<path>.png` writes there.
+ * TTFT chart has several points), `TIDEGATE_SCREENSHOT=<path>.png` writes there; the picture is
+ * 1280 px wide. The demo engines report `cached_tokens` (the router asks streams for usage), so
+ * the test also checks that every instance that served requests shows an engine hit ratio.
  * `TIDEGATE_CHROMIUM=<path>` uses another Chromium binary.
  */
 import { chromium } from "playwright-core";
@@ -20,10 +25,21 @@ import { startDemoCluster } from "../fakes/demo_cluster.ts";
 // The page-side callbacks below run in Chromium; Deno's type library has no DOM.
 // deno-lint-ignore no-explicit-any
 declare const document: any;
+// deno-lint-ignore no-explicit-any
+declare const window: any;
 
 const CHROMIUM = Deno.env.get("TIDEGATE_CHROMIUM") ?? "/usr/bin/chromium";
 const SCREENSHOT = Deno.env.get("TIDEGATE_SCREENSHOT") ?? "";
 const TOKEN = "dashboard-test-token";
+/** Two cache-aware arms, assigned by the prompt's opening (a document stays in one arm). */
+const EXPERIMENT = {
+  key: "prefix",
+  arms: [
+    { name: "A", policy: "cache_aware", weight: 1 },
+    { name: "B", policy: "mooncake_ttft", weight: 1 },
+  ],
+};
+const VIEWPORTS = [{ width: 1280, height: 800 }, { width: 1400, height: 900 }];
 
 function fileExists(path: string): boolean {
   try {
@@ -173,8 +189,13 @@ Deno.test({
   ignore: !chromiumPresent,
   async fn() {
     const cluster = await startDemoCluster({ engines: 3 });
+    const base = cluster.routerConfig() as { models: Record<string, unknown>[] };
     const router = await createRouter(
-      resolveConfig({ ...cluster.routerConfig(), admin: { token: TOKEN } }),
+      resolveConfig({
+        ...base,
+        models: [{ ...base.models[0], experiment: EXPERIMENT }],
+        admin: { token: TOKEN },
+      }),
       { log: () => {} },
     );
     const profile = await Deno.makeTempDir({ prefix: "tidegate-chromium-" });
@@ -195,7 +216,7 @@ Deno.test({
       browser = await chromium.launchPersistentContext(profile, {
         executablePath: CHROMIUM,
         headless: true,
-        viewport: { width: 1440, height: 900 },
+        viewport: VIEWPORTS[0],
         // This machine's closed network refuses Chromium's background connections.
         args: [
           "--no-sandbox",
@@ -291,30 +312,127 @@ Deno.test({
 
       // The other panels: TTFT per arm, the store, the decisions with their terms.
       const panels = await page.evaluate(() => ({
-        p50Lines: document.querySelectorAll(
-          'svg[data-chart="ttft"] path[data-arm="default"][data-quantile="p50"]',
-        ).length,
-        windowCount: document.querySelector(
-          '[data-table="ttft-summary"] tr[data-arm="default"] [data-field="count"]',
-        )?.getAttribute("data-value"),
+        p50Arms: [...document.querySelectorAll('svg[data-chart="ttft"] path[data-quantile="p50"]')]
+          .map((path) => path.dataset.arm).sort(),
+        windowCount: [
+          ...document.querySelectorAll('[data-table="ttft-summary"] [data-field="count"]'),
+        ].reduce((sum, cell) => sum + Number(cell.dataset.value), 0),
         storeState: document.querySelector('[data-field="store-state"]')?.textContent,
         storeUrl: document.querySelector('[data-field="store-url"]')?.textContent,
         decisionRows: document.querySelectorAll("tr[data-request-id]").length,
         candidatesInFirst: document.querySelectorAll(
-          "tr[data-request-id]:first-child tr[data-candidate]",
+          '[data-table="decisions"] tbody.decision:first-of-type tr[data-candidate]',
         ).length,
-        terms: document.querySelector('tr[data-candidate] [data-field="terms"]')?.textContent,
+        // Per decision: its policy and its first candidate's terms.
+        terms: [...document.querySelectorAll("tbody.decision")].map((body) => ({
+          policy: body.querySelector("tr[data-request-id] td:nth-child(3)")?.textContent,
+          terms: body.querySelector('tr[data-candidate] [data-field="terms"]')?.textContent,
+        })),
         loadBars: document.querySelectorAll('svg[data-chart="load"] rect[data-instance]').length,
       }));
-      assertEquals(panels.p50Lines, 1);
-      assertEquals(Number(panels.windowCount), sent);
+      const metricsNow = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
+      const armsServed = [
+        ...new Set(
+          metricsNow.samples
+            .filter((x) => x.name === "tidegate_requests_total" && x.value > 0 && x.labels.arm)
+            .map((x) => x.labels.arm),
+        ),
+      ].sort();
+      assert(armsServed.length > 0 && armsServed.every((arm) => ["A", "B"].includes(arm)));
+      assertEquals(panels.p50Arms, armsServed, "one p50 line per arm that served requests");
+      assertEquals(panels.windowCount, sent, "the arms' TTFT windows count every request");
       assert(["up", "down", "probing"].includes(panels.storeState), `${panels.storeState}`);
       assertEquals(panels.storeUrl, cluster.master.url);
       assertEquals(panels.decisionRows, Math.min(20, sent));
       assertEquals(panels.candidatesInFirst, 3);
-      assert(/prefixMissTokens=\d/.test(panels.terms ?? ""), `terms shown: ${panels.terms}`);
+      // cache_aware scores prefix misses plus load; mooncake_ttft estimates queue + prefill time.
+      const termOf: Record<string, RegExp> = {
+        "A / cache_aware": /prefixMissTokens=\d/,
+        "B / mooncake_ttft": /prefillS=\d/,
+      };
+      for (const { policy, terms } of panels.terms) {
+        assert(termOf[policy]?.test(terms ?? ""), `terms shown for ${policy}: ${terms}`);
+      }
       assertEquals(panels.loadBars, 3);
       assertEquals(pageErrors, [], "no script errors or CSP violations on the page");
+
+      // The engines report cached tokens: every instance that served requests shows a ratio.
+      for (const [id, figures] of Object.entries(shown)) {
+        if (figures.requests > 0) {
+          assert(figures.engineHitRatio !== null, `${id} shows an engine hit ratio`);
+        }
+      }
+      assert(
+        Object.values(shown).some((f) => (f.engineHitRatio ?? 0) > 0),
+        "some engine reported reused prefix tokens",
+      );
+
+      // During the experiment the header names the arms, their policies and split.
+      const header = await page.evaluate(() => ({
+        policy: document.querySelector('[data-model] h2 [data-field="policy"]')?.textContent ??
+          null,
+        arms: [...document.querySelectorAll('[data-model] h2 [data-field="experiment"] [data-arm]')]
+          .map((arm) => ({
+            arm: arm.dataset.arm,
+            policy: arm.dataset.policy,
+            share: Number(arm.dataset.share),
+            text: arm.textContent,
+          })),
+      }));
+      assertEquals(header, {
+        policy: null,
+        arms: [
+          { arm: "A", policy: "cache_aware", share: 0.5, text: "A cache_aware 50 %" },
+          { arm: "B", policy: "mooncake_ttft", share: 0.5, text: "B mooncake_ttft 50 %" },
+        ],
+      });
+
+      // An operator's screen: nothing is cut off or scrolls sideways at 1280 and 1400 px.
+      for (const viewport of VIEWPORTS) {
+        await page.setViewportSize(viewport);
+        await page.waitForFunction(() => window.innerWidth > 0 && document.body.dataset.refreshes);
+        const overflow = await page.evaluate(() => {
+          const width = window.innerWidth;
+          const cells = [
+            ...document.querySelectorAll(
+              '[data-table="instances"] th, [data-table="instances"] td, ' +
+                '[data-table="decisions"] th, [data-table="decisions"] td, ' +
+                '[data-field="experiment"], [data-model] h2',
+            ),
+          ];
+          const past = cells
+            .filter((cell) => cell.getBoundingClientRect().right > width + 0.5)
+            .map((cell) => `${cell.tagName} ${cell.textContent.slice(0, 40)}`);
+          const clipped = cells
+            .filter((cell) => cell.scrollWidth > cell.clientWidth + 1)
+            .map((cell) => `${cell.tagName} ${cell.textContent.slice(0, 40)}`);
+          const scrolling = [
+            document.documentElement,
+            ...document.querySelectorAll(".scroll, .card"),
+          ]
+            .filter((box) => box.scrollWidth > box.clientWidth)
+            .map((box) =>
+              `${box.tagName}.${box.className} ${box.scrollWidth} > ${box.clientWidth}`
+            );
+          return {
+            width,
+            cells: cells.length,
+            terms: document.querySelectorAll('[data-table="decisions"] [data-field="terms"]')
+              .length,
+            past,
+            clipped,
+            scrolling,
+          };
+        });
+        assertEquals(overflow.width, viewport.width);
+        assert(overflow.cells > 100 && overflow.terms > 0, `cells checked: ${overflow.cells}`);
+        assertEquals(
+          { past: overflow.past, clipped: overflow.clipped, scrolling: overflow.scrolling },
+          { past: [], clipped: [], scrolling: [] },
+          `nothing overflows a ${viewport.width} px viewport`,
+        );
+      }
+      await page.setViewportSize(VIEWPORTS[0]);
 
       const target = SCREENSHOT === "1"
         ? new URL("../../docs/dashboard.png", import.meta.url).pathname
