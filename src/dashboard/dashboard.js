@@ -458,7 +458,7 @@ function decisionsTable(doc, decisions) {
     const candidates = h(doc, "table", { class: "candidates" }, [
       h(doc, "thead", {}, [
         headerRow(doc, [
-          "candidate (best first)",
+          ["candidate", "the candidates, best first (bold: chosen)"],
           ["local prefix", "local prefix tokens"],
           ["waiting", "waiting prefill tokens"],
           "score",
