@@ -467,9 +467,17 @@ Deno.test({
         return {
           injected: document.querySelectorAll("[id^=pwned]").length,
           shown: document.body.textContent.includes("<img src=x id=pwned1>"),
+          // Without an experiment the header names the model's one policy.
+          policy: document.querySelector('[data-model] h2 [data-field="policy"]')?.dataset.value,
+          experiment: document.querySelectorAll('[data-field="experiment"]').length,
         };
       }, hostileData());
-      assertEquals(escaped, { injected: 0, shown: true });
+      assertEquals(escaped, {
+        injected: 0,
+        shown: true,
+        policy: "<img src=x id=pwned2>",
+        experiment: 0,
+      });
 
       const png = await Deno.readFile(target);
       assertEquals([...png.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], "a PNG file");
