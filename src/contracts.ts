@@ -130,7 +130,7 @@ export interface RequestRecord {
   error?: string;
   /** With `tenants` configured: the client's tenant, and the limit that refused it, if one did. */
   tenant?: string;
-  rateLimited?: "requests" | "prompt_tokens";
+  rateLimited?: "requests" | "prompt_tokens" | "fair_share";
 }
 
 export interface RequestObserver {

@@ -280,6 +280,8 @@ const TenantRatesSchema = z.strictObject({
   promptTokensPerS: z.number().positive().optional(),
   /** Seconds of its rate a quiet tenant may spend at once (the buckets' size). */
   burstS: z.number().positive().default(1),
+  /** Its share of the admission budget while SLO admission is refusing (README "Tenants"). */
+  weight: z.number().positive().default(1),
 });
 
 const TenantsSchema = z.strictObject({

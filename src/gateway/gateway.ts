@@ -18,7 +18,7 @@ import type { ModelRuntime } from "./model_runtime.ts";
 import type { Reservation } from "./reservation.ts";
 import { refuseOverlongPrompt, refuseOversizedPrompt } from "./prompt_limits.ts";
 import { ShutdownState } from "./shutdown_state.ts";
-import { RateLimitedError, TenantGate } from "./tenant_gate.ts";
+import { FairShareError, RateLimitedError, TenantGate } from "./tenant_gate.ts";
 
 export interface GatewayDeps {
   fetch: typeof fetch;
@@ -87,6 +87,8 @@ export class Gateway {
   /** Inference requests begun and not yet finished (streams count until their last byte). */
   #inFlight = 0;
   #counted = new WeakSet<RequestRecord>();
+  /** Tenants' held shares of admitted work, released when their request finishes. */
+  #shares = new WeakMap<RequestRecord, () => void>();
 
   constructor(
     config: Config,
@@ -305,6 +307,9 @@ export class Gateway {
     refuseOverlongPrompt(flight.runtime!.config, plan, parsed.prompt);
     if (flight.record.tenant) this.#chargeTenant(flight, "prompt_tokens", plan.promptTokens);
     const verdict = plan.admission;
+    const model = flight.runtime!.config.name;
+    if (!verdict.admit) this.#tenants.noteRefusal(model);
+    else if (flight.record.tenant) this.#claimShare(flight, model, plan.promptTokens);
     if (verdict.admit) {
       // Extra keys change every hash: such prompts would only confuse key detection.
       if (plan.tokens && !extraKeys.loraName && !extraKeys.cacheSalt) {
@@ -336,7 +341,9 @@ export class Gateway {
     flight.reservation?.cancel();
     flight.decodeReservation?.cancel();
     flight.reservation = flight.decodeReservation = undefined;
-    if (error instanceof RateLimitedError) return this.#answer(flight, error, "rejected");
+    if (error instanceof RateLimitedError || error instanceof FairShareError) {
+      return this.#answer(flight, error, "rejected");
+    }
     if (error instanceof HttpError) return this.#answer(flight, error, "client_error");
     this.#deps.log("request failed inside the router", {
       level: "error",
@@ -372,6 +379,22 @@ export class Gateway {
     }
   }
 
+  /** The tenant's share of the model's admitted work, given back when the request finishes. */
+  #claimShare(flight: InFlight, model: string, tokens: number): void {
+    try {
+      this.#shares.set(
+        flight.record,
+        this.#tenants.claimShare(model, flight.record.tenant!, tokens),
+      );
+    } catch (error) {
+      if (error instanceof FairShareError) {
+        flight.record.rateLimited = "fair_share";
+        flight.responseHeaders.set("retry-after", "1");
+      }
+      throw error;
+    }
+  }
+
   /** Past `limits.maxConcurrentRequests`: a cheap 503 instead of one more request to carry. */
   #overloaded(flight: InFlight): Response {
     flight.record.model = "unknown";
@@ -387,6 +410,7 @@ export class Gateway {
 
   #finish(trace: RequestTrace, record: RequestRecord): void {
     if (this.#counted.delete(record)) this.#inFlight--;
+    this.#shares.get(record)?.();
     try {
       trace.finish(record);
     } catch (error) {

@@ -7,6 +7,7 @@ import {
   type RateVerdict,
   TenantLimits,
 } from "../scheduling/tenant_limits.ts";
+import { FairShare } from "../scheduling/fair_share.ts";
 
 type TenantsConfig = NonNullable<Config["tenants"]>;
 
@@ -24,6 +25,22 @@ export class RateLimitedError extends HttpError {
   }
 }
 
+/** A tenant over its weighted share while SLO admission is refusing (429, `Retry-After`). */
+export class FairShareError extends HttpError {
+  constructor(tenant: string) {
+    super(
+      429,
+      `Tenant ${tenant} holds more than its weighted share of this model's admitted work while ` +
+        "the model is refusing requests for its SLO; retry shortly.",
+      { type: "rate_limit_error", code: "fair_share_exceeded" },
+    );
+    this.name = "FairShareError";
+  }
+}
+
+/** How long after an SLO refusal fair shares are enforced. */
+const FAIR_SHARE_WINDOW_MS = 5_000;
+
 /**
  * The `tenants` section at the gateway: who a request's client is, and whether its tenant's
  * buckets admit it (requests at arrival, prompt tokens once counted). Rebuilt on reload only
@@ -33,11 +50,13 @@ export class TenantGate {
   #section: string;
   #config: TenantsConfig | undefined;
   #limits: TenantLimits | undefined;
+  #fair: FairShare | undefined;
 
   constructor(config: TenantsConfig | undefined, readonly now: () => number) {
     this.#section = JSON.stringify(config ?? null);
     this.#config = config;
     this.#limits = config ? new TenantLimits(config.list, config.others, now()) : undefined;
+    this.#fair = this.#fairShareOf(this.#limits);
   }
 
   sync(config: TenantsConfig | undefined): void {
@@ -45,6 +64,26 @@ export class TenantGate {
     this.#section = JSON.stringify(config ?? null);
     this.#config = config;
     this.#limits = config ? new TenantLimits(config.list, config.others, this.now()) : undefined;
+    this.#fair = this.#fairShareOf(this.#limits);
+  }
+
+  #fairShareOf(limits: TenantLimits | undefined): FairShare | undefined {
+    return limits && new FairShare((tenant) => limits.weightOf(tenant), FAIR_SHARE_WINDOW_MS);
+  }
+
+  /** The model's SLO admission refused a request: fair shares apply for a while. */
+  noteRefusal(model: string): void {
+    this.#fair?.noteRefusal(model, this.now());
+  }
+
+  /**
+   * Holds `tokens` of `tenant`'s admitted work on `model` until the returned call; throws
+   * FairShareError when the model is refusing for its SLO and the tenant is over its share.
+   */
+  claimShare(model: string, tenant: string, tokens: number): () => void {
+    if (!this.#fair) return () => {};
+    if (!this.#fair.allows(model, tenant, tokens, this.now())) throw new FairShareError(tenant);
+    return this.#fair.hold(model, tenant, tokens);
   }
 
   /** The client's tenant; undefined when no `tenants` section is configured. */

@@ -6,6 +6,8 @@ export interface TenantRates {
   promptTokensPerS?: number;
   /** Seconds of its rate a quiet tenant may spend at once. */
   burstS: number;
+  /** Its share of the admission budget under SLO refusals (default 1). */
+  weight?: number;
 }
 
 export interface TenantDefinition extends TenantRates {
@@ -36,6 +38,7 @@ export const OTHER_TENANT = "other";
  */
 export class TenantLimits {
   readonly #byIdentity = new Map<string, string>();
+  readonly #weights = new Map<string, number>();
   readonly #buckets = new Map<string, Partial<Record<RateKind, TokenBucket>>>();
 
   constructor(
@@ -45,9 +48,16 @@ export class TenantLimits {
   ) {
     for (const tenant of tenants) {
       for (const identity of tenant.match) this.#byIdentity.set(identity, tenant.name);
+      this.#weights.set(tenant.name, tenant.weight ?? 1);
       this.#buckets.set(tenant.name, bucketsOf(tenant, nowMs));
     }
     this.#buckets.set(OTHER_TENANT, others ? bucketsOf(others, nowMs) : {});
+    this.#weights.set(OTHER_TENANT, others?.weight ?? 1);
+  }
+
+  /** A tenant's weight for fair shares (1 unless configured). */
+  weightOf(tenant: string): number {
+    return this.#weights.get(tenant) ?? 1;
   }
 
   /** The tenant an identity belongs to (`other` for unknown or absent identities). */
