@@ -2,7 +2,10 @@
  * A bounded LRU of token ids per text segment (the text between two added tokens). Hugging Face
  * tokenizers split on added tokens before normalizing and pre-tokenizing, so a segment's ids never
  * depend on its neighbours: a conversation that grows by a turn finds every earlier segment here and
- * tokenizes only the new ones. Bounded by cached tokens and by cached characters (the keys).
+ * tokenizes only the new ones. Bounded by cached tokens, by cached characters (the keys) and by
+ * entries: an entry costs ~400 bytes besides its ids (the entry, a Uint32Array and its buffer, the
+ * key, a Map slot), so without the last bound a unique short message per request (a chat's new
+ * question) would fill a 4M-token budget as 500k entries, ~200 MB in one cache.
  *
  * One cache can serve several tokenizers: each takes its own `scope`, and all share the budget.
  */
@@ -12,7 +15,13 @@ export interface TokenSegmentCacheOptions {
   maxTokens: number;
   /** Upper bound on the characters of the segments held (the keys); default 8 × maxTokens. */
   maxChars?: number;
+  /** Upper bound on the segments held; default one per 64 tokens of budget, at least 1024. */
+  maxEntries?: number;
 }
+
+/** Tokens of budget per entry of the default entry bound (an entry's overhead is ~100 ids' worth). */
+export const TOKENS_PER_CACHE_ENTRY = 64;
+const MIN_CACHE_ENTRIES = 1024;
 
 export interface TokenSegmentCacheStats {
   hits: number;
@@ -25,6 +34,7 @@ export interface TokenSegmentCacheStats {
   chars: number;
   maxTokens: number;
   maxChars: number;
+  maxEntries: number;
 }
 
 /** One tokenizer's view of a shared cache. */
@@ -44,6 +54,7 @@ interface Entry {
 export class TokenSegmentCache {
   readonly maxTokens: number;
   readonly maxChars: number;
+  readonly maxEntries: number;
   readonly #scopes = new Map<string, Map<string, Entry>>();
   #head: Entry | null = null; // least recently used
   #tail: Entry | null = null;
@@ -59,6 +70,8 @@ export class TokenSegmentCache {
     if (!(options.maxTokens >= 0)) throw new RangeError("maxTokens must be a number ≥ 0");
     this.maxTokens = options.maxTokens;
     this.maxChars = options.maxChars ?? options.maxTokens * 8;
+    this.maxEntries = options.maxEntries ??
+      Math.max(MIN_CACHE_ENTRIES, Math.ceil(options.maxTokens / TOKENS_PER_CACHE_ENTRY));
   }
 
   scope(name: string): TokenSegmentCacheScope {
@@ -82,6 +95,7 @@ export class TokenSegmentCache {
       chars: this.#chars,
       maxTokens: this.maxTokens,
       maxChars: this.maxChars,
+      maxEntries: this.maxEntries,
     };
   }
 
@@ -133,7 +147,10 @@ export class TokenSegmentCache {
     this.#tokens += ids.length;
     this.#chars += segment.length;
     this.#entries++;
-    while ((this.#tokens > this.maxTokens || this.#chars > this.maxChars) && this.#head) {
+    while (
+      (this.#tokens > this.maxTokens || this.#chars > this.maxChars ||
+        this.#entries > this.maxEntries) && this.#head
+    ) {
       this.#remove(this.#head);
       this.#evictions++;
     }

@@ -33,6 +33,25 @@ Deno.test("TokenSegmentCache bounds the characters of cached segments and skips 
   assertEquals(cache.stats().chars, 7);
 });
 
+Deno.test("TokenSegmentCache bounds its entries: tiny unique segments do not fill the token budget one by one", () => {
+  // Each entry costs ~400 bytes besides its ids (entry, Uint32Array and its buffer, key, Map slot):
+  // a soak's unique 8-token question per request held 4M tokens as 500k entries, ~200 MB a cache.
+  const cache = new TokenSegmentCache({ maxTokens: 640_000 });
+  assertEquals(cache.maxEntries, 10_000); // one entry per 64 tokens of budget
+  const scope = cache.scope("m");
+  for (let n = 0; n < 50_000; n++) scope.set(`user\nQuestion ${n}: what changed?`, ids(1, 2, 3, 4));
+  const stats = cache.stats();
+  assertEquals([stats.entries, stats.maxEntries, stats.evictions], [10_000, 10_000, 40_000]);
+  assertEquals(scope.get("user\nQuestion 49999: what changed?"), ids(1, 2, 3, 4));
+  assertEquals(scope.get("user\nQuestion 0: what changed?"), undefined);
+  // Small budgets keep a floor of entries; an explicit bound wins.
+  assertEquals(new TokenSegmentCache({ maxTokens: 5 }).maxEntries, 1024);
+  const explicit = new TokenSegmentCache({ maxTokens: 100, maxEntries: 2 });
+  const s2 = explicit.scope("m");
+  for (const key of ["a", "b", "c"]) s2.set(key, ids(1));
+  assertEquals([s2.get("a"), explicit.stats().entries], [undefined, 2]);
+});
+
 Deno.test("TokenSegmentCache keeps scopes apart while sharing one budget", () => {
   const cache = new TokenSegmentCache({ maxTokens: 3 });
   const qwen = cache.scope("qwen");
