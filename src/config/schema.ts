@@ -148,7 +148,7 @@ export const TokenizerSchema = z.strictObject({
   /** Directory with tokenizer.json + tokenizer_config.json, or `builtin:qwen3`. */
   path: z.string().min(1).optional(),
   fastPath: z.boolean().default(true),
-  /** Token-id cache for multi-turn chat, bounded by cached tokens (and one segment per 64 of them). */
+  /** Token-id cache for multi-turn chat, bounded by cached tokens (and one segment per 128 of them). */
   cacheMaxTokens: z.int().min(0).default(4_000_000),
   /** Timeout of an engine-mode tokenize call. */
   timeoutMs: z.int().min(1).default(2_000),

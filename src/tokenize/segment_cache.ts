@@ -15,12 +15,15 @@ export interface TokenSegmentCacheOptions {
   maxTokens: number;
   /** Upper bound on the characters of the segments held (the keys); default 8 × maxTokens. */
   maxChars?: number;
-  /** Upper bound on the segments held; default one per 64 tokens of budget, at least 1024. */
+  /** Upper bound on the segments held; default one per 128 tokens of budget, at least 1024. */
   maxEntries?: number;
 }
 
-/** Tokens of budget per entry of the default entry bound (an entry's overhead is ~100 ids' worth). */
-export const TOKENS_PER_CACHE_ENTRY = 64;
+/**
+ * Tokens of budget per entry of the default entry bound. An entry's overhead is ~100 ids' worth, so
+ * at 128 the entries' overhead stays under the ids' own budget (4M tokens: 31,250 entries, ~12 MB).
+ */
+export const TOKENS_PER_CACHE_ENTRY = 128;
 const MIN_CACHE_ENTRIES = 1024;
 
 export interface TokenSegmentCacheStats {
