@@ -5,7 +5,7 @@
  * tokenizes only the new ones. Bounded by cached tokens, by cached characters (the keys) and by
  * entries: an entry costs ~400 bytes besides its ids (the entry, a Uint32Array and its buffer, the
  * key, a Map slot), so without the last bound a unique short message per request (a chat's new
- * question) would fill a 4M-token budget as 500k entries, ~200 MB in one cache.
+ * question) would fill a 4M-token budget as ~400k entries, ~160 MB in one cache.
  *
  * One cache can serve several tokenizers: each takes its own `scope`, and all share the budget.
  */

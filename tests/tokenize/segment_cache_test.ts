@@ -35,7 +35,7 @@ Deno.test("TokenSegmentCache bounds the characters of cached segments and skips 
 
 Deno.test("TokenSegmentCache bounds its entries: tiny unique segments do not fill the token budget one by one", () => {
   // Each entry costs ~400 bytes besides its ids (entry, Uint32Array and its buffer, key, Map slot):
-  // a soak's unique 8-token question per request held 4M tokens as 500k entries, ~200 MB a cache.
+  // a soak's unique ~10-token question per request held 4M tokens as ~400k entries, ~160 MB a cache.
   const cache = new TokenSegmentCache({ maxTokens: 1_280_000 });
   assertEquals(cache.maxEntries, 10_000); // one entry per 128 tokens of budget
   const scope = cache.scope("m");
