@@ -97,7 +97,8 @@ Deno.test("a request still waiting for the engine's headers at the cut gets a 50
   }
 });
 
-Deno.test("mod.ts start on SIGTERM ends a hung stream with an error event and exits 0 within its drain deadline", async () => {
+/** `mod.ts start` with `shutdown` settings in front of one engine that stalls every stream. */
+async function stalledRouterProcess(shutdown: Record<string, number>) {
   const engine = startFakeEngine({ id: "e0", model: MODEL, timeScale: 0.001 });
   const dir = await Deno.makeTempDir();
   const config = `${dir}/tidegate.json`;
@@ -105,7 +106,7 @@ Deno.test("mod.ts start on SIGTERM ends a hung stream with an error event and ex
     config,
     JSON.stringify({
       listen: { host: "127.0.0.1", port: 0 },
-      shutdown: { readyDelayMs: 100, drainTimeoutMs: 300 },
+      shutdown,
       models: [{
         name: MODEL,
         tokenizer: { mode: "none" },
@@ -116,8 +117,20 @@ Deno.test("mod.ts start on SIGTERM ends a hung stream with an error event and ex
     }),
   );
   const router = await startRouterProcess(config);
+  await engine.setFailure("stall");
+  return {
+    router,
+    async close() {
+      await router.stop();
+      await engine.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("mod.ts start on SIGTERM ends a hung stream with an error event and exits 0 within its drain deadline", async () => {
+  const { router, close } = await stalledRouterProcess({ readyDelayMs: 100, drainTimeoutMs: 300 });
   try {
-    await engine.setFailure("stall");
     const streaming = await completion(router.url, { prompt: PROMPT, stream: true });
     const reader = await firstChunk(streaming);
     const signalled = performance.now();
@@ -132,8 +145,26 @@ Deno.test("mod.ts start on SIGTERM ends a hung stream with an error event and ex
     );
     assert(router.log.some((line) => line.includes('"outcome":"cut"')), router.log.join("\n"));
   } finally {
-    await router.stop();
-    await engine.close();
-    await Deno.remove(dir, { recursive: true });
+    await close();
+  }
+});
+
+Deno.test("a second SIGTERM skips what is left of a long drain: the stream ends with its error event and the process exits 0", async () => {
+  const { router, close } = await stalledRouterProcess({
+    readyDelayMs: 60_000,
+    drainTimeoutMs: 60_000,
+  });
+  try {
+    const streaming = await completion(router.url, { prompt: PROMPT, stream: true });
+    const reader = await firstChunk(streaming);
+    router.kill("SIGTERM");
+    await eventually(() => router.log.some((line) => line.includes("draining")), 10_000, "drain");
+    const hurried = performance.now();
+    router.kill("SIGTERM");
+    assertMatch(await rest(reader), /"code":"router_shutting_down"/);
+    assertEquals((await router.status).code, 0);
+    assert(performance.now() - hurried < 15_000, "not the 120 s the two waits would take");
+  } finally {
+    await close();
   }
 });
