@@ -41,6 +41,7 @@ import { kvDetectRoutes } from "./kv_detect.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { openaiRoutes } from "./openai.ts";
 import { type DrainOptions, type DrainOutcome, drainServer } from "./graceful_shutdown.ts";
+import { listen, type Listening } from "./listener.ts";
 import { requestIds } from "./request_id.ts";
 
 export interface RouterOptions {
@@ -78,7 +79,7 @@ export interface Router {
   /** A/B experiments: live arms per model (change them with `arms.apply`) and their stats. */
   readonly experiments: { arms: ExperimentArms; stats: ExperimentStats };
   readonly app: Hono;
-  /** The HTTP handler (for `Deno.serve` or `app.request`). */
+  /** The HTTP handler (for the listener or `app.request`). */
   fetch(request: Request): Promise<Response>;
   /** Serves on the configured address; resolves with the bound address once listening. */
   serve(
@@ -116,6 +117,8 @@ interface RouterParts {
   stats: ExperimentStats;
   traffic: DashboardTraffic;
   timeline: TtftTimeline;
+  /** Set once listening: the listener's open client connections, when it counts them. */
+  connections: { open?: () => number };
 }
 
 /**
@@ -193,10 +196,15 @@ function assembleParts(
 ): RouterParts {
   // The gauges and the arms' admin token read `gateway` (declared below) when called, i.e. once
   // it exists.
+  const connections: RouterParts["connections"] = {};
   const metrics = new GatewayMetrics(
     () => instanceSamples(gateway.runtimes(), deps.now),
     () => modelSamples(gateway.runtimes()),
-    () => ({ sharedState: deps.shared?.samples(), inFlight: gateway.inFlight }),
+    () => ({
+      sharedState: deps.shared?.samples(),
+      inFlight: gateway.inFlight,
+      openConnections: connections.open?.(),
+    }),
   );
   const arms = new ExperimentArms({
     random: deps.random,
@@ -228,7 +236,7 @@ function assembleParts(
     }),
     arms,
   });
-  return { gateway, metrics, decisions, arms, stats, traffic, timeline };
+  return { gateway, metrics, decisions, arms, stats, traffic, timeline, connections };
 }
 
 /** Mounts every route; an HttpError thrown anywhere becomes its OpenAI-shaped answer. */
@@ -276,10 +284,10 @@ function routerHandle(
   const { background, shapeChecks } = work;
   const { gateway, metrics, arms } = parts;
   let reloading: Promise<unknown> = Promise.resolve();
-  let server: Deno.HttpServer | undefined;
+  let listening: Listening | undefined;
   let stopping: Promise<void> | undefined;
   // Once: drain() closes the listener and close() waits on the same shutdown.
-  const stopServing = () => stopping ??= server?.shutdown() ?? Promise.resolve();
+  const stopServing = () => stopping ??= listening?.shutdown() ?? Promise.resolve();
   return {
     get config() {
       return gateway.config;
@@ -290,10 +298,11 @@ function routerHandle(
     experiments: { arms, stats: parts.stats },
     app,
     fetch: (request) => Promise.resolve(app.fetch(request)),
-    serve(overrides = {}) {
-      server = serve(app, gateway.config, overrides, deps.log);
-      const { hostname, port } = server.addr as Deno.NetAddr;
-      return Promise.resolve({ hostname, port, finished: server.finished });
+    async serve(overrides = {}) {
+      listening = await serve(app, gateway.config, overrides, deps.log);
+      parts.connections.open = listening.openConnections;
+      const { hostname, port, finished } = listening;
+      return { hostname, port, finished };
     },
     reload(next) {
       const done = reloading.then(() =>
@@ -327,21 +336,22 @@ function routerHandle(
   };
 }
 
-/** Deno.serve binds synchronously (throwing AddrInUse at once) and reports the bound port. */
+/** Listens on the configured address (routes/listener.ts); rejects with AddrInUse at once. */
 function serve(
   app: Hono,
   config: Config,
   overrides: { hostname?: string; port?: number; signal?: AbortSignal },
   log: RouterDeps["log"],
-): Deno.HttpServer {
-  return Deno.serve({
+): Promise<Listening> {
+  return listen(config.listen.server, {
     hostname: overrides.hostname ?? config.listen.host,
     port: overrides.port ?? config.listen.port,
     signal: overrides.signal,
-    onListen: () => {},
+    limits: config.limits,
     onError: (error) => {
       log("http server error", { level: "error", error: (error as Error)?.stack ?? String(error) });
       return openAIError(500, "Internal router error", { code: "internal_error" });
     },
-  }, (request, info) => app.fetch(request, { remoteAddr: info.remoteAddr }));
+    handler: (request, remoteAddr) => app.fetch(request, { remoteAddr }),
+  });
 }

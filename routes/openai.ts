@@ -1,15 +1,18 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import type { ConnectionEnv } from "../src/admin/auth.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
 import { openAIError } from "../src/openai/errors.ts";
 import { readBodyWithin } from "./read_body.ts";
+
+type ConnectionBindings = { Bindings: ConnectionEnv };
 
 /** The OpenAI-compatible surface: completions, chat completions (stream or not), models. */
 export function openaiRoutes(
   gateway: Gateway,
   options: { maxBodyBytes: number; bodyTimeoutMs: number },
-): Hono {
-  const app = new Hono();
+): Hono<ConnectionBindings> {
+  const app = new Hono<ConnectionBindings>();
   const limit = bodyLimit({
     maxSize: options.maxBodyBytes,
     onError: () =>
@@ -19,10 +22,17 @@ export function openaiRoutes(
         { code: "request_too_large" },
       ),
   });
-  const inference = (endpoint: "completions" | "chat") => async (c: { req: { raw: Request } }) => {
-    const bytes = await readBodyWithin(c.req.raw, options.bodyTimeoutMs);
-    return gateway.handleInference(endpoint, c.req.raw, bytes, c.req.raw.signal);
-  };
+  const inference =
+    (endpoint: "completions" | "chat") => async (c: Context<ConnectionBindings>) => {
+      const bytes = await readBodyWithin(c.req.raw, options.bodyTimeoutMs);
+      const address = c.env?.remoteAddr?.transport === "tcp"
+        ? c.env.remoteAddr.hostname
+        : undefined;
+      return gateway.handleInference(endpoint, c.req.raw, bytes, {
+        signal: c.req.raw.signal,
+        address,
+      });
+    };
   app.post("/v1/completions", limit, inference("completions"));
   app.post("/v1/chat/completions", limit, inference("chat"));
   app.get("/v1/models", (c) => c.json(gateway.listModels()));

@@ -6,7 +6,7 @@
  * `Host` (no DNS rebinding) and carry no foreign `Origin` (no cross-site form posts).
  *
  * The client address comes from Hono's `c.env.remoteAddr`, which the router passes from
- * `Deno.serve`'s connection info. A request without one was made in-process (`app.request`,
+ * the listener's connection info (routes/listener.ts). A request without one was made in-process (`app.request`,
  * `router.fetch`) and counts as loopback.
  */
 import { createHash, timingSafeEqual } from "node:crypto";

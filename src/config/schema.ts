@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseHostPattern } from "./host_allow_list.ts";
+import { parseHostPattern, parseIp } from "./host_allow_list.ts";
 import { hasUserinfo } from "./instance_url.ts";
 import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
@@ -308,6 +308,22 @@ export const ConfigSchema = z.strictObject({
   listen: z.strictObject({
     host: z.string().min(1).default("127.0.0.1"),
     port: z.int().min(0).max(65535).default(8080),
+    /**
+     * `node`: node:http, with the connection limits below; `deno`: Deno.serve, cheaper per
+     * request but with none of them and blind to clients leaving before the engine answers.
+     */
+    server: z.enum(["node", "deno"]).default("node"),
+    /**
+     * Peers whose `X-Forwarded-For` is believed (addresses and CIDR blocks): the router appends
+     * the peer's address to theirs; anyone else's is replaced by the peer's address alone.
+     */
+    trustedProxies: z.array(
+      z.string().refine((entry) =>
+        parseIp(entry.split("/")[0]) !== undefined &&
+        parseHostPattern(entry) !== undefined, {
+        error: "expected an IP address or a CIDR block (10.0.0.0/8, fd00::/8)",
+      }),
+    ).default([]),
   }).prefault({}),
   limits: z.strictObject({
     maxBodyBytes: z.int().min(1).default(32 * 1024 * 1024),
@@ -326,6 +342,12 @@ export const ConfigSchema = z.strictObject({
     clientBodyTimeoutMs: z.int().min(1).default(30_000),
     /** Inference requests in flight (streams included); beyond it 503 `router_overloaded`. */
     maxConcurrentRequests: z.int().min(1).default(8_192),
+    /** A client must send its request headers within this time, else the connection closes. */
+    clientHeaderTimeoutMs: z.int().min(1).default(30_000),
+    /** An idle keep-alive connection closes after this long (above common balancers' 60 s). */
+    clientKeepAliveTimeoutMs: z.int().min(1).default(75_000),
+    /** Open client connections; a connection beyond it gets 503 `router_overloaded` and closes. */
+    maxConnections: z.int().min(1).default(16_384),
   }).prefault({}),
   /** SIGTERM: `/readyz` fails at once, serving goes on, then in-flight requests drain. */
   shutdown: z.strictObject({

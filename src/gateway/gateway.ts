@@ -1,3 +1,5 @@
+import { HostAllowList } from "../config/host_allow_list.ts";
+import { forwardedFor } from "../proxy/forwarded_for.ts";
 import type { Config } from "../config/schema.ts";
 import type {
   ArmSelection,
@@ -44,9 +46,18 @@ const ENGINE_PATHS = { completions: "/v1/completions", chat: "/v1/chat/completio
 
 type Endpoint = keyof typeof ENGINE_PATHS;
 
+/** The client's connection, as the listener saw it. */
+export interface ClientConnection {
+  /** Aborts when the client leaves before response headers. */
+  signal?: AbortSignal;
+  /** The peer's IP address (absent for in-process requests). */
+  address?: string;
+}
+
 /** One inference request while the gateway handles it. */
 interface InFlight {
   request: Request;
+  client: ClientConnection;
   record: RequestRecord;
   trace: RequestTrace;
   responseHeaders: Headers;
@@ -103,10 +114,12 @@ export class Gateway {
     this.#tracing = collaborators.tracing ?? { begin: () => NO_TRACE };
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#tenants = new TenantGate(config.tenants, deps.now);
+    this.#trustedProxies = new HostAllowList(config.listen.trustedProxies);
     this.#indexNames();
   }
 
   readonly #tenants: TenantGate;
+  #trustedProxies: HostAllowList;
 
   /** Inference requests in flight, streams included (`limits.maxConcurrentRequests`). */
   get inFlight(): number {
@@ -130,6 +143,7 @@ export class Gateway {
     this.#config = config;
     this.#runtimes = runtimes;
     this.#tenants.sync(config.tenants);
+    this.#trustedProxies = new HostAllowList(config.listen.trustedProxies);
     this.#indexNames();
     this.#arms.sync?.(runtimes.values(), config);
   }
@@ -176,9 +190,9 @@ export class Gateway {
     endpoint: Endpoint,
     request: Request,
     bytes: Uint8Array<ArrayBuffer>,
-    clientSignal?: AbortSignal,
+    client: ClientConnection = {},
   ): Promise<Response> {
-    const flight = this.#begin(endpoint, request);
+    const flight = this.#begin(endpoint, request, client);
     if (this.#inFlight > this.#config.limits.maxConcurrentRequests) return this.#overloaded(flight);
     try {
       const parsed = this.#parse(flight, endpoint, bytes);
@@ -200,8 +214,8 @@ export class Gateway {
         clientHeaders: this.#forwardedHeaders(flight),
         body: sent.bytes,
         stripStreamUsage: sent.strip,
-        clientSignal: clientSignal
-          ? AbortSignal.any([clientSignal, this.shutdown.cutSignal])
+        clientSignal: client.signal
+          ? AbortSignal.any([client.signal, this.shutdown.cutSignal])
           : this.shutdown.cutSignal,
         shutdownSignal: this.shutdown.cutSignal,
         fetch: this.#deps.fetch,
@@ -226,7 +240,7 @@ export class Gateway {
     }
   }
 
-  #begin(endpoint: Endpoint, request: Request): InFlight {
+  #begin(endpoint: Endpoint, request: Request, client: ClientConnection): InFlight {
     this.#inFlight++; // until #finish, once per record
     const now = this.#deps.now();
     const requestId = request.headers.get("x-request-id")?.slice(0, 200) || crypto.randomUUID();
@@ -247,6 +261,7 @@ export class Gateway {
     this.#counted.add(record);
     return {
       request,
+      client,
       record,
       trace: this.#tracing.begin(request, `POST ${ENGINE_PATHS[endpoint]}`, now),
       // "none" until an arm is assigned: a body that does not parse or an unknown model has no
@@ -325,13 +340,19 @@ export class Gateway {
     return this.#answer(flight, error, "rejected");
   }
 
-  /** The client's headers less the ones meant for the router alone (operator override). */
+  /**
+   * The client's headers less the ones meant for the router alone (operator override), with the
+   * peer's address in `X-Forwarded-For` (src/proxy/forwarded_for.ts).
+   */
   #forwardedHeaders(flight: InFlight): Headers {
-    const clientHeaders = flight.request.headers;
-    const privateHeaders = flight.selection?.privateHeaders;
-    if (!privateHeaders?.some((name) => clientHeaders.has(name))) return clientHeaders;
-    const headers = new Headers(clientHeaders);
-    for (const name of privateHeaders) headers.delete(name);
+    const headers = new Headers(flight.request.headers);
+    for (const name of flight.selection?.privateHeaders ?? []) headers.delete(name);
+    const chain = forwardedFor(
+      headers.get("x-forwarded-for"),
+      flight.client.address,
+      this.#trustedProxies,
+    );
+    if (chain !== null) headers.set("x-forwarded-for", chain);
     return headers;
   }
 

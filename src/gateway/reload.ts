@@ -11,7 +11,7 @@
  *       already running on it finish
  *
  * A config whose runtimes cannot be built is rejected as a whole with the reasons; nothing
- * changes. The listen address and the body-size limit are bound at start: a change is reported
+ * changes. The listener's settings (BOUND_AT_START) are bound at start: a change is reported
  * as needing a restart.
  */
 import type { Config, ModelConfig } from "../config/schema.ts";
@@ -55,18 +55,22 @@ export function planReload(current: Config, next: Config): ReloadPlan {
     else plan.rebuild.push(model.name);
   }
   for (const name of before.keys()) if (!after.has(name)) plan.remove.push(name);
-  if (current.listen.host !== next.listen.host || current.listen.port !== next.listen.port) {
-    plan.needsRestart.push(
-      `listen: ${current.listen.host}:${current.listen.port} → ${next.listen.host}:${next.listen.port}`,
-    );
-  }
-  if (current.limits.maxBodyBytes !== next.limits.maxBodyBytes) {
-    plan.needsRestart.push(
-      `limits.maxBodyBytes: ${current.limits.maxBodyBytes} → ${next.limits.maxBodyBytes}`,
-    );
+  for (const [name, read] of BOUND_AT_START) {
+    const [was, is] = [read(current), read(next)];
+    if (was !== is) plan.needsRestart.push(`${name}: ${was} → ${is}`);
   }
   return plan;
 }
+
+/** Settings the listener is built with: a change waits for a restart (and is reported). */
+const BOUND_AT_START: [string, (config: Config) => string | number][] = [
+  ["listen", (c) => `${c.listen.host}:${c.listen.port}`],
+  ["listen.server", (c) => c.listen.server],
+  ["limits.maxBodyBytes", (c) => c.limits.maxBodyBytes],
+  ["limits.clientHeaderTimeoutMs", (c) => c.limits.clientHeaderTimeoutMs],
+  ["limits.clientKeepAliveTimeoutMs", (c) => c.limits.clientKeepAliveTimeoutMs],
+  ["limits.maxConnections", (c) => c.limits.maxConnections],
+];
 
 /**
  * Everything a runtime is built from except its members (and the A/B `experiment` section, which

@@ -59,6 +59,8 @@ export interface ModelGaugeSample {
 export interface RouterGaugeSample {
   /** Requests the router is carrying: the count `limits.maxConcurrentRequests` bounds. */
   inFlight?: number;
+  /** Open client connections: the count `limits.maxConnections` bounds (node listener only). */
+  openConnections?: number;
   sharedState?: {
     published: number;
     received: number;
@@ -256,6 +258,16 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.set(routerSamples().inFlight ?? 0);
+      },
+    });
+
+    new client.Gauge({
+      name: "tidegate_client_connections",
+      help: "Open client connections: past limits.maxConnections a new one gets 503 " +
+        "router_overloaded (listen.server deno does not count them: 0).",
+      registers,
+      collect() {
+        this.set(routerSamples().openConnections ?? 0);
       },
     });
 

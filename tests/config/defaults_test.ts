@@ -41,7 +41,7 @@ const LOAD_DEFAULTS = { pollIntervalMs: 1_000, staleAfterMs: 5_000, leaseExpiryM
 Deno.test("resolveConfig() fills every defaulted section of a minimal config with its defaults", () => {
   const config = resolveConfig(structuredClone(MINIMAL));
   assertEquals(config, {
-    listen: { host: "127.0.0.1", port: 8080 },
+    listen: { host: "127.0.0.1", port: 8080, server: "node", trustedProxies: [] },
     limits: {
       maxBodyBytes: 32 * 1024 * 1024,
       upstreamHeadersTimeoutMs: 60_000,
@@ -50,6 +50,9 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
       maxRequestDurationMs: 1_800_000,
       clientBodyTimeoutMs: 30_000,
       maxConcurrentRequests: 8_192,
+      clientHeaderTimeoutMs: 30_000,
+      clientKeepAliveTimeoutMs: 75_000,
+      maxConnections: 16_384,
     },
     shutdown: { readyDelayMs: 5_000, drainTimeoutMs: 30_000 },
     admin: {},
@@ -98,7 +101,12 @@ Deno.test("resolveConfig() completes a partly given section with the defaults of
     slo: { ttftS: 2 },
   };
   const config = resolveConfig(raw);
-  assertEquals(config.listen, { host: "127.0.0.1", port: 9000 });
+  assertEquals(config.listen, {
+    host: "127.0.0.1",
+    port: 9000,
+    server: "node",
+    trustedProxies: [],
+  });
   assertEquals(config.limits.maxRetries, 0);
   assertEquals(config.limits.maxBodyBytes, 32 * 1024 * 1024);
   const model = config.models[0];

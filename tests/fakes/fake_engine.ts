@@ -263,6 +263,8 @@ export interface FakeEngineStats {
   healthChecks: number;
   metricsScrapes: number;
   loadQueries: number;
+  /** Hanging requests that ended because their client (the router) went away. */
+  hungUntilClientLeft: number;
   /** Prompt tokens looked up in the prefix cache, and how many of them hit. */
   prefixCacheQueries: number;
   prefixCacheHits: number;
@@ -469,6 +471,7 @@ class Engine implements FakeEngine {
       healthChecks: 0,
       metricsScrapes: 0,
       loadQueries: 0,
+      hungUntilClientLeft: 0,
       prefixCacheQueries: 0,
       prefixCacheHits: 0,
       pdByOutcome: Object.fromEntries(PD_OUTCOMES.map((o) => [o, 0])) as Record<PdOutcome, number>,
@@ -671,6 +674,7 @@ class Engine implements FakeEngine {
       if (signal.aborted) resolve();
       signal.addEventListener("abort", () => resolve(), { once: true });
     });
+    if (signal.reason === request.signal.reason) this.stats.hungUntilClientLeft++;
     // The client is gone (or the engine closing): whatever we send is never read.
     return new Response(null, { status: 503, headers: this.#headers() });
   }

@@ -19,8 +19,8 @@ const model = (name: string, extra: Record<string, unknown> = {}) =>
 Deno.test("planReload() keeps a model whose only change is its members, and rebuilds on other changes", () => {
   const current = resolveConfig({ models: [model("m1"), model("m2"), model("m3")] });
   const next = resolveConfig({
-    listen: { port: 9090 },
-    limits: { maxBodyBytes: 1024 },
+    listen: { port: 9090, server: "deno" },
+    limits: { maxBodyBytes: 1024, clientHeaderTimeoutMs: 5_000, maxConnections: 10 },
     models: [
       model("m1", {
         instances: [{ id: "b", url: "http://127.0.0.1:10" }],
@@ -37,7 +37,10 @@ Deno.test("planReload() keeps a model whose only change is its members, and rebu
   assertEquals(plan.remove, ["m3"]);
   assertEquals(plan.needsRestart, [
     "listen: 127.0.0.1:8080 → 127.0.0.1:9090",
+    "listen.server: node → deno",
     "limits.maxBodyBytes: 33554432 → 1024",
+    "limits.clientHeaderTimeoutMs: 30000 → 5000",
+    "limits.maxConnections: 16384 → 10",
   ]);
   // Key order in the file does not matter.
   const reordered = resolveConfig({

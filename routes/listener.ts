@@ -1,0 +1,55 @@
+/**
+ * Where the router listens: `node` (routes/node_listener.ts, the default, with connection-level
+ * deadlines and caps) or `deno` (`Deno.serve`, a little cheaper per request and chunk, without
+ * them; see the README's "Reliability" section).
+ */
+import type { Config } from "../src/config/schema.ts";
+import { listenNode } from "./node_listener.ts";
+
+export interface Listening {
+  hostname: string;
+  port: number;
+  /** Resolves once the listener has closed. */
+  finished: Promise<void>;
+  /** Stops accepting; resolves when the requests in flight have been answered. Idempotent. */
+  shutdown(): Promise<void>;
+  /** Open client connections (the node listener counts them; Deno.serve does not say). */
+  openConnections?: () => number;
+}
+
+export interface ListenOptions {
+  hostname: string;
+  port: number;
+  handler: (request: Request, remoteAddr: Deno.NetAddr) => Response | Promise<Response>;
+  limits: Config["limits"];
+  /** Aborting it shuts the listener down. */
+  signal?: AbortSignal;
+  /** The answer when the handler throws. */
+  onError: (error: unknown) => Response;
+}
+
+export function listen(
+  server: Config["listen"]["server"],
+  options: ListenOptions,
+): Promise<Listening> {
+  return server === "deno" ? listenDeno(options) : listenNode(options);
+}
+
+/** Deno.serve binds synchronously (throwing AddrInUse at once). */
+function listenDeno(options: ListenOptions): Promise<Listening> {
+  const server = Deno.serve({
+    hostname: options.hostname,
+    port: options.port,
+    signal: options.signal,
+    onListen: () => {},
+    onError: options.onError,
+  }, (request, info) => options.handler(request, info.remoteAddr));
+  const { hostname, port } = server.addr;
+  let stopped: Promise<void> | undefined;
+  return Promise.resolve({
+    hostname,
+    port,
+    finished: server.finished,
+    shutdown: () => stopped ??= server.shutdown(),
+  });
+}

@@ -1,0 +1,130 @@
+/**
+ * The router's default listener: `node:http` (Deno's port of Node's server) through Hono's
+ * `@hono/node-server` adapter. Chosen over `Deno.serve` for what a gateway needs at the
+ * connection level and `Deno.serve` does not offer (tests/gateway/client_connection_test.ts):
+ * a deadline for request headers, an idle keep-alive timeout, a cap on open connections, and
+ * noticing a client that leaves while its request waits for the engine (`Deno.serve` aborts
+ * `request.signal` then only when the body came in the headers' first read).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import { openAIErrorBody } from "../src/openai/errors.ts";
+import type { Listening, ListenOptions } from "./listener.ts";
+
+export function listenNode(options: ListenOptions): Promise<Listening> {
+  const { limits } = options;
+  const server = createServer({
+    headersTimeout: limits.clientHeaderTimeoutMs,
+    requestTimeout: 0, // the body's deadline is the router's own (limits.clientBodyTimeoutMs)
+    keepAliveTimeout: limits.clientKeepAliveTimeoutMs,
+    // How often Node checks header deadlines; its 30 s default would stretch them by up to that.
+    connectionsCheckingInterval: Math.min(1_000, Math.max(50, limits.clientHeaderTimeoutMs / 4)),
+  });
+  const connections = new Connections(limits.maxConnections);
+  server.on("connection", (socket: Socket) => connections.opened(socket));
+  const honoListener = getRequestListener(
+    (request, env) => options.handler(request, remoteAddrOf(env.incoming)),
+    { overrideGlobalObjects: false, errorHandler: options.onError },
+  );
+  server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+    connections.answering(request.socket, response);
+    if (connections.closing) response.setHeader("connection", "close");
+    if (connections.isOverCap(request.socket)) return overloaded(response, limits.maxConnections);
+    honoListener(request, response);
+  });
+  const finished = new Promise<void>((resolve) => server.on("close", () => resolve()));
+  let stopped: Promise<void> | undefined;
+  const shutdown = () =>
+    stopped ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      connections.close();
+    });
+  options.signal?.addEventListener("abort", () => shutdown(), { once: true });
+  return new Promise((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) => reject(listenError(error)));
+    server.listen(options.port, options.hostname, () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : options.port;
+      const openConnections = () => connections.open;
+      resolve({ hostname: options.hostname, port, finished, shutdown, openConnections });
+    });
+  });
+}
+
+/**
+ * Every open connection (held here: Deno's node:http does not reliably find idle ones to close at
+ * shutdown), with how many answers each is writing; those opened beyond the cap are marked.
+ */
+class Connections {
+  readonly #answering = new Map<Socket, number>();
+  readonly #overCap = new WeakSet<Socket>();
+  closing = false;
+
+  constructor(readonly max: number) {}
+
+  get open(): number {
+    return this.#answering.size;
+  }
+
+  opened(socket: Socket): void {
+    this.#answering.set(socket, 0);
+    if (this.#answering.size > this.max) this.#overCap.add(socket);
+    socket.once("close", () => this.#answering.delete(socket));
+  }
+
+  /** Counts the answer until it is out; once closing, its connection closes after it. */
+  answering(socket: Socket, response: ServerResponse): void {
+    this.#answering.set(socket, (this.#answering.get(socket) ?? 0) + 1);
+    response.once("close", () => {
+      const left = (this.#answering.get(socket) ?? 1) - 1;
+      if (!this.#answering.has(socket)) return;
+      this.#answering.set(socket, left);
+      if (this.closing && left === 0) endSoon(socket);
+    });
+  }
+
+  isOverCap(socket: Socket): boolean {
+    return this.#overCap.has(socket);
+  }
+
+  /** Closes the idle connections now and the others once their answers are out. */
+  close(): void {
+    this.closing = true;
+    for (const [socket, answers] of this.#answering) if (answers === 0) endSoon(socket);
+  }
+}
+
+/** Ends a connection after what it has to send, and drops it if the client holds it open. */
+function endSoon(socket: Socket): void {
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), 2_000);
+  socket.once("close", () => clearTimeout(timer));
+}
+
+function overloaded(response: ServerResponse, max: number): void {
+  const message = `The router has more than ${max} open connections (limits.maxConnections); ` +
+    "retry shortly or reuse a connection.";
+  const body = JSON.stringify(openAIErrorBody(503, message, { code: "router_overloaded" }));
+  response.writeHead(503, {
+    "content-type": "application/json",
+    "retry-after": "1",
+    connection: "close",
+  });
+  response.end(body);
+}
+
+function remoteAddrOf(incoming: { socket: Socket }): Deno.NetAddr {
+  const socket = incoming.socket;
+  return {
+    transport: "tcp",
+    hostname: socket.remoteAddress ?? "",
+    port: socket.remotePort ?? 0,
+  };
+}
+
+/** Node's EADDRINUSE as Deno's error class, which the command line names for the user. */
+function listenError(error: NodeJS.ErrnoException): Error {
+  if (error.code === "EADDRINUSE") return new Deno.errors.AddrInUse(error.message);
+  return error;
+}

@@ -1,0 +1,121 @@
+/**
+ * Connection-level limits of the node:http listener (routes/node_listener.ts): a client must send
+ * its headers within `limits.clientHeaderTimeoutMs`, an idle keep-alive connection is closed after
+ * `limits.clientKeepAliveTimeoutMs`, and past `limits.maxConnections` a new connection gets a 503
+ * in OpenAI's shape and is closed, while the router keeps serving everyone else.
+ */
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+import { completion, range, startTestCluster, type TestCluster } from "./harness.ts";
+
+const encoder = new TextEncoder();
+
+function connect(url: string): Promise<Deno.TcpConn> {
+  return Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
+}
+
+/** Everything the router sends until it closes the connection; throws past `withinMs`. */
+async function readUntilClosed(conn: Deno.TcpConn, withinMs: number): Promise<string> {
+  let late = false;
+  const timer = setTimeout(() => {
+    late = true;
+    conn.close();
+  }, withinMs);
+  const buffer = new Uint8Array(4096);
+  let text = "";
+  try {
+    for (;;) {
+      const read = await conn.read(buffer).catch(() => null);
+      if (read === null) break;
+      text += new TextDecoder().decode(buffer.subarray(0, read));
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  if (late) throw new Error(`the connection was still open after ${withinMs} ms`);
+  conn.close();
+  return text;
+}
+
+/** Waits (2 s at most) for the router's connection gauge to read `count`. */
+async function openConnectionsToBe(t: TestCluster, count: number): Promise<void> {
+  const deadline = performance.now() + 2_000;
+  const line = `tidegate_client_connections ${count}\n`;
+  while (!(await t.router.metrics.text()).includes(line)) {
+    if (performance.now() > deadline) throw new Error(`open connections never reached ${count}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Writes one byte every 50 ms until the router stops taking them (or 10 s pass). */
+async function trickle(conn: Deno.TcpConn, text: string): Promise<void> {
+  for (const char of text) {
+    const wrote = await conn.write(encoder.encode(char)).then(() => true, () => false);
+    if (!wrote) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+Deno.test("headers trickled past limits.clientHeaderTimeoutMs: the connection closes while others are served", async () => {
+  const t = await startTestCluster({ engines: 1, top: { limits: { clientHeaderTimeoutMs: 300 } } });
+  try {
+    const conn = await connect(t.url);
+    const slow = trickle(conn, "POST /v1/completions HTTP/1.1\r\nhost: x\r\n" + "x".repeat(200));
+    const started = performance.now();
+    const served = await completion(t.url, { prompt: range(1, 32), max_tokens: 2 });
+    assertEquals(served.status, 200);
+    await served.body?.cancel();
+    const answer = await readUntilClosed(conn, 5_000);
+    assert(performance.now() - started >= 250, "not before the deadline");
+    assert(answer === "" || /^HTTP\/1\.1 408/.test(answer), answer);
+    await slow;
+    assertEquals(t.engines[0].stats.requests.length, 1, "only the served request reached it");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("an idle keep-alive connection closes after limits.clientKeepAliveTimeoutMs", async () => {
+  const t = await startTestCluster({
+    engines: 1,
+    top: { limits: { clientKeepAliveTimeoutMs: 300 } },
+  });
+  try {
+    const conn = await connect(t.url);
+    await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n"));
+    const started = performance.now();
+    const answer = await readUntilClosed(conn, 5_000);
+    assertMatch(answer, /^HTTP\/1\.1 200/);
+    assertMatch(answer, /keep-alive/i, "kept alive at first");
+    assert(performance.now() - started >= 250, "not before the timeout");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("past limits.maxConnections a new connection gets 503 router_overloaded and is closed", async () => {
+  const t = await startTestCluster({ engines: 1, top: { limits: { maxConnections: 2 } } });
+  const held: Deno.TcpConn[] = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      const conn = await connect(t.url);
+      await conn.write(encoder.encode("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n"));
+      await conn.read(new Uint8Array(4096)); // served: the connection is open and counted
+      held.push(conn);
+    }
+    await openConnectionsToBe(t, 2);
+    const third = await connect(t.url);
+    await third.write(encoder.encode("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n"));
+    const answer = await readUntilClosed(third, 5_000);
+    assertMatch(answer, /^HTTP\/1\.1 503/);
+    assertMatch(answer, /"code":"router_overloaded"/);
+    assertMatch(answer, /limits\.maxConnections/);
+    held.pop()!.close();
+    await openConnectionsToBe(t, 1);
+    const again = await completion(t.url, { prompt: range(1, 32), max_tokens: 2 });
+    assertEquals(again.status, 200, "a freed slot serves again");
+    await again.body?.cancel();
+  } finally {
+    for (const conn of held) conn.close();
+    await t.close();
+  }
+});
