@@ -43,3 +43,17 @@ Deno.test("resolveConfig() takes admin.allowedInstanceHosts of names, addresses 
   assertEquals(found[0].startsWith("admin.allowedInstanceHosts[0]"), true, found[0]);
   assertEquals(found[1].startsWith("admin.allowedInstanceHosts[1]"), true, found[1]);
 });
+
+Deno.test("resolveConfig() takes listen.trustedProxies of addresses and CIDR blocks, not names", () => {
+  const config = resolveConfig({
+    listen: { trustedProxies: ["10.0.0.0/8", "fd00::/8", "192.168.1.7"] },
+    models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
+  });
+  assertEquals(config.listen.trustedProxies.length, 3);
+  const found = problems({
+    listen: { trustedProxies: ["ingress.ns.svc", "10.0.0.0/40"] },
+    models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
+  });
+  assertEquals(found.length, 2, found.join("\n"));
+  assertEquals(found.every((p) => p.startsWith("listen.trustedProxies[")), true, found.join("\n"));
+});
