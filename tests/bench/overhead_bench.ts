@@ -67,8 +67,17 @@ const REPO = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 const LUA = new URL("./overhead/post.lua", import.meta.url).pathname;
 const BARE = new URL("./overhead/bare_proxy.ts", import.meta.url).pathname;
 /** `tidegate` runs with the config's default tokenizer workers (one per core); `tidegate-w0` with
- * `workers: 0` (everything on the main loop), the single-threaded reference of the pool. */
-const TARGETS = ["direct", "nginx", "deno-bare", "tidegate", "tidegate-w0"] as const;
+ * `workers: 0` (everything on the main loop), the single-threaded reference of the pool;
+ * `tidegate-deno` with `listen.server: "deno"` (Deno.serve), the reference of the default
+ * node:http listener's cost. */
+const TARGETS = [
+  "direct",
+  "nginx",
+  "deno-bare",
+  "tidegate",
+  "tidegate-w0",
+  "tidegate-deno",
+] as const;
 type Target = typeof TARGETS[number];
 /** Instances per model in the router's config (all the same stub): the policy ranks four. */
 const INSTANCES = 4;
@@ -268,12 +277,14 @@ async function main(): Promise<number> {
     // A fresh router per mix: no mix inherits another's caches, store health or heap.
     const router = await startRouter(`tidegate-${mix.name}`, stub);
     const inline = await startRouter(`tidegate-w0-${mix.name}`, stub, [], 0);
+    const denoServe = await startRouter(`tidegate-deno-${mix.name}`, stub, [], undefined, "deno");
     const urls: Record<Target, string> = {
       direct: `http://127.0.0.1:${mix.sse ? stub.engineSse : stub.engine}`,
       nginx: `http://127.0.0.1:${mix.sse ? proxyPorts.proxySse : proxyPorts.proxy}`,
       "deno-bare": `http://127.0.0.1:${barePort}`,
       tidegate: router.url,
       "tidegate-w0": inline.url,
+      "tidegate-deno": denoServe.url,
     };
     const procs: Record<Target, Started | undefined> = {
       direct: undefined,
@@ -281,6 +292,7 @@ async function main(): Promise<number> {
       "deno-bare": bareProc,
       tidegate: router.proc,
       "tidegate-w0": inline.proc,
+      "tidegate-deno": denoServe.proc,
     };
     for (const target of TARGETS) await smoke(mix, target, urls[target]);
     for (const target of TARGETS) {
@@ -302,6 +314,7 @@ async function main(): Promise<number> {
     }
     await stopStarted(router.proc);
     await stopStarted(inline.proc);
+    await stopStarted(denoServe.proc);
   }
   const loadAfter = loadAverage();
 
@@ -422,7 +435,7 @@ function modelOf(mix: Mix): string {
   return mix.sse ? "qwen3-sse" : "qwen3";
 }
 
-function routerConfig(port: number, stub: StubPorts, workers?: number) {
+function routerConfig(port: number, stub: StubPorts, workers?: number, server?: "deno") {
   const model = (name: string, enginePort: number) => ({
     name,
     tokenizer: { path: "builtin:qwen3" },
@@ -440,7 +453,7 @@ function routerConfig(port: number, stub: StubPorts, workers?: number) {
     })),
   });
   return {
-    listen: { host: "127.0.0.1", port },
+    listen: { host: "127.0.0.1", port, ...(server ? { server } : {}) },
     ...(workers === undefined ? {} : { workers }),
     models: [model("qwen3", stub.engine), model("qwen3-sse", stub.engineSse)],
   };
@@ -451,10 +464,12 @@ async function startRouter(
   stub: StubPorts,
   denoFlags: string[] = [],
   workers?: number,
+  server?: "deno",
 ): Promise<{ proc: Started; url: string }> {
   const port = freePort();
   const config = `${tmp}/${name}.json`;
-  await Deno.writeTextFile(config, JSON.stringify(routerConfig(port, stub, workers), null, 2));
+  const text = JSON.stringify(routerConfig(port, stub, workers, server), null, 2);
+  await Deno.writeTextFile(config, text);
   const proc = await launch(name, Deno.execPath(), [
     "run",
     "-A",
@@ -643,21 +658,21 @@ function fullTable(mixes: Mix[], results: Map<string, Measured>): string {
 /** One line per mix: tidegate against nginx, direct and the Deno floor. */
 function summaryTable(mixes: Mix[], results: Map<string, Measured>): string {
   const lines = [
-    "| mix | tidegate req/s (×nginx, ×direct) | ×deno-bare | workers 0 req/s (pool gain) | p50 ms (×nginx) | p99 ms (×nginx) | CPU ms/req: tidegate / deno-bare / nginx | above the Deno floor |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    "| mix | tidegate req/s (×nginx, ×direct) | ×deno-bare | workers 0 req/s (pool gain) | Deno.serve req/s, CPU ms/req | p50 ms (×nginx) | p99 ms (×nginx) | CPU ms/req: tidegate / deno-bare / nginx | above the Deno floor |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const mix of mixes) {
     const get = (target: Target) => results.get(`${mix.name}/${target}`)!;
     const [t, n, d, b] = [get("tidegate"), get("nginx"), get("direct"), get("deno-bare")];
-    const w0 = get("tidegate-w0");
+    const [w0, ds] = [get("tidegate-w0"), get("tidegate-deno")];
     lines.push(
       `| ${mix.name} | ${num(t.rps)} (${times(t.rps, n.rps)}, ${times(t.rps, d.rps)}) | ${
         times(t.rps, b.rps)
-      } | ${num(w0.rps)} (${times(t.rps, w0.rps)}) | ${num(t.p50)} (${times(t.p50, n.p50)}) | ${
-        num(t.p99)
-      } (${times(t.p99, n.p99)}) | ${t.cpu!.toFixed(3)} / ${b.cpu!.toFixed(3)} / ${
-        n.cpu!.toFixed(3)
-      } | +${(t.cpu! - b.cpu!).toFixed(3)} ms |`,
+      } | ${num(w0.rps)} (${times(t.rps, w0.rps)}) | ${num(ds.rps)}, ${ds.cpu!.toFixed(3)} | ${
+        num(t.p50)
+      } (${times(t.p50, n.p50)}) | ${num(t.p99)} (${times(t.p99, n.p99)}) | ${
+        t.cpu!.toFixed(3)
+      } / ${b.cpu!.toFixed(3)} / ${n.cpu!.toFixed(3)} | +${(t.cpu! - b.cpu!).toFixed(3)} ms |`,
     );
   }
   return lines.join("\n");
@@ -689,7 +704,7 @@ function stageTable(
     "|---|---|---:|---:|---:|---:|---|---|---:|",
   ];
   for (const mix of mixes) {
-    for (const target of ["tidegate", "tidegate-w0"]) {
+    for (const target of ["tidegate", "tidegate-w0", "tidegate-deno"]) {
       const s = stages.get(`${mix.name}/${target}`);
       if (s) lines.push(stageRow(mix.name, target, s, results.get(`${mix.name}/${target}`)));
     }
