@@ -23,6 +23,9 @@ export function listenNode(options: ListenOptions): Promise<Listening> {
   });
   const connections = new Connections(limits.maxConnections);
   server.on("connection", (socket: Socket) => connections.opened(socket));
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
+    answerClientError(error, socket, limits.clientHeaderTimeoutMs);
+  });
   const honoListener = getRequestListener(
     (request, env) => options.handler(request, remoteAddrOf(env.incoming)),
     { overrideGlobalObjects: false, errorHandler: options.onError },
@@ -112,6 +115,40 @@ function overloaded(response: ServerResponse, max: number): void {
     connection: "close",
   });
   response.end(body);
+}
+
+/**
+ * What Node's parser refused (bad HTTP, headers over 16 KiB, headers too late), answered in
+ * OpenAI's shape instead of Node's empty default; nothing when an answer is already under way.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket, headerMs: number): void {
+  const answering = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code === "ECONNRESET" || !socket.writable || answering?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, message, code] = error.code === "HPE_HEADER_OVERFLOW"
+    ? [
+      431,
+      "Request Header Fields Too Large",
+      "The request headers exceed 16 KiB.",
+      "headers_too_large",
+    ]
+    : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+    ? [
+      408,
+      "Request Timeout",
+      `The request headers did not arrive within ${headerMs} ms (limits.clientHeaderTimeoutMs).`,
+      "request_timeout",
+    ]
+    : [400, "Bad Request", `The request is not valid HTTP/1.1 (${error.code}).`, "bad_http"];
+  const body = JSON.stringify(openAIErrorBody(status, message, { code }));
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${
+        new TextEncoder().encode(body).length
+      }\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function remoteAddrOf(incoming: { socket: Socket }): Deno.NetAddr {

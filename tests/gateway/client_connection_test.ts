@@ -66,7 +66,9 @@ Deno.test("headers trickled past limits.clientHeaderTimeoutMs: the connection cl
     await served.body?.cancel();
     const answer = await readUntilClosed(conn, 5_000);
     assert(performance.now() - started >= 250, "not before the deadline");
-    assert(answer === "" || /^HTTP\/1\.1 408/.test(answer), answer);
+    assertMatch(answer, /^HTTP\/1\.1 408/);
+    assertMatch(answer, /"code":"request_timeout"/);
+    assertMatch(answer, /limits\.clientHeaderTimeoutMs/);
     await slow;
     assertEquals(t.engines[0].stats.requests.length, 1, "only the served request reached it");
   } finally {
@@ -116,6 +118,33 @@ Deno.test("past limits.maxConnections a new connection gets 503 router_overloade
     await again.body?.cancel();
   } finally {
     for (const conn of held) conn.close();
+    await t.close();
+  }
+});
+
+Deno.test("what is not HTTP, or has headers over 16 KiB, gets 400 or 431 in OpenAI's shape", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const cases: [string, RegExp, string][] = [
+      ["NOT HTTP AT ALL\r\n\r\n", /^HTTP\/1\.1 400/, "bad_http"],
+      [
+        `GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`,
+        /^HTTP\/1\.1 431/,
+        "headers_too_large",
+      ],
+    ];
+    for (const [request, status, code] of cases) {
+      const conn = await connect(t.url);
+      await conn.write(encoder.encode(request)).catch(() => {});
+      const answer = await readUntilClosed(conn, 5_000);
+      assertMatch(answer, status);
+      const body = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4));
+      assertEquals(body.error.code, code);
+    }
+    const still = await completion(t.url, { prompt: range(1, 32), max_tokens: 2 });
+    assertEquals(still.status, 200);
+    await still.body?.cancel();
+  } finally {
     await t.close();
   }
 });
