@@ -78,10 +78,12 @@ class Connections {
 
   /** Counts the answer until it is out; once closing, its connection closes after it. */
   answering(socket: Socket, response: ServerResponse): void {
-    this.#answering.set(socket, (this.#answering.get(socket) ?? 0) + 1);
+    const answers = this.#answering.get(socket);
+    if (answers === undefined) return; // closed already: nothing to count
+    this.#answering.set(socket, answers + 1);
     response.once("close", () => {
-      const left = (this.#answering.get(socket) ?? 1) - 1;
-      if (!this.#answering.has(socket)) return;
+      const left = (this.#answering.get(socket) ?? 0) - 1;
+      if (left < 0) return; // the connection closed first
       this.#answering.set(socket, left);
       if (this.closing && left === 0) endSoon(socket);
     });
