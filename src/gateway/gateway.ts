@@ -350,7 +350,7 @@ export class Gateway {
     const chain = forwardedFor(
       headers.get("x-forwarded-for"),
       flight.client.address,
-      this.#trustedProxies,
+      (peer) => this.#trustedProxies.allows(peer),
     );
     if (chain !== null) headers.set("x-forwarded-for", chain);
     return headers;

@@ -1,5 +1,3 @@
-import type { HostAllowList } from "../config/host_allow_list.ts";
-
 /**
  * The `X-Forwarded-For` an engine gets: a trusted proxy's list with the proxy's own address
  * appended; from anyone else only their address (a client's own claim is never passed on).
@@ -8,9 +6,9 @@ import type { HostAllowList } from "../config/host_allow_list.ts";
 export function forwardedFor(
   received: string | null,
   peer: string | undefined,
-  trusted: HostAllowList,
+  isTrustedProxy: (peer: string) => boolean,
 ): string | null {
   if (!peer) return received;
-  if (received?.trim() && trusted.allows(peer)) return `${received}, ${peer}`;
+  if (received?.trim() && isTrustedProxy(peer)) return `${received}, ${peer}`;
   return peer;
 }
