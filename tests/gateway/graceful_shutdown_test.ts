@@ -6,7 +6,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
-import { startRouterProcess } from "./router_process.ts";
+import { startRouterProcess, writeRouterConfig } from "./router_process.ts";
 
 const PROMPT = range(1000, 200);
 
@@ -100,30 +100,24 @@ Deno.test("a request still waiting for the engine's headers at the cut gets a 50
 /** `mod.ts start` with `shutdown` settings in front of one engine that stalls every stream. */
 async function stalledRouterProcess(shutdown: Record<string, number>) {
   const engine = startFakeEngine({ id: "e0", model: MODEL, timeScale: 0.001 });
-  const dir = await Deno.makeTempDir();
-  const config = `${dir}/tidegate.json`;
-  await Deno.writeTextFile(
-    config,
-    JSON.stringify({
-      listen: { host: "127.0.0.1", port: 0 },
-      shutdown,
-      models: [{
-        name: MODEL,
-        tokenizer: { mode: "none" },
-        kv: { store: "none" },
-        health: { intervalMs: 60_000, timeoutMs: 500 },
-        instances: [{ id: "e0", url: engine.url }],
-      }],
-    }),
-  );
-  const router = await startRouterProcess(config);
+  const config = await writeRouterConfig({
+    shutdown,
+    models: [{
+      name: MODEL,
+      tokenizer: { mode: "none" },
+      kv: { store: "none" },
+      health: { intervalMs: 60_000, timeoutMs: 500 },
+      instances: [{ id: "e0", url: engine.url }],
+    }],
+  });
+  const router = await startRouterProcess(config.path);
   await engine.setFailure("stall");
   return {
     router,
     async close() {
       await router.stop();
       await engine.close();
-      await Deno.remove(dir, { recursive: true });
+      await config.remove();
     },
   };
 }

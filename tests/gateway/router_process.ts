@@ -15,6 +15,17 @@ export interface RouterProcess {
   stop(): Promise<void>;
 }
 
+/** A router config in a temp folder of its own, listening on a free loopback port. */
+export async function writeRouterConfig(
+  config: Record<string, unknown>,
+): Promise<{ path: string; remove(): Promise<void> }> {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/tidegate.json`;
+  const listen = { host: "127.0.0.1", port: 0 };
+  await Deno.writeTextFile(path, JSON.stringify({ listen, ...config }));
+  return { path, remove: () => Deno.remove(dir, { recursive: true }) };
+}
+
 /**
  * Starts `mod.ts start` (with `args` after the config) and reads its bound URL from the
  * "tidegate listening" log line.

@@ -5,7 +5,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { completion, eventually, loadOnlyModel, range } from "./harness.ts";
-import { type RouterProcess, startRouterProcess } from "./router_process.ts";
+import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";
 
 const MODEL = "shared-model";
 const PROMPT = 3000; // tokens per request; ~1.4 s of prefill each at the time scale below
@@ -28,25 +28,19 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
     startFakeEngine({ id: "s1", flavour: "sglang", ...slow }),
     startFakeEngine({ id: "v0", flavour: "vllm", ...slow }),
   ];
-  const dir = await Deno.makeTempDir();
-  const configPath = `${dir}/tidegate.json`;
-  await Deno.writeTextFile(
-    configPath,
-    JSON.stringify({
-      listen: { host: "127.0.0.1", port: 0 },
-      models: [loadOnlyModel(MODEL, {
-        policy: "least_load",
-        health: { intervalMs: 5_000, timeoutMs: 500 },
-        load: { pollIntervalMs: POLL_MS, staleAfterMs: 5_000 },
-        instances: engines.map((e) => ({ id: e.id, url: e.url, engine: e.flavour })),
-      })],
-    }),
-  );
+  const config = await writeRouterConfig({
+    models: [loadOnlyModel(MODEL, {
+      policy: "least_load",
+      health: { intervalMs: 5_000, timeoutMs: 500 },
+      load: { pollIntervalMs: POLL_MS, staleAfterMs: 5_000 },
+      instances: engines.map((e) => ({ id: e.id, url: e.url, engine: e.flavour })),
+    })],
+  });
   const routers: RouterProcess[] = [];
   const requests: Promise<unknown>[] = [];
   try {
     routers.push(
-      ...await Promise.all([configPath, configPath].map((path) => startRouterProcess(path))),
+      ...await Promise.all([config.path, config.path].map((path) => startRouterProcess(path))),
     );
     const [a, b] = routers;
     const send = (router: RouterProcess, i: number) =>
@@ -94,6 +88,6 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
     await Promise.all(engines.map((e) => e.close())); // ends the queued requests at once
     await Promise.all(requests);
     await Promise.all(routers.map((r) => r.stop()));
-    await Deno.remove(dir, { recursive: true });
+    await config.remove();
   }
 });

@@ -7,7 +7,7 @@ import { assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { redisServerOrSkip } from "../support/redis_server.ts";
 import { completion, loadOnlyModel, range } from "./harness.ts";
-import { type RouterProcess, startRouterProcess } from "./router_process.ts";
+import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";
 
 const MODEL = "catch-up-model";
 
@@ -54,19 +54,15 @@ Deno.test("a request that ends while Redis is down leaves the other replica's vi
     timeScale: 1,
     decodeSecondsPerToken: 0.01,
   });
-  const dir = await Deno.makeTempDir();
-  const config = `${dir}/tidegate.json`;
-  await Deno.writeTextFile(
-    config,
-    JSON.stringify({
-      listen: { host: "127.0.0.1", port: 0 },
-      cluster: { sharedState: { redis: redis.url, prefix: `c${Date.now()}` } },
-      models: [loadOnlyModel(MODEL, { instances: [{ id: "e0", url: engine.url }] })],
-    }),
-  );
+  const config = await writeRouterConfig({
+    cluster: { sharedState: { redis: redis.url, prefix: `c${Date.now()}` } },
+    models: [loadOnlyModel(MODEL, { instances: [{ id: "e0", url: engine.url }] })],
+  });
   const replicas: RouterProcess[] = [];
   try {
-    replicas.push(...await Promise.all([config, config].map((path) => startRouterProcess(path))));
+    replicas.push(
+      ...await Promise.all([config.path, config.path].map((path) => startRouterProcess(path))),
+    );
     const [a, b] = replicas;
     const response = await completion(a.url, {
       model: MODEL,
@@ -94,6 +90,6 @@ Deno.test("a request that ends while Redis is down leaves the other replica's vi
     await Promise.all(replicas.map((r) => r.stop()));
     await redis.stop();
     await engine.close();
-    await Deno.remove(dir, { recursive: true });
+    await config.remove();
   }
 });

@@ -8,7 +8,7 @@ import { startFakeEngine } from "../fakes/fake_engine.ts";
 import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
 import { redisServerOrSkip } from "../support/redis_server.ts";
 import { completion, eventually, range } from "./harness.ts";
-import { type RouterProcess, startRouterProcess } from "./router_process.ts";
+import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";
 
 const MODEL = "shared-model";
 
@@ -35,33 +35,29 @@ Deno.test("three replicas sharing state through Redis land a burst like one rout
       startFakeEngine({ id: `e${i}`, model: MODEL, timeScale: 0.001, decodeSecondsPerToken: 0.002 })
     ),
   );
-  const dir = await Deno.makeTempDir();
-  const config = `${dir}/tidegate.json`;
-  await Deno.writeTextFile(
-    config,
-    JSON.stringify({
-      listen: { host: "127.0.0.1", port: 0 },
-      cluster: { sharedState: { redis: redis.url, prefix: `t${Date.now()}` } },
-      models: [{
-        name: MODEL,
-        tokenizer: { mode: "none" },
-        kv: {
-          store: "mooncake",
-          url: master.url,
-          chunkSize: 256,
-          minPromptTokens: 0,
-          timeoutMs: 500,
-        },
-        policy: "cache_aware",
-        health: { intervalMs: 60_000, timeoutMs: 500 },
-        instances: engines.map((e, i) => ({ id: e.id, url: e.url, kvHost: `10.0.0.${i + 1}` })),
-      }],
-    }),
-  );
+  const config = await writeRouterConfig({
+    cluster: { sharedState: { redis: redis.url, prefix: `t${Date.now()}` } },
+    models: [{
+      name: MODEL,
+      tokenizer: { mode: "none" },
+      kv: {
+        store: "mooncake",
+        url: master.url,
+        chunkSize: 256,
+        minPromptTokens: 0,
+        timeoutMs: 500,
+      },
+      policy: "cache_aware",
+      health: { intervalMs: 60_000, timeoutMs: 500 },
+      instances: engines.map((e, i) => ({ id: e.id, url: e.url, kvHost: `10.0.0.${i + 1}` })),
+    }],
+  });
   const replicas: RouterProcess[] = [];
   try {
     replicas.push(
-      ...await Promise.all([config, config, config].map((path) => startRouterProcess(path))),
+      ...await Promise.all(
+        [config.path, config.path, config.path].map((path) => startRouterProcess(path)),
+      ),
     );
     // Every replica hears the others before the burst starts.
     await send(replicas[0], range(5_000_000, 300));
@@ -115,6 +111,6 @@ Deno.test("three replicas sharing state through Redis land a burst like one rout
     await Promise.all(replicas.map((r) => r.stop()));
     await redis.stop();
     await Promise.all([...engines.map((e) => e.close()), master.close()]);
-    await Deno.remove(dir, { recursive: true });
+    await config.remove();
   }
 });
