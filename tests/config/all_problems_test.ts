@@ -1,17 +1,8 @@
 /** A config with many mistakes gets one report naming each, with a suggestion for typos. */
 import { assert, assertEquals } from "../assert.ts";
 import { ConfigError, resolveConfig } from "../../src/config/load.ts";
+import { problemsOf } from "./config_problems.ts";
 import { buildRuntimes } from "../../src/gateway/build_runtimes.ts";
-
-function problemsOf(raw: unknown): string[] {
-  try {
-    resolveConfig(raw);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 const model = (fields: Record<string, unknown>) => ({
   name: "m",

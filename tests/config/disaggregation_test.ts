@@ -1,15 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
-import { ConfigError, resolveConfig } from "../../src/config/load.ts";
-
-function problemsOf(raw: unknown): string[] {
-  try {
-    resolveConfig(raw);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-}
+import { resolveConfig } from "../../src/config/load.ts";
+import { problemsOf } from "./config_problems.ts";
 
 const model = (extra: Record<string, unknown>) => ({
   models: [{ name: "m", tokenizer: { mode: "none" }, kv: { store: "none" }, ...extra }],

@@ -1,5 +1,6 @@
 import { assertEquals } from "../assert.ts";
-import { ConfigError, resolveConfig } from "../../src/config/load.ts";
+import { resolveConfig } from "../../src/config/load.ts";
+import { problemsOf } from "./config_problems.ts";
 
 const model = (instances: unknown[], extra: Record<string, unknown> = {}) => ({
   name: "m",
@@ -9,18 +10,8 @@ const model = (instances: unknown[], extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-function problems(raw: unknown): string[] {
-  try {
-    resolveConfig(raw);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
-
 Deno.test("resolveConfig() refuses an instance URL with credentials, without echoing them", () => {
-  const found = problems({
+  const found = problemsOf({
     models: [model([{ id: "a", url: "http://admin:s3cret@10.0.0.1:8000" }])],
   });
   assertEquals(found.length, 1);
@@ -35,7 +26,7 @@ Deno.test("resolveConfig() takes admin.allowedInstanceHosts of names, addresses 
     models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
   });
   assertEquals(config.admin.allowedInstanceHosts?.length, 4);
-  const found = problems({
+  const found = problemsOf({
     admin: { allowedInstanceHosts: ["10.0.0.0/40", "not a host"] },
     models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
   });
@@ -50,7 +41,7 @@ Deno.test("resolveConfig() takes listen.trustedProxies of addresses and CIDR blo
     models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
   });
   assertEquals(config.listen.trustedProxies.length, 3);
-  const found = problems({
+  const found = problemsOf({
     listen: { trustedProxies: ["ingress.ns.svc", "10.0.0.0/40"] },
     models: [model([{ id: "a", url: "http://10.0.0.1:8000" }])],
   });

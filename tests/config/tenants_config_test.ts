@@ -1,5 +1,6 @@
 import { assertEquals, assertMatch } from "../assert.ts";
-import { ConfigError, resolveConfig } from "../../src/config/load.ts";
+import { resolveConfig } from "../../src/config/load.ts";
+import { problemsOf } from "./config_problems.ts";
 import { TenantGate } from "../../src/gateway/tenant_gate.ts";
 import { parseOpenAIRequest } from "../../src/openai/request.ts";
 
@@ -10,15 +11,8 @@ const MODELS = [{
   instances: [{ id: "a", url: "http://127.0.0.1:8001" }],
 }];
 
-function problems(tenants: unknown, env: Record<string, string> = {}): string[] {
-  try {
-    resolveConfig({ tenants, models: MODELS }, { env: (name) => env[name] });
-    return [];
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-}
+const problems = (tenants: unknown, env: Record<string, string> = {}) =>
+  problemsOf({ tenants, models: MODELS }, { env: (name) => env[name] });
 
 Deno.test("tenants: identities name exactly one tenant, and 'other' is reserved", () => {
   const found = problems({
