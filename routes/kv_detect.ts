@@ -58,7 +58,10 @@ export function kvDetectRoutes(gateway: Gateway): Hono {
 }
 
 /** The prompts to detect with: exactly one input form, tokenized by the model's tokenizer. */
-async function promptsOf(runtime: ModelRuntime, body: DetectBody): Promise<number[][]> {
+async function promptsOf(
+  runtime: ModelRuntime,
+  body: DetectBody,
+): Promise<(readonly number[])[]> {
   const given = (["tokens", "prompt", "messages", "recent"] as const)
     .filter((name) => body[name] !== undefined);
   if (given.length !== 1) throw invalid(`Give exactly one input: ${SHAPE}`, given[1] ?? "tokens");
@@ -85,7 +88,7 @@ async function promptsOf(runtime: ModelRuntime, body: DetectBody): Promise<numbe
   }
 }
 
-function recentPrompts(runtime: ModelRuntime, recent: unknown): number[][] {
+function recentPrompts(runtime: ModelRuntime, recent: unknown): (readonly number[])[] {
   if (!Number.isInteger(recent) || (recent as number) < 1 || (recent as number) > MAX_RECENT) {
     throw invalid(`'recent' must be an integer from 1 to ${MAX_RECENT}`, "recent");
   }

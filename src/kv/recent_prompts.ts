@@ -6,7 +6,7 @@
 export class RecentPrompts {
   readonly #capacity: number;
   readonly #maxTokens: number;
-  readonly #ring: number[][] = [];
+  readonly #ring: (readonly number[])[] = [];
   #next = 0;
 
   constructor(options: { capacity?: number; maxTokens?: number } = {}) {
@@ -14,16 +14,17 @@ export class RecentPrompts {
     this.#maxTokens = Math.max(1, options.maxTokens ?? 8192);
   }
 
+  /** Keeps `tokens` itself (never mutated after dispatch); only a longer list is cut (copied). */
   add(tokens: readonly number[]): void {
-    const copy = tokens.slice(0, this.#maxTokens);
-    if (this.#ring.length < this.#capacity) this.#ring.push(copy);
-    else this.#ring[this.#next] = copy;
+    const kept = tokens.length > this.#maxTokens ? tokens.slice(0, this.#maxTokens) : tokens;
+    if (this.#ring.length < this.#capacity) this.#ring.push(kept);
+    else this.#ring[this.#next] = kept;
     this.#next = (this.#next + 1) % this.#capacity;
   }
 
   /** Up to `n` prompts, newest first. */
-  latest(n: number): number[][] {
-    const out: number[][] = [];
+  latest(n: number): (readonly number[])[] {
+    const out: (readonly number[])[] = [];
     for (let i = 1; i <= Math.min(n, this.#ring.length); i++) {
       out.push(this.#ring[(this.#next - i + this.#capacity) % this.#capacity]);
     }
