@@ -10,7 +10,7 @@ type ConnectionBindings = { Bindings: ConnectionEnv };
 /** The OpenAI-compatible surface: completions, chat completions (stream or not), models. */
 export function openaiRoutes(
   gateway: Gateway,
-  options: { maxBodyBytes: number; bodyTimeoutMs: number },
+  options: { maxBodyBytes: number },
 ): Hono<ConnectionBindings> {
   const app = new Hono<ConnectionBindings>();
   const limit = bodyLimit({
@@ -24,7 +24,9 @@ export function openaiRoutes(
   });
   const inference =
     (endpoint: "completions" | "chat") => async (c: Context<ConnectionBindings>) => {
-      const bytes = await readBodyWithin(c.req.raw, options.bodyTimeoutMs);
+      // Read per request: a reload's new deadline applies at once.
+      const bodyTimeoutMs = gateway.config.limits.clientBodyTimeoutMs;
+      const bytes = await readBodyWithin(c.req.raw, bodyTimeoutMs);
       const address = c.env?.remoteAddr?.transport === "tcp"
         ? c.env.remoteAddr.hostname
         : undefined;

@@ -13,26 +13,45 @@ async function gauge(url: string, name: string): Promise<number | undefined> {
   return line === undefined ? undefined : Number(line.slice(name.length + 1));
 }
 
+/** Sends a completion's head and part of its body, never the rest; what the router answers. */
+async function answerToUnfinishedBody(url: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
+  const head = `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+    `content-length: 1000\r\n\r\n{"model": "${MODEL}", `;
+  await conn.write(new TextEncoder().encode(head)); // ... and the rest never comes
+  const buffer = new Uint8Array(4096);
+  let answer = "";
+  while (!answer.includes("request_timeout")) {
+    const read = await conn.read(buffer);
+    if (read === null) break;
+    answer += new TextDecoder().decode(buffer.subarray(0, read));
+  }
+  conn.close();
+  return answer;
+}
+
 Deno.test("a body that does not arrive within limits.clientBodyTimeoutMs gets a 408 and never reaches an engine", async () => {
   const t = await startTestCluster({ engines: 1, top: { limits: { clientBodyTimeoutMs: 200 } } });
   try {
-    const { port } = new URL(t.url);
-    const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
-    const head = `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
-      `content-length: 1000\r\n\r\n{"model": "${MODEL}", `;
-    await conn.write(new TextEncoder().encode(head)); // ... and the rest never comes
-    const buffer = new Uint8Array(4096);
-    let answer = "";
-    while (!answer.includes("request_timeout")) {
-      const read = await conn.read(buffer);
-      if (read === null) break;
-      answer += new TextDecoder().decode(buffer.subarray(0, read));
-    }
-    conn.close();
+    const answer = await answerToUnfinishedBody(t.url);
     assertMatch(answer, /^HTTP\/1\.1 408/);
     assertMatch(answer, /limits\.clientBodyTimeoutMs/);
     assertEquals(t.engines[0].stats.requests.length, 0);
     assertEquals(t.router.gateway.inFlight, 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a reload's new limits.clientBodyTimeoutMs applies to the next request", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const config = t.router.config;
+    const limits = { ...config.limits, clientBodyTimeoutMs: 200 };
+    assertEquals((await t.router.reload({ ...config, limits })).ok, true);
+    const started = performance.now();
+    assertMatch(await answerToUnfinishedBody(t.url), /^HTTP\/1\.1 408/);
+    assertEquals(performance.now() - started < 10_000, true, "not the 30 s default");
   } finally {
     await t.close();
   }
