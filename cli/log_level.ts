@@ -1,7 +1,7 @@
 import { isLogLevel, LOG_LEVELS, type LogLevel } from "../src/telemetry/json_log.ts";
 
 /** The environment variable that sets the log level when `--log-level` is not given. */
-export const LOG_LEVEL_ENV = "TIDEGATE_LOG_LEVEL";
+const LOG_LEVEL_ENV = "TIDEGATE_LOG_LEVEL";
 
 /**
  * The minimum level of the log lines written: `--log-level`, else `TIDEGATE_LOG_LEVEL` (handy in

@@ -27,7 +27,7 @@ export function discoveryHostFilter(config: Config): ((host: string) => boolean)
 }
 
 /** Configured instances' hosts and discovery host names, every model. */
-export function configuredHosts(config: Config): string[] {
+function configuredHosts(config: Config): string[] {
   return config.models.flatMap((model) => [
     ...model.instances.flatMap((instance) => urlHost(instance.url) ?? []),
     ...model.discovery.map((entry) => entry.hostname),

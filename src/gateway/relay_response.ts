@@ -72,7 +72,7 @@ export function relayResponse(options: RelayOptions): Response {
 }
 
 /** Inter-token gaps kept per request: an endless stream must not grow memory without bound. */
-export const MAX_GAP_SAMPLES = 100_000;
+const MAX_GAP_SAMPLES = 100_000;
 
 function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] {
   const { runtime, plan, record, target, response, leases, now } = options;

@@ -18,7 +18,7 @@ export interface ShapeCheckOptions {
 }
 
 /** What the check concluded: `unknown` when the store could not be read or said nothing. */
-export type ShapeVerdict = "matches" | "mismatch" | "unknown";
+type ShapeVerdict = "matches" | "mismatch" | "unknown";
 
 /**
  * The start-up shape check: a bounded sample of the store's keys (`GET /get_all_keys`) and the
