@@ -103,20 +103,23 @@ function dashboardModels(
   gateway: Gateway,
   arms: DashboardRouteOptions["arms"],
 ): DashboardModelInput[] {
-  return gateway.runtimes().map((runtime) => ({
-    name: runtime.config.name,
-    experiment: experimentOf(arms?.get(runtime.config.name)),
-    policy: runtime.defaultPolicy.name,
-    tokenizer: runtime.config.tokenizer.mode,
-    instances: runtime.cluster.status(),
-    store: runtime.store
-      ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
-      : undefined,
-    predictedIndexKeys: runtime.predicted?.size ?? 0,
-    kvAgreement: Object.fromEntries(
-      runtime.cluster.status().map((s) => [s.id, runtime.agreement.snapshot(s.id)]),
-    ),
-  }));
+  return gateway.runtimes().map((runtime) => {
+    const instances = runtime.cluster.status();
+    return {
+      name: runtime.config.name,
+      experiment: experimentOf(arms?.get(runtime.config.name)),
+      policy: runtime.defaultPolicy.name,
+      tokenizer: runtime.config.tokenizer.mode,
+      instances,
+      store: runtime.store
+        ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
+        : undefined,
+      predictedIndexKeys: runtime.predicted?.size ?? 0,
+      kvAgreement: Object.fromEntries(
+        instances.map((s) => [s.id, runtime.agreement.snapshot(s.id)]),
+      ),
+    };
+  });
 }
 
 function experimentOf(live: LiveExperiment | undefined): DashboardModelInput["experiment"] {
