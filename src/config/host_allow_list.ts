@@ -23,6 +23,7 @@ export class HostAllowList {
 
   /** `host` as a URL's `hostname` gives it (IPv6 in brackets or not). */
   allows(host: string): boolean {
+    if (this.#patterns.length === 0) return false; // e.g. no trusted proxies: every request
     const name = normalizeHost(host);
     const address = parseIp(name);
     return this.#patterns.some((pattern) => {
@@ -65,7 +66,7 @@ function sameNetwork(address: bigint, base: bigint, prefix: number, family: 4 | 
 }
 
 /** An IPv4 or IPv6 address as a number; IPv4-mapped IPv6 addresses become IPv4. */
-export function parseIp(text: string): { family: 4 | 6; value: bigint } | undefined {
+function parseIp(text: string): { family: 4 | 6; value: bigint } | undefined {
   const v4 = parseIpv4(text);
   if (v4 !== undefined) return { family: 4, value: v4 };
   const v6 = parseIpv6(text);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseHostPattern, parseIp } from "./host_allow_list.ts";
+import { parseHostPattern } from "./host_allow_list.ts";
 import { hasUserinfo } from "./instance_url.ts";
 import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
@@ -318,9 +318,7 @@ export const ConfigSchema = z.strictObject({
      * the peer's address to theirs; anyone else's is replaced by the peer's address alone.
      */
     trustedProxies: z.array(
-      z.string().refine((entry) =>
-        parseIp(entry.split("/")[0]) !== undefined &&
-        parseHostPattern(entry) !== undefined, {
+      z.string().refine((entry) => parseHostPattern(entry)?.kind === "network", {
         error: "expected an IP address or a CIDR block (10.0.0.0/8, fd00::/8)",
       }),
     ).default([]),
