@@ -1,3 +1,4 @@
+import { masterRouteUrl } from "./mooncake_request.ts";
 import { type MasterHealth, parseMasterHealth, servingMaster } from "./master_health.ts";
 
 /**
@@ -62,7 +63,7 @@ export class LeaderFinder {
 
   async #health(url: string, signal: AbortSignal): Promise<MasterHealth | undefined> {
     try {
-      const response = await this.#options.fetch(`${url.replace(/\/+$/, "")}/health`, {
+      const response = await this.#options.fetch(masterRouteUrl(url, "/health"), {
         signal,
         headers: { accept: "application/json" },
       });

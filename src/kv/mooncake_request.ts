@@ -44,6 +44,11 @@ export function splitIntoBatches<T>(items: readonly T[], size: number): T[][] {
   return batches;
 }
 
+/** A master route's URL (`/health`, `/get_all_keys`) under a base that may end in slashes. */
+export function masterRouteUrl(baseUrl: string, route: string): string {
+  return `${trimBase(baseUrl)}${route}`;
+}
+
 function trimBase(baseUrl: string): string {
   let end = baseUrl.length;
   while (end > 0 && baseUrl[end - 1] === "/") end--;
