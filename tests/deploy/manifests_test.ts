@@ -128,6 +128,11 @@ for (const name of KUSTOMIZATIONS) {
     );
     assertEquals(monitor.spec.endpoints[0].port, "http");
     assertEquals(monitor.spec.endpoints[0].path, "/metrics");
+    // The series' `instance` is the engine's (docs/operations.md "Scraping"); the pod is `router`.
+    assertEquals(monitor.spec.endpoints[0].honorLabels, true);
+    assertEquals(monitor.spec.endpoints[0].relabelings, [
+      { sourceLabels: ["__meta_kubernetes_pod_name"], targetLabel: "router" },
+    ]);
     const hpa = only(objects, "HorizontalPodAutoscaler");
     assertEquals(hpa.spec.scaleTargetRef, {
       apiVersion: deployment.apiVersion,
