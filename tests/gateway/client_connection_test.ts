@@ -148,3 +148,21 @@ Deno.test("what is not HTTP, or has headers over 16 KiB, gets 400 or 431 in Open
     await t.close();
   }
 });
+
+Deno.test("a request asking to upgrade to WebSocket is answered as plain HTTP", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const body = JSON.stringify({ model: "test-model", prompt: range(1, 8), max_tokens: 2 });
+    const conn = await connect(t.url);
+    await conn.write(encoder.encode(
+      "POST /v1/completions HTTP/1.1\r\nhost: x\r\nconnection: upgrade, close\r\n" +
+        `upgrade: websocket\r\ncontent-type: application/json\r\ncontent-length: ${body.length}` +
+        `\r\n\r\n${body}`,
+    ));
+    const answer = await readUntilClosed(conn, 5_000);
+    assertMatch(answer, /^HTTP\/1\.1 200/);
+    assertMatch(answer, /"choices"/);
+  } finally {
+    await t.close();
+  }
+});

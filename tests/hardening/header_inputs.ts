@@ -49,8 +49,8 @@ const ODD_HEADERS: Record<string, string>[] = [
   { "if-none-match": "*" },
 ];
 
-// Not here: `Connection: upgrade` + `Upgrade: websocket`. Deno's HTTP server answers it with an
-// empty 400 before any handler runs, so the router has no say in its shape.
+// Not here: `Connection: upgrade` + `Upgrade: websocket`, which fetch() will not send; it is in
+// tests/gateway/client_connection_test.ts over a raw socket.
 
 const OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE", "OPTIONS"];
 /** fetch() refuses a body on GET and HEAD. */
