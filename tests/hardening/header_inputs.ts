@@ -49,8 +49,8 @@ const ODD_HEADERS: Record<string, string>[] = [
   { "if-none-match": "*" },
 ];
 
-// Not here: `Connection: upgrade` + `Upgrade: websocket`, which fetch() will not send; it is in
-// tests/gateway/client_connection_test.ts over a raw socket.
+// Not here: `Connection: upgrade` + `Upgrade: websocket`, a connection-level header: it is sent
+// over a raw socket in tests/gateway/client_connection_test.ts.
 
 const OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE", "OPTIONS"];
 /** fetch() refuses a body on GET and HEAD. */
