@@ -10,14 +10,15 @@ import { didYouMean } from "../src/config/did_you_mean.ts";
 import { POLICY_NAMES } from "../src/scheduling/registry.ts";
 import { createJsonLog, type LogLevel } from "../src/telemetry/json_log.ts";
 
-const USAGE = `Usage: deno task demo [--port N] [--engines N] [--policy NAME] [--exit]
+const USAGE = `Usage: deno task demo [--host H] [--port N] [--engines N] [--policy NAME] [--exit]
                       [--pd [--protocol vllm-nixl|vllm-mooncake|sglang]]
                       [--log-level debug|info|warn|error]
 
 Starts an embedded cluster (simulated vLLM engines + a Mooncake master), the router in front of
 it, sends a burst of shared-prefix chat traffic, prints a summary, then keeps serving. With --pd
 the cluster is disaggregated: 2 prefill + 2 decode engines speaking the protocol. The router's
-JSON log goes to stderr from warn up; --log-level info adds the access log (a line per request).`;
+JSON log goes to stderr from warn up; --log-level info adds the access log (a line per request).
+The router listens on --host (default 127.0.0.1; 0.0.0.0 in a container).`;
 
 const WORDS = (
   "the a model cache token prefix engine store router request batch chunk layer kernel " +
@@ -184,17 +185,18 @@ function sum(results: DemoResult[], field: "promptTokens" | "hitTokens"): number
   return results.reduce((s, r) => s + r[field], 0);
 }
 
-async function serveOnPort(router: Router, port: number) {
+async function serveOnPort(router: Router, hostname: string, port: number) {
   try {
-    return await router.serve({ port });
+    return await router.serve({ hostname, port });
   } catch (error) {
     if (!(error instanceof Deno.errors.AddrInUse)) throw error;
     console.log(`Port ${port} is busy; using a free port instead.`);
-    return await router.serve({ port: 0 });
+    return await router.serve({ hostname, port: 0 });
   }
 }
 
 interface DemoOptions {
+  host: string;
   port: number;
   engines: number;
   policy: string;
@@ -210,6 +212,7 @@ const PD_PROTOCOLS: readonly PdProtocol[] = ["vllm-nixl", "vllm-mooncake", "sgla
 /** The demo's flags, every one checked before anything starts; a number is the exit code. */
 function parseDemoArgs(args: string[]): DemoOptions | number {
   const parsed = parseCommandArgs(args, {
+    host: { type: "string", default: "127.0.0.1" },
     port: { type: "string", default: "8080" },
     engines: { type: "string", default: "4" },
     policy: { type: "string", default: "cache_aware" },
@@ -248,6 +251,7 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     return 2;
   }
   return {
+    host: values.host,
     port: port ?? 8080,
     engines,
     policy: values.policy,
@@ -271,7 +275,7 @@ export async function runDemo(args: string[]): Promise<number> {
   try {
     const config = resolveConfig(cluster.routerConfig({ policy: options.policy }));
     router = await createRouter(config, { log: createJsonLog(options.logLevel) });
-    const address = await serveOnPort(router, options.port);
+    const address = await serveOnPort(router, options.host, options.port);
     const url = `http://${address.hostname}:${address.port}`;
     for (const e of cluster.engines) {
       console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost}${e.role ? `, ${e.role}` : ""})`);

@@ -1,4 +1,4 @@
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { demoChat, runDemoBurst } from "../../cli/demo.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter } from "../../routes/app.ts";
@@ -152,4 +152,18 @@ Deno.test("demo --pd --exit prints the pairs it used", async () => {
   assert(stdout.includes("| pair (prefill → decode) |"), stdout);
   assert(stdout.includes("24 requests (24 OK)"), stdout);
   assert(stdout.includes("disaggregated over vllm-mooncake"), stdout);
+});
+
+Deno.test("demo --host listens on the address given (0.0.0.0 in a container)", async () => {
+  const { code, stdout, stderr } = await runDemoProcess(
+    "--exit",
+    "--host",
+    "127.0.0.2",
+    "--port",
+    "0",
+    "--engines",
+    "2",
+  );
+  assertEquals(code, 0, stderr);
+  assertMatch(stdout, /on http:\/\/127\.0\.0\.2:\d+\./);
 });
