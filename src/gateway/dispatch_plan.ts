@@ -21,6 +21,8 @@ export interface PlanContext {
   random: () => number;
   policy: NamedPolicy;
   extraKeys?: ExtraKeys;
+  /** Once the prompt is counted, before any hashing or lookup: may throw to refuse it. */
+  counted?: (prompt: { tokens?: number[]; promptTokens: number }) => void;
 }
 
 /**
@@ -65,6 +67,7 @@ export async function planDispatch(
   const { now } = context;
   const tokenizeStart = now();
   const tokenized = await tokenize(runtime, request);
+  context.counted?.(tokenized);
   const hashStart = now();
   const { chunkKeys, error: keysError } = chunkKeysOf(runtime, tokenized.tokens, context.extraKeys);
   const keys = chunkKeys.flat();

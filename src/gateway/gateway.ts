@@ -313,14 +313,19 @@ export class Gateway {
       random: this.#deps.random,
       policy: flight.selection!.policy,
       extraKeys,
+      // Refused before the keys are hashed and looked up: such work would be thrown away.
+      counted: (counted) => {
+        refuseOverlongPrompt(flight.runtime!.config, counted, parsed.prompt);
+        if (flight.record.tenant) {
+          this.#chargeTenant(flight, "prompt_tokens", counted.promptTokens);
+        }
+      },
     });
     flight.plan = plan;
     flight.reservation = reservation;
     flight.decodeReservation = decodeReservation;
     flight.record.plan = plan;
     flight.trace.planned(plan, flight.record);
-    refuseOverlongPrompt(flight.runtime!.config, plan, parsed.prompt);
-    if (flight.record.tenant) this.#chargeTenant(flight, "prompt_tokens", plan.promptTokens);
     const verdict = plan.admission;
     const model = flight.runtime!.config.name;
     if (!verdict.admit) this.#tenants.noteRefusal(model);

@@ -1,4 +1,3 @@
-import type { DispatchPlan } from "../contracts.ts";
 import type { ModelConfig } from "../config/schema.ts";
 import { HttpError } from "../openai/errors.ts";
 import { promptChars } from "../openai/prompt_size.ts";
@@ -20,11 +19,11 @@ export function refuseOversizedPrompt(model: ModelConfig, prompt: PromptInput): 
 /** 400 in OpenAI's words when the counted prompt exceeds the model's context. */
 export function refuseOverlongPrompt(
   model: ModelConfig,
-  plan: DispatchPlan,
+  counted: { tokens?: readonly number[] },
   prompt: PromptInput,
 ): void {
   const limit = model.limits.maxPromptTokens;
-  const tokens = plan.tokens?.length;
+  const tokens = counted.tokens?.length;
   if (limit === undefined || tokens === undefined || tokens <= limit) return;
   throw new HttpError(
     400,

@@ -57,8 +57,10 @@ Deno.test("the default limit refuses a 5M-character prompt at once and the route
 Deno.test("a prompt over limits.maxPromptTokens gets OpenAI's context_length_exceeded and its lease back", async () => {
   const t = await startTestCluster({ engines: 1, model: { limits: { maxPromptTokens: 256 } } });
   try {
+    const asked = t.master.count;
     const over = await completion(t.url, { prompt: range(1, 257) });
     assertEquals(over.status, 400);
+    assertEquals(t.master.count, asked, "refused before its keys were looked up");
     const error = (await over.json()).error;
     assertEquals(error.code, "context_length_exceeded");
     assertMatch(error.message, /maximum context length is 256 tokens.*257 tokens/);
