@@ -2,6 +2,11 @@ import type { Config } from "../config/schema.ts";
 import { HttpError } from "../openai/errors.ts";
 import type { ParsedRequest } from "../openai/request.ts";
 import {
+  type ExperimentKey,
+  experimentKeyValue,
+  parseExperimentKey,
+} from "../experiment/experiment_key.ts";
+import {
   type RateKind,
   type RateStanding,
   type RateVerdict,
@@ -47,22 +52,21 @@ const FAIR_SHARE_WINDOW_MS = 5_000;
  * when the section changed, so a reload does not refill every bucket.
  */
 export class TenantGate {
-  #section: string;
-  #config: TenantsConfig | undefined;
+  #section?: string;
+  /** What names a client (`tenants.by`), read as experiment keys are. */
+  #by?: ExperimentKey;
   #limits: TenantLimits | undefined;
   #fair: FairShare | undefined;
 
   constructor(config: TenantsConfig | undefined, readonly now: () => number) {
-    this.#section = JSON.stringify(config ?? null);
-    this.#config = config;
-    this.#limits = config ? new TenantLimits(config.list, config.others, now()) : undefined;
-    this.#fair = this.#fairShareOf(this.#limits);
+    this.sync(config);
   }
 
   sync(config: TenantsConfig | undefined): void {
-    if (JSON.stringify(config ?? null) === this.#section) return;
-    this.#section = JSON.stringify(config ?? null);
-    this.#config = config;
+    const section = JSON.stringify(config ?? null);
+    if (section === this.#section) return;
+    this.#section = section;
+    this.#by = config && parseExperimentKey(config.by);
     this.#limits = config ? new TenantLimits(config.list, config.others, this.now()) : undefined;
     this.#fair = this.#fairShareOf(this.#limits);
   }
@@ -88,8 +92,13 @@ export class TenantGate {
 
   /** The client's tenant; undefined when no `tenants` section is configured. */
   tenantOf(request: Request, parsed: ParsedRequest): string | undefined {
-    if (!this.#limits || !this.#config) return undefined;
-    return this.#limits.tenantOf(identityOf(this.#config.by, request, parsed));
+    if (!this.#limits || !this.#by) return undefined;
+    const identity = experimentKeyValue(
+      this.#by,
+      { headers: request.headers, body: parsed.body },
+      0,
+    );
+    return this.#limits.tenantOf(identity ?? undefined);
   }
 
   /** Charges `cost` (1 request, or the prompt's tokens); throws RateLimitedError when refused. */
@@ -103,13 +112,6 @@ export class TenantGate {
     headers.set("retry-after", String(Math.max(1, Math.ceil(standing.resetS))));
     throw new RateLimitedError(kind, tenant, standing);
   }
-}
-
-function identityOf(by: string, request: Request, parsed: ParsedRequest): string | undefined {
-  if (by === "user") return parsed.user;
-  if (by.startsWith("header:")) return request.headers.get(by.slice(7)) ?? undefined;
-  const authorization = request.headers.get("authorization") ?? "";
-  return /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
 }
 
 /** OpenAI's `x-ratelimit-*` headers (`requests` or `tokens`). */
