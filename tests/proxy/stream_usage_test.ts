@@ -84,3 +84,35 @@ Deno.test("usage on a content chunk is removed; other lines pass byte for byte",
     ': ping\n\ndata: {"choices":[{"index":0,"text":"x"}]}\r\n\r\ndata: [DONE]',
   );
 });
+
+Deno.test("chunks cut inside a multibyte character come out whole, usage still removed", async () => {
+  const stream = 'data: {"choices":[{"index":0,"text":"é🙂"}]}\n\n' + USAGE +
+    'data: {"choices":[{"index":0,"text":"ß"}]}\n\n';
+  const expected = 'data: {"choices":[{"index":0,"text":"é🙂"}]}\n\n' +
+    'data: {"choices":[{"index":0,"text":"ß"}]}\n\n';
+  const length = encoder.encode(stream).length;
+  for (let cut = 1; cut < length; cut++) assertEquals(await filtered(stream, [cut]), expected);
+});
+
+Deno.test("a line over 1 MiB goes on unfiltered as it arrives instead of being held whole", async () => {
+  const piece = encoder.encode("x".repeat(64 * 1024));
+  let sent = 0;
+  const source = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent++ < 48) return controller.enqueue(piece);
+      controller.enqueue(encoder.encode("\ndata: [DONE]\n\n"));
+      controller.close();
+    },
+  });
+  const reader = source.pipeThrough(usageChunkFilter()).getReader();
+  let received = 0;
+  let firstOutputAfter = -1;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    if (firstOutputAfter < 0) firstOutputAfter = sent;
+    received += value.length;
+  }
+  assertEquals(received, 48 * piece.length + 15);
+  assert(firstOutputAfter <= 24, `the first output came after ${firstOutputAfter} of 49 chunks`);
+});
