@@ -4,6 +4,7 @@ import {
   type AgreementSnapshot,
   AgreementWindow,
   type KvAgreementState,
+  UNKNOWN_AGREEMENT,
 } from "../kv/kv_agreement.ts";
 import { detectCommand } from "./detect_command.ts";
 
@@ -65,8 +66,7 @@ export class KvAgreementMonitor {
   }
 
   snapshot(instance: string): AgreementSnapshot {
-    return this.#windows.get(instance)?.snapshot() ??
-      { state: "unknown", samples: 0, agree: 0, over: 0, blind: 0 };
+    return this.#windows.get(instance)?.snapshot() ?? { ...UNKNOWN_AGREEMENT };
   }
 
   /** The instance left the model: its window goes with it. */

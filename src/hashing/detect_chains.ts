@@ -7,7 +7,7 @@ import type { LayoutChoice } from "./detect_layouts.ts";
 export type ChainChoice = Pick<KeySchemeOptions, "hash" | "seed" | "chunkSize" | "hashBlockSize">;
 
 /** Chunk sizes probed: 16 … 1024 (powers of two), and the configured one. */
-export const DETECT_CHUNK_SIZES = [16, 32, 64, 128, 256, 512, 1024];
+const DETECT_CHUNK_SIZES = [16, 32, 64, 128, 256, 512, 1024];
 const VLLM_HASHES: HashAlgorithm[] = ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"];
 const ALL_HASHES: HashAlgorithm[] = [...VLLM_HASHES, "sha256_hex", "xxh64_cumulative"];
 /** vLLM's attention block size: the usual `hash_block_size` of hybrid models. */

@@ -18,7 +18,7 @@ const LMCACHE_DTYPES = ["bfloat16", "half"];
 const WORLD_SIZES = [1, 2, 4, 8];
 
 /** The model as given, its basename and its dashed spelling, distinct. */
-export function modelSpellings(model: string): string[] {
+function modelSpellings(model: string): string[] {
   return [...new Set([model, basename(model), model.split("/").join("-")])];
 }
 
@@ -66,7 +66,7 @@ function configuredLayout(o: KeySchemeOptions): LayoutChoice {
 }
 
 /** The layouts a sample of store keys shows, with their literal parts. */
-export function sampledLayouts(keys: readonly string[], spellings: string[]): LayoutChoice[] {
+function sampledLayouts(keys: readonly string[], spellings: string[]): LayoutChoice[] {
   const found = new Map<string, LayoutChoice>();
   for (const key of keys) {
     const layout = layoutOfKey(key, spellings);

@@ -98,15 +98,15 @@ export class AgreementWindow {
   refresh(nowMs: number): KvAgreementState {
     const maxAge = this.#options.maxAgeMs ?? 15 * 60_000;
     this.#judged = this.#judged.filter((j) => nowMs - j.atMs <= maxAge);
-    this.#state = classify(this.snapshotCounts(), this.#state, this.#options);
+    this.#state = classify(this.#counts(), this.#state, this.#options);
     return this.#state;
   }
 
   snapshot(): AgreementSnapshot {
-    return { state: this.#state, ...this.snapshotCounts() };
+    return { state: this.#state, ...this.#counts() };
   }
 
-  snapshotCounts(): Omit<AgreementSnapshot, "state"> {
+  #counts(): Omit<AgreementSnapshot, "state"> {
     const count = (verdict: Judged["verdict"]) =>
       this.#judged.filter((j) => j.verdict === verdict).length;
     return {
@@ -119,7 +119,16 @@ export class AgreementWindow {
 }
 
 /** The state a window's counts call for, with hysteresis around the current one. */
-export function classify(
+/** An instance with nothing judged yet. */
+export const UNKNOWN_AGREEMENT: Readonly<AgreementSnapshot> = {
+  state: "unknown",
+  samples: 0,
+  agree: 0,
+  over: 0,
+  blind: 0,
+};
+
+function classify(
   counts: Omit<AgreementSnapshot, "state">,
   current: KvAgreementState,
   options: AgreementOptions,

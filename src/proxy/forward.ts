@@ -98,7 +98,7 @@ async function attemptInTurn(
  * The last attempt's engine error equals an earlier one's on another instance: the request
  * itself is the likely cause (a poison request), and more engines would only fail it again.
  */
-export function failedTheSameWayBefore(attempts: readonly AttemptRecord[]): boolean {
+function failedTheSameWayBefore(attempts: readonly AttemptRecord[]): boolean {
   const last = attempts.at(-1);
   if (last?.failure !== "http_5xx") return false;
   return attempts.some((a) => a !== last && a.failure === "http_5xx" && a.error === last.error);

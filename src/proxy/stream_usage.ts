@@ -15,7 +15,7 @@ export interface StreamUsageRequest {
 }
 
 /** True when the client asked for the final usage chunk itself. */
-export function clientAskedUsage(body: Record<string, unknown>): boolean {
+function clientAskedUsage(body: Record<string, unknown>): boolean {
   const options = body.stream_options as { include_usage?: unknown } | null | undefined;
   return options?.include_usage === true;
 }

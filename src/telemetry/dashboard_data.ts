@@ -5,7 +5,7 @@
  * out); `readDashboardInput` reads those inputs from the live sources.
  */
 import type { InstanceStatus } from "../cluster/model_cluster.ts";
-import type { AgreementSnapshot } from "../kv/kv_agreement.ts";
+import { type AgreementSnapshot, UNKNOWN_AGREEMENT } from "../kv/kv_agreement.ts";
 import type { StoreHealthSnapshot } from "../kv/store_health.ts";
 import type { DecisionEntry } from "./decision_log.ts";
 import type { DashboardTraffic, InstanceTrafficTotals } from "./dashboard_traffic.ts";
@@ -162,14 +162,6 @@ export function assembleDashboardData(input: DashboardInput): DashboardData {
   });
   return { generatedAt: input.wallNowMs, models, ttft: input.ttft, decisions: input.decisions };
 }
-
-const UNKNOWN_AGREEMENT: AgreementSnapshot = {
-  state: "unknown",
-  samples: 0,
-  agree: 0,
-  over: 0,
-  blind: 0,
-};
 
 function dashboardInstance(
   status: InstanceStatus,

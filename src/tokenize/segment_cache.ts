@@ -23,7 +23,7 @@ export interface TokenSegmentCacheOptions {
  * Tokens of budget per entry of the default entry bound. An entry's overhead is ~100 ids' worth, so
  * at 128 the entries' overhead stays under the ids' own budget (4M tokens: 31,250 entries, ~12 MB).
  */
-export const TOKENS_PER_CACHE_ENTRY = 128;
+const TOKENS_PER_CACHE_ENTRY = 128;
 const MIN_CACHE_ENTRIES = 1024;
 
 export interface TokenSegmentCacheStats {
