@@ -1,7 +1,7 @@
 import { LLUMNIX_DEFAULT_SEED, VLLM_DEFAULT_SEED } from "./seed_policy.ts";
 import { isSeededHash } from "./seed_policy.ts";
 import type { HashAlgorithm, KeySchemeOptions } from "./types.ts";
-import type { LayoutChoice } from "./detect_layouts.ts";
+import { type LayoutChoice, pruned } from "./detect_layouts.ts";
 
 /** The chain half of a candidate scheme. */
 export type ChainChoice = Pick<KeySchemeOptions, "hash" | "seed" | "chunkSize" | "hashBlockSize">;
@@ -62,10 +62,4 @@ export function chainFitsLayout(chain: ChainChoice, layout: LayoutChoice): boole
     default:
       return chain.hashBlockSize === undefined; // a custom template: any chain
   }
-}
-
-function pruned(chain: ChainChoice): ChainChoice {
-  return Object.fromEntries(
-    Object.entries(chain).filter(([, v]) => v !== undefined),
-  ) as ChainChoice;
 }

@@ -124,10 +124,9 @@ function sglangPrefix(prefix: string | undefined, spellings: string[]): Partial<
 }
 
 /** The layout without its undefined fields. */
-function pruned(layout: LayoutChoice): LayoutChoice {
-  return Object.fromEntries(
-    Object.entries(layout).filter(([, v]) => v !== undefined),
-  ) as LayoutChoice;
+/** A choice without its unset fields (so that equal choices print and compare alike). */
+export function pruned<T extends object>(choice: T): T {
+  return Object.fromEntries(Object.entries(choice).filter(([, v]) => v !== undefined)) as T;
 }
 
 function distinct(list: LayoutChoice[]): LayoutChoice[] {
