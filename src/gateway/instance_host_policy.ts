@@ -20,11 +20,16 @@ export function adminInstanceHosts(config: Config, discovered: Iterable<string>)
 
 /** What discovery may admit: the explicit list, or anything when it is unset. */
 export function discoveryHostFilter(config: Config): ((host: string) => boolean) | undefined {
+  // Asked for every discovered instance on every refresh: parsed once per config.
+  if (discoveryFilters.has(config)) return discoveryFilters.get(config);
   const explicit = config.admin.allowedInstanceHosts;
-  if (!explicit) return undefined;
-  const list = new HostAllowList(explicit);
-  return (host) => list.allows(host);
+  const list = explicit && new HostAllowList(explicit);
+  const filter = list ? (host: string) => list.allows(host) : undefined;
+  discoveryFilters.set(config, filter);
+  return filter;
 }
+
+const discoveryFilters = new WeakMap<Config, ((host: string) => boolean) | undefined>();
 
 /** Configured instances' hosts and discovery host names, every model. */
 function configuredHosts(config: Config): string[] {
