@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import { KEY_FORMAT_PRESETS } from "../hashing/key_format.ts";
-import { createKeyScheme, keySchemeOptionsFromKv } from "../hashing/key_scheme.ts";
+import { createKeyScheme, KeySchemeError, keySchemeOptionsFromKv } from "../hashing/key_scheme.ts";
 import { buildPolicy } from "../scheduling/named_policy.ts";
 import { POLICY_NAMES } from "../scheduling/registry.ts";
 import { didYouMean } from "./did_you_mean.ts";
@@ -53,9 +53,7 @@ function checkKeyScheme(model: Model, ctx: z.RefinementCtx): void {
   try {
     createKeyScheme(keySchemeOptionsFromKv(model.kv, model.name));
   } catch (error) {
-    // "Invalid key scheme options:\n- a\n- b": one problem per line.
-    const lines = (error as Error).message.split("\n- ");
-    const problems = lines.length > 1 ? lines.slice(1) : lines;
+    const problems = error instanceof KeySchemeError ? error.problems : [(error as Error).message];
     for (const problem of problems) {
       if (!problem.startsWith("keyFormat")) addIssue(ctx, ["kv"], problem);
       else addIssue(ctx, ["kv", "keyFormat"], problem + keyFormatHint(model.kv.keyFormat));

@@ -25,6 +25,14 @@ export { describeSeed, LLUMNIX_DEFAULT_SEED, VLLM_DEFAULT_SEED } from "./seed_po
  * use is `options.seed`, its origin `seedSource`. With `keyFormat: "lmcache"` extra keys are
  * ignored, because LMCache hashes `(parent, tokens, None)` whatever the request carries.
  */
+/** Every invalid option of a key scheme, one problem each (also in the message). */
+export class KeySchemeError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid key scheme options:\n- ${problems.join("\n- ")}`);
+    this.name = "KeySchemeError";
+  }
+}
+
 export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
   if (options === null || typeof options !== "object") {
     throw new TypeError(
@@ -38,7 +46,7 @@ export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
   const chainOptions = { ...options, seed: resolved.seed };
   const problems = [...chainOptionProblems(chainOptions), ...compiled.problems];
   if (compiled.formatter === null || problems.length > 0) {
-    throw new Error(`Invalid key scheme options:\n- ${problems.join("\n- ")}`);
+    throw new KeySchemeError(problems);
   }
   const formatter = compiled.formatter;
   const chain = createChainHasher(chainOptions);
