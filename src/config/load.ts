@@ -62,13 +62,14 @@ export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): 
   }
   if (problems.length || !result.success) throw new ConfigError(problems, options.source);
   const config = result.data;
-  const fromEnv = (value: string) => value.startsWith("env:") ? env(value.slice(4))! : value;
-  if (config.admin.token) config.admin.token = fromEnv(config.admin.token);
-  config.tenants?.list.forEach((tenant) => {
-    tenant.match = tenant.match.map(fromEnv);
-  });
-  const shared = config.cluster.sharedState;
-  if (shared) shared.redis = fromEnv(shared.redis);
+  // The same fields as were checked above: every `env:NAME` is set by now.
+  for (const path of envFields(config)) {
+    const value = valueAt(config, path);
+    if (typeof value === "string" && value.startsWith("env:")) {
+      const parent = valueAt(config, path.slice(0, -1)) as Record<PropertyKey, unknown>;
+      parent[path.at(-1) as string] = env(value.slice(4));
+    }
+  }
   for (const model of config.models) {
     const path = model.tokenizer.path;
     if (path && options.baseDir && !path.startsWith("builtin:") && !isAbsolute(path)) {
