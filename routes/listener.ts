@@ -1,7 +1,7 @@
 /**
  * Where the router listens: `node` (routes/node_listener.ts, the default, with connection-level
- * deadlines and caps) or `deno` (`Deno.serve`, a little cheaper per request and chunk, without
- * them; see the README's "Reliability" section).
+ * deadlines and caps) or `deno` (`Deno.serve`, without them; see the README's "Reliability"
+ * section and, for what each costs, "Benchmarks").
  */
 import type { Config } from "../src/config/schema.ts";
 import { listenNode } from "./node_listener.ts";

@@ -309,8 +309,8 @@ export const ConfigSchema = z.strictObject({
     host: z.string().min(1).default("127.0.0.1"),
     port: z.int().min(0).max(65535).default(8080),
     /**
-     * `node`: node:http, with the connection limits below; `deno`: Deno.serve, cheaper per
-     * request but with none of them and blind to clients leaving before the engine answers.
+     * `node`: node:http, with the connection limits below; `deno`: Deno.serve, with none of
+     * them and blind to clients leaving before the engine answers (README "Reliability").
      */
     server: z.enum(["node", "deno"]).default("node"),
     /**
