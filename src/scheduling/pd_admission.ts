@@ -6,6 +6,8 @@
  *   predicted  §7.4: by the decode load expected when this request's prefill finishes (requests
  *              prefilling now that will join it, minus those expected to finish decoding), which
  *              damps the anti-phase oscillation of prefill and decode load.
+ * The decode load judged is the pool's (the paper: "the greater load between the prefill and
+ * decoding pools", "the average TBT ratio of all decoding instances") or the chosen instance's.
  * Pure.
  */
 import { type AdmissionVerdict, admit } from "./admission.ts";
@@ -14,17 +16,23 @@ import { type DecodeModel, decodeStepS } from "./decode_model.ts";
 export const EARLY_REJECTION_MODES = ["early", "predicted"] as const;
 export type EarlyRejection = typeof EARLY_REJECTION_MODES[number];
 
+/** Whose decode load is judged: the chosen instance alone, or the mean over the decode pool. */
+export const DECODE_LOAD_SCOPES = ["instance", "pool"] as const;
+export type DecodeLoadScope = typeof DECODE_LOAD_SCOPES[number];
+
 export interface DecodeLoadForecast {
-  /** Requests decoding on the instance now. */
+  /** Requests decoding now, on the instance or over the `instances` of a pool. */
   runningNow: number;
-  /** Seconds until each request now prefilling for this instance finishes its prefill. */
+  /** Seconds until each request now prefilling for them finishes its prefill. */
   joiningInS: readonly number[];
   /** Mean decode duration of a request, seconds (how fast the running ones leave). */
   meanDecodeS: number;
+  /** Decode instances the requests spread over (default 1: one instance's own forecast). */
+  instances?: number;
 }
 
 /**
- * Requests expected on the decode instance `atS` seconds from now: the running ones that will not
+ * Requests expected per decode instance `atS` seconds from now: the running ones that will not
  * have finished (their remaining decode time taken as uniform over [0, meanDecodeS]) plus the
  * prefilling ones that will have joined and not yet finished (a joiner decodes for meanDecodeS).
  */
@@ -34,7 +42,20 @@ export function forecastDecodeLoad(forecast: DecodeLoadForecast, atS: number): n
     : 1;
   const joining = forecast.joiningInS.filter((s) => s <= atS && atS - s < forecast.meanDecodeS)
     .length;
-  return Math.max(0, forecast.runningNow * (1 - leaving)) + joining;
+  return (Math.max(0, forecast.runningNow * (1 - leaving)) + joining) / (forecast.instances ?? 1);
+}
+
+/** The decode pool as one forecast over its instances (the learned decode time is shared). */
+export function poolForecast(forecasts: readonly DecodeLoadForecast[]): DecodeLoadForecast {
+  let runningNow = 0;
+  let instances = 0;
+  const joiningInS: number[] = [];
+  for (const f of forecasts) {
+    runningNow += f.runningNow;
+    instances += f.instances ?? 1;
+    joiningInS.push(...f.joiningInS);
+  }
+  return { runningNow, joiningInS, meanDecodeS: forecasts[0]?.meanDecodeS ?? 0, instances };
 }
 
 export interface PdAdmissionInput {
@@ -64,8 +85,9 @@ export function admitPd(
     const { forecast } = input.decode;
     decodeBatch = options.mode === "predicted"
       ? forecastDecodeLoad(forecast, input.predictedTtftS ?? 0)
-      : forecast.runningNow;
-    predictedTbtS = decodeStepS(options.decodeModel, decodeBatch + 1);
+      : forecast.runningNow / (forecast.instances ?? 1);
+    // This request adds one to the instance, or its share to the pool's mean.
+    predictedTbtS = decodeStepS(options.decodeModel, decodeBatch + 1 / (forecast.instances ?? 1));
   }
   const verdict = admit(
     { predictedTtftS: input.predictedTtftS, predictedTbtS, instanceId: input.prefillInstanceId },

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import { decodeStepS, DEFAULT_DECODE_MODEL } from "../../src/scheduling/decode_model.ts";
-import { admitPd, forecastDecodeLoad } from "../../src/scheduling/pd_admission.ts";
+import { admitPd, forecastDecodeLoad, poolForecast } from "../../src/scheduling/pd_admission.ts";
 
 const decodeModel = DEFAULT_DECODE_MODEL;
 // 30 ms + 0.5 ms per request: a 50 ms TBT SLO holds up to 39 requests in the batch.
@@ -59,4 +59,36 @@ Deno.test("admitPd() refuses on the prefill side's TTFT first, and admits everyt
     mode: "early",
   });
   assert(off.verdict.admit);
+});
+
+Deno.test("poolForecast() sums the instances' requests and forecasts their mean per instance", () => {
+  const pool = poolForecast([
+    { runningNow: 30, joiningInS: [1], meanDecodeS: 8 },
+    { runningNow: 10, joiningInS: [3, 20], meanDecodeS: 8 },
+  ]);
+  assertEquals(pool, { runningNow: 40, joiningInS: [1, 3, 20], meanDecodeS: 8, instances: 2 });
+  assertEquals(forecastDecodeLoad(pool, 0), 20);
+  assertEquals(forecastDecodeLoad(pool, 4), (40 * (1 - 4 / 8) + 2) / 2);
+});
+
+Deno.test("admitPd() on the pool: one full instance beside idle ones admits, a full pool refuses", () => {
+  const judge = (loads: number[]) =>
+    admitPd({
+      predictedTtftS: 1,
+      decode: {
+        instanceId: "d0",
+        forecast: poolForecast(
+          loads.map((runningNow) => ({ runningNow, joiningInS: [], meanDecodeS: 4 })),
+        ),
+      },
+    }, { ...options, mode: "early" });
+  const mixed = judge([60, 0, 0]);
+  assert(mixed.verdict.admit, JSON.stringify(mixed.verdict));
+  assertEquals(mixed.decodeBatch, 20);
+  // The request adds its share of one to the pool's mean: 39 + 1/3 stays within 50 ms, 40 not.
+  assertEquals(mixed.predictedTbtS, decodeStepS(decodeModel, 20 + 1 / 3));
+  assert(judge([39, 39, 39]).verdict.admit);
+  const full = judge([40, 40, 40]);
+  assert(!full.verdict.admit);
+  assertEquals(full.verdict.reason, "tbt_slo");
 });
