@@ -22,9 +22,12 @@ export interface DecodePlan {
   protocol: PdProtocol;
   candidates: DecodeCandidate[];
   decision: DecodeDecision;
-  /** The decode batch the admission judged (now, or forecast for the end of the prefill). */
+  /**
+   * The decode batch the admission judged: the pool's mean or the chosen instance's
+   * (`decodeLoad`), now or forecast for the end of the prefill (`earlyRejection`).
+   */
   judgedBatch?: number;
-  /** Predicted TBT on the chosen decode instance with that batch. */
+  /** Predicted TBT with that batch and this request. */
   predictedTbtS?: number;
 }
 

@@ -3,7 +3,7 @@ import { parseHostPattern } from "./host_allow_list.ts";
 import { hasUserinfo } from "./instance_url.ts";
 import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
-import { EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
+import { DECODE_LOAD_SCOPES, EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
 import { checkModel } from "./model_checks.ts";
 
 /**
@@ -62,6 +62,11 @@ export const DisaggregationSchema = z.strictObject({
   protocol: z.enum(["vllm-nixl", "vllm-mooncake", "sglang"]),
   /** How the decode side is judged before any prefill work starts (Mooncake §7.2 / §7.4). */
   earlyRejection: z.enum(EARLY_REJECTION_MODES).default("predicted"),
+  /**
+   * Whose decode load that judges: the chosen instance's, or the decode pool's mean (the paper's
+   * definition; fewer refusals, more requests waiting for a place in a batch: docs/sim/pd/README.md).
+   */
+  decodeLoad: z.enum(DECODE_LOAD_SCOPES).default("instance"),
   decodePolicy: z.enum(DECODE_POLICY_NAMES).default("least_running"),
   /** Mean decode duration assumed until streamed P/D requests have measured it (seconds). */
   meanDecodeS: z.number().positive().default(10),

@@ -8,7 +8,7 @@ import type { DecodePlan } from "../contracts.ts";
 import type { AdmissionVerdict } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
 import { type DecodeCandidate, selectDecode } from "../scheduling/decode_policy.ts";
-import { admitPd } from "../scheduling/pd_admission.ts";
+import { admitPd, poolForecast } from "../scheduling/pd_admission.ts";
 import type { Candidate } from "../scheduling/types.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 
@@ -53,14 +53,21 @@ export function planDecode(
   });
   const chosen = candidates.find((c) => c.id === decision.ranking[0]);
   const slo = runtime.config.slo;
+  const outlook = runtime.decodeOutlook;
   const { verdict, decodeBatch, predictedTbtS } = admitPd(
     {
       predictedTtftS,
       prefillInstanceId: prefillId,
-      decode: chosen && runtime.decodeOutlook
+      decode: chosen && outlook
         ? {
           instanceId: chosen.id,
-          forecast: runtime.decodeOutlook.forecast(chosen.id, chosen.runningRequests),
+          forecast: pd.decodeLoad === "pool"
+            ? poolForecast(
+              candidates.filter((c) => c.healthy).map((c) =>
+                outlook.forecast(c.id, c.runningRequests)
+              ),
+            )
+            : outlook.forecast(chosen.id, chosen.runningRequests),
         }
         : undefined,
     },

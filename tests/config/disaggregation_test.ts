@@ -19,6 +19,7 @@ Deno.test("a disaggregated model takes its protocol, roles and bootstrap ports, 
   assertEquals(m.disaggregation, {
     protocol: "sglang",
     earlyRejection: "predicted",
+    decodeLoad: "instance",
     decodePolicy: "least_running",
     meanDecodeS: 10,
   });
@@ -62,4 +63,9 @@ Deno.test("prefill and decode roles without disaggregation, and unknown protocol
     instances: [{ id: "n0", url: "http://n0:8000" }],
   }));
   assert(bad.some((p) => p.startsWith("models[0].disaggregation.protocol")), bad.join("\n"));
+  const scope = problemsOf(model({
+    disaggregation: { protocol: "sglang", decodeLoad: "cluster" },
+    instances: [{ id: "n0", url: "http://n0:8000" }],
+  }));
+  assert(scope.some((p) => p.startsWith("models[0].disaggregation.decodeLoad")), scope.join("\n"));
 });

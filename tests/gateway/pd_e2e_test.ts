@@ -253,6 +253,32 @@ Deno.test("early rejection answers 429 before any prefill request is sent", asyn
   }
 });
 
+Deno.test("decodeLoad: the decode pool's mean is judged, or with `instance` the chosen instance alone", async () => {
+  for (const [decodeLoad, status] of [["pool", 429], ["instance", 200]] as const) {
+    const t = await startPdCluster("vllm-nixl", {
+      slo: { ttftS: 60, tbtS: 0.05, admission: true },
+      disaggregation: { protocol: "vllm-nixl", earlyRejection: "early", decodeLoad },
+    });
+    try {
+      // 30 ms + 0.5 ms per request: d0 with 60 and d1 with 21 average 40.5 (over 50 ms), while
+      // d1, the least running and so the one chosen, stays within it with this request.
+      const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+      const busy = [...range(0, 60).map(() => "d0"), ...range(0, 21).map(() => "d1")]
+        .map((id) => account.lease(id, 0));
+      for (const lease of busy) lease.firstToken();
+      const response = await send(t.url, { prompt: range(1, 64) });
+      assertEquals(response.status, status, decodeLoad);
+      const body = await response.json();
+      if (status === 429) assertEquals(body.error.code, "tbt_slo");
+      else assertEquals(response.headers.get("x-tidegate-decode-instance"), "d1");
+      for (const lease of busy) lease.release();
+      await eventually(() => leasesOut(t) === 0, 5_000, "leases back to zero");
+    } finally {
+      await t.close();
+    }
+  }
+});
+
 Deno.test("each leg is counted by role in /metrics and every decision names its pair and both sides' terms", async () => {
   const t = await startPdCluster("sglang");
   try {
