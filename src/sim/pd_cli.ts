@@ -1,6 +1,7 @@
 /** The simulator CLI's prefill/decode mode: flags, the runs, and the files it writes. */
 import { type DecodeModel, decodeStepS } from "../scheduling/decode_model.ts";
 import { DECODE_POLICY_NAMES, type DecodePolicyName } from "../scheduling/decode_policy.ts";
+import { DECODE_LOAD_SCOPES, type DecodeLoadScope } from "../scheduling/pd_admission.ts";
 import { isPolicyName, POLICY_NAMES } from "../scheduling/registry.ts";
 import { instanceLoadSvg, poolLoadSvg, ttftCdfSvg } from "./charts.ts";
 import {
@@ -8,6 +9,7 @@ import {
   type PdAdmission,
   type PdConfig,
   type PdResult,
+  type PdRun,
   type PdTopology,
   simulatePd,
 } from "./pd_simulator.ts";
@@ -37,6 +39,9 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
   --pd-transfer-gbps X       prefill → decode KV bandwidth in GB/s (default: --transfer-gbps)
   --decode-policy NAME       ${DECODE_POLICY_NAMES.join(" | ")} (default least_running)
   --mean-decode-s S          the router's first guess of a decode's duration (default 10)
+  --decode-load LIST         instance | pool, comma-separated: whose decode load early and
+                             predicted judge, the chosen instance's or the decode pool's mean
+                             (the paper's) (default instance)
 `;
 
 export interface PdCliOptions {
@@ -49,6 +54,7 @@ export interface PdCliOptions {
   pdTransferGbps?: number;
   decodePolicy: DecodePolicyName;
   meanDecodeS: number;
+  decodeLoads: DecodeLoadScope[];
 }
 
 /** Reads a numeric option (or its fallback), adding a problem when the value fails `check`. */
@@ -78,6 +84,7 @@ export function parsePdOptions(
   if (!DECODE_POLICY_NAMES.includes(decodePolicy)) {
     problems.push(`--decode-policy must be one of ${DECODE_POLICY_NAMES.join(", ")}`);
   }
+  const decodeLoads = parseDecodeLoads(values, problems);
   const maxBatchRaw = values.get("decode-max-batch");
   const transferRaw = values.get("pd-transfer-gbps");
   return {
@@ -94,6 +101,7 @@ export function parsePdOptions(
       : num("pd-transfer-gbps", 85, positive, "a positive number"),
     decodePolicy,
     meanDecodeS: num("mean-decode-s", 10, positive, "a positive number"),
+    decodeLoads,
   };
 }
 
@@ -155,6 +163,19 @@ function parseAdmissions(values: ReadonlyMap<string, string>, problems: string[]
   return admissions;
 }
 
+function parseDecodeLoads(
+  values: ReadonlyMap<string, string>,
+  problems: string[],
+): DecodeLoadScope[] {
+  const scopes: DecodeLoadScope[] = [];
+  for (const scope of (values.get("decode-load") ?? "instance").split(",")) {
+    const s = scope.trim() as DecodeLoadScope;
+    if (DECODE_LOAD_SCOPES.includes(s)) scopes.push(s);
+    else problems.push(`--decode-load: "${scope}" is not one of ${DECODE_LOAD_SCOPES.join(", ")}`);
+  }
+  return scopes;
+}
+
 function parseDecodeModel(raw: string | undefined, problems: string[]): DecodeModel {
   const fallback = { baseS: 0.03, perRequestS: 0.0005, perKvTokenS: 4e-8 };
   if (raw === undefined) return fallback;
@@ -207,11 +228,12 @@ export function pdConfigOf(
   };
 }
 
-/** Every (topology, policy, mode) the options ask for; neutral clusters skip the P/D modes. */
-export function pdRuns(
-  pd: PdCliOptions,
-): { label: string; policy: string; topology: PdTopology; admission: PdAdmission }[] {
-  const runs = [];
+/**
+ * Every (topology, policy, mode) the options ask for, `early` and `predicted` once per decode
+ * load scope (named in the label when there are several); neutral clusters skip the P/D modes.
+ */
+export function pdRuns(pd: PdCliOptions): PdRun[] {
+  const runs: PdRun[] = [];
   for (const topology of pd.topologies) {
     const modes = topology.kind === "pd"
       ? pd.admissions
@@ -221,7 +243,14 @@ export function pdRuns(
         const label = `${topologyLabel(topology)} ${policy}${
           admission === "off" ? "" : ` ${admission}`
         }`;
-        runs.push({ label, policy, topology, admission });
+        if (admission !== "early" && admission !== "predicted") {
+          runs.push({ label, policy, topology, admission });
+          continue;
+        }
+        for (const decodeLoad of pd.decodeLoads) {
+          const scoped = pd.decodeLoads.length > 1 ? `${label} (${decodeLoad})` : label;
+          runs.push({ label: scoped, policy, topology, admission, decodeLoad });
+        }
       }
     }
   }
@@ -292,6 +321,7 @@ function pdSettings(
     "decode max batch": pdConfig.decodeMaxBatch ?? "none",
     "decode KV capacity (tokens)": pdConfig.decodeKvCapacityTokens,
     "decode policy": pdConfig.decodePolicy,
+    "decode load judged at arrival (early, predicted)": pd.decodeLoads.join(", "),
     "prefill → decode transfer (GB/s)": pdConfig.pdTransferBytesPerS / 1e9,
     "pool transfer (GB/s)": pdConfig.ttft.transferBytesPerS / 1e9,
     "router's first mean decode guess (s)": pdConfig.meanDecodeS,

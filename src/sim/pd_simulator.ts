@@ -16,7 +16,13 @@ import {
   type DecodePolicyName,
   selectDecode,
 } from "../scheduling/decode_policy.ts";
-import { admitPd, type EarlyRejection } from "../scheduling/pd_admission.ts";
+import {
+  admitPd,
+  type DecodeLoadForecast,
+  type DecodeLoadScope,
+  type EarlyRejection,
+  poolForecast,
+} from "../scheduling/pd_admission.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy } from "../scheduling/registry.ts";
 import { estimateQueueS, estimateTtft } from "../scheduling/ttft_estimate.ts";
@@ -38,8 +44,9 @@ import type { TraceRequest } from "./trace.ts";
  * - `baseline`: the TTFT SLO at arrival; the decode instance chosen then judges its side only once
  *   the prefill is done, and a refusal wastes the prefill;
  * - `early` / `predicted`: `admitPd` at arrival judges both sides (decode load now, or forecast to
- *   the end of the prefill); an admitted request is decoded, waiting for a place in the batch when
- *   the decode instance is full (`decodeMaxBatch`).
+ *   the end of the prefill; the pool's mean or the chosen instance's, `decodeLoad`); an admitted
+ *   request is decoded, waiting for a place in the batch when the decode instance is full
+ *   (`decodeMaxBatch`).
  */
 export type PdAdmission = "off" | "baseline" | EarlyRejection;
 export const PD_ADMISSIONS: readonly PdAdmission[] = ["off", "baseline", "early", "predicted"];
@@ -89,12 +96,15 @@ export interface PdRun {
   policy: string;
   topology: PdTopology;
   admission: PdAdmission;
+  /** Whose decode load `early` and `predicted` judge at arrival (the router's `decodeLoad`). */
+  decodeLoad?: DecodeLoadScope;
 }
 
 export interface PdResult {
   label: string;
   policy: string;
   admission: PdAdmission;
+  decodeLoad?: DecodeLoadScope;
   topology: PdTopology;
   /** Prefill-side instances (prefill or neutral). */
   instanceNames: string[];
@@ -452,13 +462,7 @@ class PdReplay {
       predictedTtftS,
       prefillInstanceId: prefillId,
       decode: judgeDecode
-        ? {
-          instanceId: decodeId!,
-          forecast: this.#outlook.forecast(
-            decodeId!,
-            this.#account.load(decodeId!).decodeRequests,
-          ),
-        }
+        ? { instanceId: decodeId!, forecast: this.#decodeForecast(decodeId!) }
         : undefined,
     }, {
       enabled: true,
@@ -468,6 +472,15 @@ class PdReplay {
       tbtSloS: config.sloTbtS,
       decodeModel: config.routerDecodeModel,
     }).verdict;
+  }
+
+  /** The router's decode forecast, for the pool or the chosen instance (`decodeLoad`). */
+  #decodeForecast(decodeId: string): DecodeLoadForecast {
+    const forecastOf = (name: string) =>
+      this.#outlook.forecast(name, this.#account.load(name).decodeRequests);
+    return this.#run.decodeLoad === "pool"
+      ? poolForecast(this.#decodeNames.map(forecastOf))
+      : forecastOf(decodeId);
   }
 
   /** A decode lease on the instance (a request decoding there from now on) and its expected arrival. */
@@ -713,6 +726,7 @@ function emptyResult(
     label: run.label,
     policy: run.policy,
     admission: run.admission,
+    decodeLoad: run.decodeLoad,
     topology: run.topology,
     instanceNames: engines.names,
     decodeNames: engines.decodeNames,

@@ -1,3 +1,4 @@
+import type { DecodeLoadScope } from "../scheduling/pd_admission.ts";
 import type { PdAdmission, PdResult, PdTopology } from "./pd_simulator.ts";
 import { type PolicySummary, summarize } from "./summary.ts";
 
@@ -6,6 +7,8 @@ export interface PdSummary extends PolicySummary {
   policy: string;
   topology: string;
   admission: PdAdmission;
+  /** Whose decode load `early` and `predicted` judged (absent for the other modes). */
+  decodeLoad?: DecodeLoadScope;
   /** Refused at arrival, and after a completed prefill (the baseline's decode-time refusals). */
   rejectedBeforePrefill: number;
   rejectedAfterPrefill: number;
@@ -19,6 +22,8 @@ export interface PdSummary extends PolicySummary {
   tbtSloTokenShare: number;
   /** Share of the requests decoded whose mean gap (TPOT) is within the TBT SLO. */
   tbtSloRequestShare: number;
+  /** Requests served within both SLOs: TTFT, and TPOT when there are tokens to decode. */
+  withinBothSlos: number;
   /**
    * The pools' load over time (pd_simulator.ts `load`): mean, coefficient of variation, and the
    * correlation of the two series (negative: anti-phase).
@@ -42,17 +47,20 @@ export function topologyLabel(topology: PdTopology): string {
 export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number): PdSummary {
   const base = summarize(result, sloTtftS);
   const [p50, p90, p99] = result.tbt.quantiles([0.5, 0.9, 0.99]);
-  let decoded = 0, withinTpot = 0;
-  for (const tpot of result.tpotS) {
-    if (Number.isNaN(tpot)) continue;
+  let decoded = 0, withinTpot = 0, withinBoth = 0;
+  result.tpotS.forEach((tpot, i) => {
+    const tpotWithin = Number.isNaN(tpot) || tpot <= sloTbtS;
+    if (result.ttftS[i] <= sloTtftS && tpotWithin) withinBoth++;
+    if (Number.isNaN(tpot)) return;
     decoded++;
-    if (tpot <= sloTbtS) withinTpot++;
-  }
+    if (tpotWithin) withinTpot++;
+  });
   const prefill = moments(result.load.prefill), decode = moments(result.load.decode);
   return {
     policy: result.policy,
     topology: topologyLabel(result.topology),
     admission: result.admission,
+    ...(result.decodeLoad ? { decodeLoad: result.decodeLoad } : {}),
     ...base,
     rejectedBeforePrefill: base.rejected - result.rejectedAfterPrefill,
     rejectedAfterPrefill: result.rejectedAfterPrefill,
@@ -62,6 +70,7 @@ export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number)
     tbtP99S: p99,
     tbtSloTokenShare: result.tbt.shareAtOrBelow(sloTbtS),
     tbtSloRequestShare: decoded === 0 ? NaN : withinTpot / decoded,
+    withinBothSlos: withinBoth,
     load: {
       prefillMean: prefill.mean,
       prefillCv: prefill.cv,

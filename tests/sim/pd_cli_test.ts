@@ -82,6 +82,8 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
       "mooncake_ttft:ttft",
       "--decode-model",
       "1",
+      "--decode-load",
+      "cluster",
     ])
   );
   assertEquals(code, 2);
@@ -93,8 +95,48 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
       '--early-rejection: "late"',
       'unknown policy "mooncake_ttft:ttft" in P/D mode',
       "--decode-model must be",
+      '--decode-load: "cluster" is not one of instance, pool',
     ]
   ) {
     assert(errors.includes(part), `${part} missing from: ${errors}`);
+  }
+});
+
+Deno.test("runSimCli() runs early and predicted once per --decode-load scope, named in the label", async () => {
+  const out = await Deno.makeTempDir();
+  try {
+    const { value: code, out: printed } = await quietly(() =>
+      runSimCli([
+        "--trace",
+        TRACE,
+        "--limit",
+        "300",
+        "--prefill",
+        "2",
+        "--decode",
+        "2",
+        "--policies",
+        "mooncake_ttft",
+        "--early-rejection",
+        "baseline,early",
+        "--decode-load",
+        "instance,pool",
+        "--speed",
+        "3",
+        "--out",
+        out,
+      ])
+    );
+    assertEquals(code, 0, printed);
+    const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+    assertEquals(Object.keys(results.runs), [
+      "2P+2D mooncake_ttft baseline",
+      "2P+2D mooncake_ttft early (instance)",
+      "2P+2D mooncake_ttft early (pool)",
+    ]);
+    assertEquals(results.runs["2P+2D mooncake_ttft early (pool)"].decodeLoad, "pool");
+    assertEquals(results.runs["2P+2D mooncake_ttft baseline"].decodeLoad, undefined);
+  } finally {
+    await Deno.remove(out, { recursive: true });
   }
 });
