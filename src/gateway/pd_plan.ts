@@ -61,9 +61,10 @@ export function planDecode(
       decode: chosen && outlook
         ? {
           instanceId: chosen.id,
+          // The pool: the instances that can take the request (healthy, KV cache not full).
           forecast: pd.decodeLoad === "pool"
             ? poolForecast(
-              candidates.filter((c) => c.healthy).map((c) =>
+              candidates.filter((c) => decision.ranking.includes(c.id)).map((c) =>
                 outlook.forecast(c.id, c.runningRequests)
               ),
             )
@@ -85,6 +86,7 @@ export function planDecode(
       candidates,
       decision,
       judgedBatch: decodeBatch,
+      judgedLoad: decodeBatch === undefined ? undefined : pd.decodeLoad,
       predictedTbtS,
     },
     admission: verdict,

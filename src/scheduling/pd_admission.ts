@@ -81,7 +81,8 @@ export function admitPd(
 ): { verdict: AdmissionVerdict; decodeBatch?: number; predictedTbtS?: number } {
   let decodeBatch: number | undefined;
   let predictedTbtS: number | undefined;
-  if (input.decode) {
+  // An empty pool has nothing to judge (its callers pass a pool only with an instance chosen).
+  if (input.decode && (input.decode.forecast.instances ?? 1) > 0) {
     const { forecast } = input.decode;
     decodeBatch = options.mode === "predicted"
       ? forecastDecodeLoad(forecast, input.predictedTtftS ?? 0)

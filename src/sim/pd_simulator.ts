@@ -341,12 +341,13 @@ class PdReplay {
     this.#result.predictedTtftS[i] = plan.predictedTtftS;
 
     // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
-    let decodeId: string | undefined;
+    let decodeIds: string[] = [];
     if (this.#pd) {
-      decodeId = this.#chooseDecode();
-      if (decodeId === undefined) return this.#reject("no_decode_instance");
+      decodeIds = this.#rankDecode();
+      if (decodeIds.length === 0) return this.#reject("no_decode_instance");
     }
-    const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeId);
+    const decodeId: string | undefined = decodeIds[0];
+    const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeIds);
     if (!verdict.admit) return this.#reject(verdict.reason);
 
     const k = plan.engine;
@@ -430,12 +431,12 @@ class PdReplay {
     ) result.exampleDecision = decision;
   }
 
-  /** The decode instance `selectDecode` picks now, or undefined when none has room. */
-  #chooseDecode(): string | undefined {
+  /** The decode instances that can take a request, `selectDecode`'s choice first. */
+  #rankDecode(): string[] {
     return selectDecode(this.#decodeCandidates(), {
       model: this.#config.routerDecodeModel,
       policy: this.#config.decodePolicy,
-    }).ranking[0];
+    }).ranking;
   }
 
   /** The router's decode candidates: its own leases as running requests, the engines' KV use. */
@@ -449,20 +450,21 @@ class PdReplay {
     }));
   }
 
+  /** Admission at arrival; `decodeIds`: the decode instances that can take it, the chosen first. */
   #admitAtArrival(
     predictedTtftS: number,
     prefillId: string,
-    decodeId: string | undefined,
+    decodeIds: readonly string[],
   ): AdmissionVerdict {
     const admission = this.#run.admission;
     if (admission === "off") return { admit: true };
     const config = this.#config;
-    const judgeDecode = admission !== "baseline" && decodeId !== undefined;
+    const judgeDecode = admission !== "baseline" && decodeIds.length > 0;
     return admitPd({
       predictedTtftS,
       prefillInstanceId: prefillId,
       decode: judgeDecode
-        ? { instanceId: decodeId!, forecast: this.#decodeForecast(decodeId!) }
+        ? { instanceId: decodeIds[0], forecast: this.#decodeForecast(decodeIds) }
         : undefined,
     }, {
       enabled: true,
@@ -474,13 +476,16 @@ class PdReplay {
     }).verdict;
   }
 
-  /** The router's decode forecast, for the pool or the chosen instance (`decodeLoad`). */
-  #decodeForecast(decodeId: string): DecodeLoadForecast {
+  /**
+   * The router's decode forecast (`decodeLoad`): over the instances that can take the request
+   * (pd_plan.ts: an instance with a full KV cache cannot), or for the chosen one alone.
+   */
+  #decodeForecast(decodeIds: readonly string[]): DecodeLoadForecast {
     const forecastOf = (name: string) =>
       this.#outlook.forecast(name, this.#account.load(name).decodeRequests);
     return this.#run.decodeLoad === "pool"
-      ? poolForecast(this.#decodeNames.map(forecastOf))
-      : forecastOf(decodeId);
+      ? poolForecast(decodeIds.map(forecastOf))
+      : forecastOf(decodeIds[0]);
   }
 
   /** A decode lease on the instance (a request decoding there from now on) and its expected arrival. */

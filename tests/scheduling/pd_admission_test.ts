@@ -85,10 +85,34 @@ Deno.test("admitPd() on the pool: one full instance beside idle ones admits, a f
   const mixed = judge([60, 0, 0]);
   assert(mixed.verdict.admit, JSON.stringify(mixed.verdict));
   assertEquals(mixed.decodeBatch, 20);
-  // The request adds its share of one to the pool's mean: 39 + 1/3 stays within 50 ms, 40 not.
+  // The request adds its share of one to the pool's mean: (40 + 40 + 39) / 3 + 1/3 is 40
+  // requests, exactly 50 ms (a whole request more would break it); 40 each breaks it.
   assertEquals(mixed.predictedTbtS, decodeStepS(decodeModel, 20 + 1 / 3));
-  assert(judge([39, 39, 39]).verdict.admit);
+  assert(judge([40, 40, 39]).verdict.admit);
   const full = judge([40, 40, 40]);
   assert(!full.verdict.admit);
   assertEquals(full.verdict.reason, "tbt_slo");
+});
+
+Deno.test("admitPd() predicted on the pool: the pool's joiners and leavers, spread over its instances", () => {
+  const pool = poolForecast([
+    { runningNow: 60, joiningInS: [], meanDecodeS: 4 },
+    { runningNow: 60, joiningInS: Array.from({ length: 30 }, () => 0.5), meanDecodeS: 4 },
+  ]);
+  const { verdict, decodeBatch } = admitPd(
+    { predictedTtftS: 2, decode: { instanceId: "d0", forecast: pool } },
+    { ...options, mode: "predicted" },
+  );
+  // Half the running leave in 2 s of a 4 s decode, and all 30 joiners have joined: (60 + 30) / 2.
+  assertEquals(decodeBatch, 45);
+  assert(!verdict.admit);
+});
+
+Deno.test("admitPd() judges no decode side for an empty pool", () => {
+  const { verdict, decodeBatch, predictedTbtS } = admitPd(
+    { predictedTtftS: 1, decode: { instanceId: "d0", forecast: poolForecast([]) } },
+    { ...options, mode: "early" },
+  );
+  assert(verdict.admit);
+  assertEquals([decodeBatch, predictedTbtS], [undefined, undefined]);
 });
