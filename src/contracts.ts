@@ -14,6 +14,7 @@ import type { AdmissionVerdict } from "./scheduling/admission.ts";
 import type { NamedPolicy } from "./scheduling/named_policy.ts";
 import type { Candidate, Decision } from "./scheduling/types.ts";
 import type { DecodeCandidate, DecodeDecision } from "./scheduling/decode_policy.ts";
+import type { DecodeLoadScope } from "./scheduling/pd_admission.ts";
 
 export type { PdProtocol };
 
@@ -27,6 +28,8 @@ export interface DecodePlan {
    * (`decodeLoad`), now or forecast for the end of the prefill (`earlyRejection`).
    */
   judgedBatch?: number;
+  /** Whose batch that is (the model's `decodeLoad`). */
+  judgedLoad?: DecodeLoadScope;
   /** Predicted TBT with that batch and this request. */
   predictedTbtS?: number;
 }

@@ -34,6 +34,8 @@ export interface DecisionEntry {
     prefill: string | null;
     decode: string | null;
     judgedBatch: number | null;
+    /** "instance" or "pool": whose batch the admission judged. */
+    judgedLoad: string | null;
     predictedTbtS: number | null;
     decodeCandidates: {
       id: string;
@@ -133,6 +135,7 @@ function pdEntry(record: RequestRecord): DecisionEntry["pd"] {
     prefill: record.prefillInstanceId ?? null,
     decode: record.prefillInstanceId ? record.instanceId ?? null : null,
     judgedBatch: decode.judgedBatch ?? null,
+    judgedLoad: decode.judgedLoad ?? null,
     predictedTbtS: decode.predictedTbtS ?? null,
     decodeCandidates: [...decode.decision.scores]
       .sort((a, b) => (order.get(a.id) ?? 1e9) - (order.get(b.id) ?? 1e9))

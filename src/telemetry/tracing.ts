@@ -232,6 +232,7 @@ class RequestSpans implements RequestTrace {
     if (decode.judgedBatch !== undefined) {
       span.setAttribute("tidegate.pd.judged_batch", decode.judgedBatch);
     }
+    if (decode.judgedLoad) span.setAttribute("tidegate.pd.judged_load", decode.judgedLoad);
     for (const score of decode.decision.scores) {
       const attributes: Attributes = {
         "tidegate.instance": score.id,

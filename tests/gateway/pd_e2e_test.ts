@@ -271,6 +271,11 @@ Deno.test("decodeLoad: the decode pool's mean is judged, or with `instance` the 
       const body = await response.json();
       if (status === 429) assertEquals(body.error.code, "tbt_slo");
       else assertEquals(response.headers.get("x-tidegate-decode-instance"), "d1");
+      const [decision] = t.router.decisions.recent(1);
+      assertEquals(
+        [decision.pd?.judgedLoad, decision.pd?.judgedBatch],
+        [decodeLoad, decodeLoad === "pool" ? 40.5 : 21],
+      );
       for (const lease of busy) lease.release();
       await eventually(() => leasesOut(t) === 0, 5_000, "leases back to zero");
     } finally {
