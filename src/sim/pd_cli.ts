@@ -79,12 +79,12 @@ export function parsePdOptions(
   // In this order, so that problems are listed as the flags are documented.
   const topologies = parseTopologies(values, num, problems);
   const policies = parsePolicies(values, problems);
-  const admissions = parseAdmissions(values, problems);
+  const admissions = parseNames(values, "early-rejection", PD_ADMISSIONS, "off", problems);
   const decodePolicy = (values.get("decode-policy") ?? "least_running") as DecodePolicyName;
   if (!DECODE_POLICY_NAMES.includes(decodePolicy)) {
     problems.push(`--decode-policy must be one of ${DECODE_POLICY_NAMES.join(", ")}`);
   }
-  const decodeLoads = parseDecodeLoads(values, problems);
+  const decodeLoads = parseNames(values, "decode-load", DECODE_LOAD_SCOPES, "instance", problems);
   const maxBatchRaw = values.get("decode-max-batch");
   const transferRaw = values.get("pd-transfer-gbps");
   return {
@@ -153,27 +153,21 @@ function parsePolicies(values: ReadonlyMap<string, string>, problems: string[]):
   return policies;
 }
 
-function parseAdmissions(values: ReadonlyMap<string, string>, problems: string[]): PdAdmission[] {
-  const admissions: PdAdmission[] = [];
-  for (const mode of (values.get("early-rejection") ?? "off").split(",")) {
-    const m = mode.trim() as PdAdmission;
-    if (PD_ADMISSIONS.includes(m)) admissions.push(m);
-    else problems.push(`--early-rejection: "${mode}" is not one of ${PD_ADMISSIONS.join(", ")}`);
-  }
-  return admissions;
-}
-
-function parseDecodeLoads(
+/** A comma-separated `--key` of `allowed` names (or `fallback`); each unknown one is a problem. */
+function parseNames<T extends string>(
   values: ReadonlyMap<string, string>,
+  key: string,
+  allowed: readonly T[],
+  fallback: T,
   problems: string[],
-): DecodeLoadScope[] {
-  const scopes: DecodeLoadScope[] = [];
-  for (const scope of (values.get("decode-load") ?? "instance").split(",")) {
-    const s = scope.trim() as DecodeLoadScope;
-    if (DECODE_LOAD_SCOPES.includes(s)) scopes.push(s);
-    else problems.push(`--decode-load: "${scope}" is not one of ${DECODE_LOAD_SCOPES.join(", ")}`);
+): T[] {
+  const names: T[] = [];
+  for (const raw of (values.get(key) ?? fallback).split(",")) {
+    const name = raw.trim() as T;
+    if (allowed.includes(name)) names.push(name);
+    else problems.push(`--${key}: "${raw}" is not one of ${allowed.join(", ")}`);
   }
-  return scopes;
+  return names;
 }
 
 function parseDecodeModel(raw: string | undefined, problems: string[]): DecodeModel {
