@@ -3,7 +3,9 @@
  * whether the request is admitted at all (the Mooncake paper's Algorithm 1, judged before any
  * prefill work starts). The prefill side is the model's policy over prefill and neutral instances.
  */
+import type { DecodeOutlook } from "../cluster/decode_outlook.ts";
 import type { InstanceEntry } from "../cluster/model_cluster.ts";
+import type { ModelConfig } from "../config/schema.ts";
 import type { DecodePlan } from "../contracts.ts";
 import type { AdmissionVerdict } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
@@ -36,12 +38,18 @@ export function splitByRole(
   return { prefillSide, decode };
 }
 
+/** What the decode plan reads of a model's runtime. */
+export interface DecodePlanContext {
+  config: Pick<ModelConfig, "disaggregation" | "slo">;
+  decodeOutlook?: DecodeOutlook;
+}
+
 /**
  * The decode choice and the admission verdict for a request whose prefill goes to `prefillId`
  * (a prefill-role instance) with the predicted TTFT.
  */
 export function planDecode(
-  runtime: ModelRuntime,
+  runtime: DecodePlanContext,
   candidates: DecodeCandidate[],
   prefillId: string | undefined,
   predictedTtftS: number | undefined,
