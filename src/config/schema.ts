@@ -64,7 +64,7 @@ export const DisaggregationSchema = z.strictObject({
   earlyRejection: z.enum(EARLY_REJECTION_MODES).default("predicted"),
   /**
    * Whose decode load that judges: the chosen instance's, or the decode pool's mean (the paper's
-   * definition; fewer refusals, more requests waiting for a place in a batch: docs/sim/pd/README.md).
+   * wording; how the two compare in the simulator: docs/sim/pd/README.md §2).
    */
   decodeLoad: z.enum(DECODE_LOAD_SCOPES).default("instance"),
   decodePolicy: z.enum(DECODE_POLICY_NAMES).default("least_running"),
