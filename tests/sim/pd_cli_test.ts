@@ -4,65 +4,64 @@ import { quietly } from "./quietly.ts";
 
 const TRACE = new URL("../data/conversation_trace.jsonl", import.meta.url).pathname;
 
-Deno.test("runSimCli() in P/D mode runs every cluster × policy × mode and writes the tables and charts", async () => {
+/**
+ * Runs the CLI in P/D mode on the trace's first 300 requests (2P+2D at speed 3) with `flags`,
+ * expects success, and hands `check` the output folder (removed afterwards).
+ */
+async function withPdRun(flags: string[], check: (out: string) => Promise<void>): Promise<void> {
   const out = await Deno.makeTempDir();
   try {
+    const common = ["--trace", TRACE, "--limit", "300", "--prefill", "2", "--decode", "2"];
     const { value: code, out: printed } = await quietly(() =>
-      runSimCli([
-        "--trace",
-        TRACE,
-        "--limit",
-        "300",
-        "--prefill",
-        "2",
-        "--decode",
-        "2",
-        "--neutral",
-        "4",
-        "--neutral-chunk",
-        "off,2048",
-        "--policies",
-        "mooncake_ttft,dynamo_kv",
-        "--early-rejection",
-        "baseline,predicted",
-        "--speed",
-        "3",
-        "--tbt-slo",
-        "0.05",
-        "--out",
-        out,
-      ])
+      runSimCli([...common, "--speed", "3", ...flags, "--out", out])
     );
     assertEquals(code, 0, printed);
-    const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
-    assertEquals(Object.keys(results.runs), [
-      "2P+2D mooncake_ttft baseline",
-      "2P+2D mooncake_ttft predicted",
-      "2P+2D dynamo_kv baseline",
-      "2P+2D dynamo_kv predicted",
-      // Neutral clusters run the modes that apply to them (baseline: TTFT only).
-      "4N-whole mooncake_ttft baseline",
-      "4N-whole dynamo_kv baseline",
-      "4N-chunk2048 mooncake_ttft baseline",
-      "4N-chunk2048 dynamo_kv baseline",
-    ]);
-    const run = results.runs["2P+2D mooncake_ttft predicted"];
-    for (const key of ["meanTtftS", "p99TtftS", "rejected", "hitRatio", "tbtP99S"]) {
-      assertEquals(typeof run[key], "number", key);
-    }
-    assertEquals(run.rejectedAfterPrefill, 0);
-    assertEquals(results.settings["TBT SLO (s)"], 0.05);
-    const table = await Deno.readTextFile(`${out}/results.md`);
-    for (const part of ["## TTFT", "## Rejections and pool load", "## Time between tokens"]) {
-      assert(table.includes(part), part);
-    }
-    for (const chart of ["ttft_cdf.svg", "tbt_cdf.svg", "instance_load.svg", "pool_load.svg"]) {
-      const svg = await Deno.readTextFile(`${out}/${chart}`);
-      assert(svg.startsWith("<svg") && svg.trimEnd().endsWith("</svg>"), chart);
-    }
+    await check(out);
   } finally {
     await Deno.remove(out, { recursive: true });
   }
+}
+
+Deno.test("runSimCli() in P/D mode runs every cluster × policy × mode and writes the tables and charts", async () => {
+  const flags = [
+    "--neutral",
+    "4",
+    "--neutral-chunk",
+    "off,2048",
+    "--policies",
+    "mooncake_ttft,dynamo_kv",
+  ];
+  await withPdRun(
+    [...flags, "--early-rejection", "baseline,predicted", "--tbt-slo", "0.05"],
+    async (out) => {
+      const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+      assertEquals(Object.keys(results.runs), [
+        "2P+2D mooncake_ttft baseline",
+        "2P+2D mooncake_ttft predicted",
+        "2P+2D dynamo_kv baseline",
+        "2P+2D dynamo_kv predicted",
+        // Neutral clusters run the modes that apply to them (baseline: TTFT only).
+        "4N-whole mooncake_ttft baseline",
+        "4N-whole dynamo_kv baseline",
+        "4N-chunk2048 mooncake_ttft baseline",
+        "4N-chunk2048 dynamo_kv baseline",
+      ]);
+      const run = results.runs["2P+2D mooncake_ttft predicted"];
+      for (const key of ["meanTtftS", "p99TtftS", "rejected", "hitRatio", "tbtP99S"]) {
+        assertEquals(typeof run[key], "number", key);
+      }
+      assertEquals(run.rejectedAfterPrefill, 0);
+      assertEquals(results.settings["TBT SLO (s)"], 0.05);
+      const table = await Deno.readTextFile(`${out}/results.md`);
+      for (const part of ["## TTFT", "## Rejections and pool load", "## Time between tokens"]) {
+        assert(table.includes(part), part);
+      }
+      for (const chart of ["ttft_cdf.svg", "tbt_cdf.svg", "instance_load.svg", "pool_load.svg"]) {
+        const svg = await Deno.readTextFile(`${out}/${chart}`);
+        assert(svg.startsWith("<svg") && svg.trimEnd().endsWith("</svg>"), chart);
+      }
+    },
+  );
 });
 
 Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
@@ -103,31 +102,8 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
 });
 
 Deno.test("runSimCli() runs early and predicted once per --decode-load scope, named in the label", async () => {
-  const out = await Deno.makeTempDir();
-  try {
-    const { value: code, out: printed } = await quietly(() =>
-      runSimCli([
-        "--trace",
-        TRACE,
-        "--limit",
-        "300",
-        "--prefill",
-        "2",
-        "--decode",
-        "2",
-        "--policies",
-        "mooncake_ttft",
-        "--early-rejection",
-        "baseline,early",
-        "--decode-load",
-        "instance,pool",
-        "--speed",
-        "3",
-        "--out",
-        out,
-      ])
-    );
-    assertEquals(code, 0, printed);
+  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "baseline,early"];
+  await withPdRun([...flags, "--decode-load", "instance,pool"], async (out) => {
     const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
     assertEquals(Object.keys(results.runs), [
       "2P+2D mooncake_ttft baseline",
@@ -136,7 +112,5 @@ Deno.test("runSimCli() runs early and predicted once per --decode-load scope, na
     ]);
     assertEquals(results.runs["2P+2D mooncake_ttft early (pool)"].decodeLoad, "pool");
     assertEquals(results.runs["2P+2D mooncake_ttft baseline"].decodeLoad, undefined);
-  } finally {
-    await Deno.remove(out, { recursive: true });
-  }
+  });
 });
