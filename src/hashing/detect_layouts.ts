@@ -123,7 +123,6 @@ function sglangPrefix(prefix: string | undefined, spellings: string[]): Partial<
   return { tag: prefix };
 }
 
-/** The layout without its undefined fields. */
 /** A choice without its unset fields (so that equal choices print and compare alike). */
 export function pruned<T extends object>(choice: T): T {
   return Object.fromEntries(Object.entries(choice).filter(([, v]) => v !== undefined)) as T;

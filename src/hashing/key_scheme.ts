@@ -15,6 +15,14 @@ export {
 } from "./key_format.ts";
 export { describeSeed, LLUMNIX_DEFAULT_SEED, VLLM_DEFAULT_SEED } from "./seed_policy.ts";
 
+/** Every invalid option of a key scheme, one problem each (also in the message). */
+export class KeySchemeError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid key scheme options:\n- ${problems.join("\n- ")}`);
+    this.name = "KeySchemeError";
+  }
+}
+
 /**
  * The chain hash + store-key layout of one engine deployment (docs/compat.md §2-3). Synchronous and
  * reusable: the root hash, key templates and encode buffers are built once here. Throws one
@@ -25,14 +33,6 @@ export { describeSeed, LLUMNIX_DEFAULT_SEED, VLLM_DEFAULT_SEED } from "./seed_po
  * use is `options.seed`, its origin `seedSource`. With `keyFormat: "lmcache"` extra keys are
  * ignored, because LMCache hashes `(parent, tokens, None)` whatever the request carries.
  */
-/** Every invalid option of a key scheme, one problem each (also in the message). */
-export class KeySchemeError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid key scheme options:\n- ${problems.join("\n- ")}`);
-    this.name = "KeySchemeError";
-  }
-}
-
 export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
   if (options === null || typeof options !== "object") {
     throw new TypeError(

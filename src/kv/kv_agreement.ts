@@ -118,7 +118,6 @@ export class AgreementWindow {
   }
 }
 
-/** The state a window's counts call for, with hysteresis around the current one. */
 /** An instance with nothing judged yet. */
 export const UNKNOWN_AGREEMENT: Readonly<AgreementSnapshot> = {
   state: "unknown",
@@ -128,6 +127,7 @@ export const UNKNOWN_AGREEMENT: Readonly<AgreementSnapshot> = {
   blind: 0,
 };
 
+/** The state a window's counts call for, with hysteresis around the current one. */
 function classify(
   counts: Omit<AgreementSnapshot, "state">,
   current: KvAgreementState,
