@@ -35,15 +35,20 @@ async function hangingCluster(): Promise<TestCluster> {
   return t;
 }
 
-Deno.test("a client gone before the engine's headers frees its lease within a second, with no breaker charge", async () => {
+// Deadlines of 10 s: a busy machine can be slow, while the failure they catch (the close not
+// noticed) lasts until upstreamHeadersTimeoutMs, 60 s.
+Deno.test("a client gone before the engine's headers frees its lease at once, with no breaker charge", async () => {
   const t = await hangingCluster();
   try {
     const conn = await rawCompletion(t.url, range(1, 2_000)); // a ~10 kB body
     await eventually(() => t.engines[0].stats.requests.length === 1, 5_000, "the engine has it");
     assertEquals(t.router.gateway.inFlight, 1);
     conn.close();
-    await eventually(() => t.router.gateway.inFlight === 0, 1_000, "the router let it go");
-    assertEquals(leasesOn(t, "e0"), 0);
+    await eventually(
+      () => t.router.gateway.inFlight === 0 && leasesOn(t, "e0") === 0,
+      10_000,
+      "the router let it go",
+    );
     const breaker = t.router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker.snapshot();
     assertEquals(breaker.lastFailure, undefined);
   } finally {
@@ -59,7 +64,7 @@ Deno.test("a client gone before the engine's headers cancels the engine's reques
     const conn = await rawCompletion(t.url, range(1, 8));
     await eventually(() => t.engines[0].stats.requests.length === 1, 5_000, "the engine has it");
     conn.close();
-    await eventually(() => t.engines[0].stats.hungUntilClientLeft === 1, 1_000, "cancelled");
+    await eventually(() => t.engines[0].stats.hungUntilClientLeft === 1, 10_000, "cancelled");
   } finally {
     await t.close();
   }
