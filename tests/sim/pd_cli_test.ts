@@ -102,15 +102,18 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
 });
 
 Deno.test("runSimCli() runs early and predicted once per --decode-load scope, named in the label", async () => {
-  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "baseline,early"];
+  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "baseline,early,predicted"];
   await withPdRun([...flags, "--decode-load", "instance,pool"], async (out) => {
     const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
     assertEquals(Object.keys(results.runs), [
       "2P+2D mooncake_ttft baseline",
       "2P+2D mooncake_ttft early (instance)",
       "2P+2D mooncake_ttft early (pool)",
+      "2P+2D mooncake_ttft predicted (instance)",
+      "2P+2D mooncake_ttft predicted (pool)",
     ]);
     assertEquals(results.runs["2P+2D mooncake_ttft early (pool)"].decodeLoad, "pool");
+    assertEquals(results.runs["2P+2D mooncake_ttft predicted (instance)"].decodeLoad, "instance");
     assertEquals(results.runs["2P+2D mooncake_ttft baseline"].decodeLoad, undefined);
   });
 });
