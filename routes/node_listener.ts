@@ -55,6 +55,9 @@ export function listenNode(options: ListenOptions): Promise<Listening> {
   });
 }
 
+/** How long a connection opened beyond the cap may take to send the request it gets a 503 for. */
+const OVER_CAP_GRACE_MS = 1_000;
+
 /**
  * Every open connection (held here: Deno's node:http does not reliably find idle ones to close at
  * shutdown), with how many answers each is writing; those opened beyond the cap are marked.
@@ -70,10 +73,14 @@ class Connections {
     return this.#answering.size;
   }
 
+  /** A connection beyond the cap is answered 503 on its request, or dropped if it sends none. */
   opened(socket: Socket): void {
     this.#answering.set(socket, 0);
-    if (this.#answering.size > this.max) this.#overCap.add(socket);
     socket.once("close", () => this.#answering.delete(socket));
+    if (this.#answering.size <= this.max) return;
+    this.#overCap.add(socket);
+    const timer = setTimeout(() => socket.destroy(), OVER_CAP_GRACE_MS);
+    socket.once("close", () => clearTimeout(timer));
   }
 
   /** Counts the answer until it is out; once closing, its connection closes after it. */

@@ -94,7 +94,7 @@ Deno.test("an idle keep-alive connection closes after limits.clientKeepAliveTime
   }
 });
 
-Deno.test("past limits.maxConnections a new connection gets 503 router_overloaded and is closed", async () => {
+Deno.test("past limits.maxConnections a new connection gets 503 router_overloaded and is closed, a silent one dropped", async () => {
   const t = await startTestCluster({ engines: 1, top: { limits: { maxConnections: 2 } } });
   const held: Deno.TcpConn[] = [];
   try {
@@ -111,6 +111,8 @@ Deno.test("past limits.maxConnections a new connection gets 503 router_overloade
     assertMatch(answer, /^HTTP\/1\.1 503/);
     assertMatch(answer, /"code":"router_overloaded"/);
     assertMatch(answer, /limits\.maxConnections/);
+    const silent = await connect(t.url);
+    assertEquals(await readUntilClosed(silent, 5_000), "", "one beyond the cap sending nothing");
     held.pop()!.close();
     await openConnectionsToBe(t, 1);
     const again = await completion(t.url, { prompt: range(1, 32), max_tokens: 2 });
