@@ -413,10 +413,7 @@ export class Gateway {
         this.#tenants.claimShare(model, flight.record.tenant!, tokens),
       );
     } catch (error) {
-      if (error instanceof FairShareError) {
-        flight.record.rateLimited = "fair_share";
-        flight.responseHeaders.set("retry-after", "1");
-      }
+      if (error instanceof FairShareError) flight.record.rateLimited = "fair_share";
       throw error;
     }
   }

@@ -37,7 +37,7 @@ export class FairShareError extends HttpError {
       429,
       `Tenant ${tenant} holds more than its weighted share of this model's admitted work while ` +
         "the model is refusing requests for its SLO; retry shortly.",
-      { type: "rate_limit_error", code: "fair_share_exceeded" },
+      { type: "rate_limit_error", code: "fair_share_exceeded", headers: { "retry-after": "1" } },
     );
     this.name = "FairShareError";
   }
