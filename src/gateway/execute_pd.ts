@@ -39,13 +39,13 @@ export interface PdExecuteOptions extends ExecuteOptions {
   finishOnce: () => void;
 }
 
-/** How one pairing ended: the decode's answer, a final answer, or "try the next decode". */
 /** The leases of one pairing's two legs (an instance may be tried again in a later pairing). */
 interface Legs {
   prefill: AttemptLeases;
   decode: AttemptLeases;
 }
 
+/** How one pairing ended: the decode's answer, a final answer, or "try the next decode". */
 type PairResult =
   | {
     kind: "response";

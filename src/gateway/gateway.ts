@@ -394,7 +394,6 @@ export class Gateway {
     return error.toResponse(flight.responseHeaders);
   }
 
-  /** Ends the trace and tells every observer; an observer that throws is logged, not fatal. */
   /** Charges the request's tenant; a refusal is recorded and thrown (answered by #failed). */
   #chargeTenant(flight: InFlight, kind: "requests" | "prompt_tokens", cost: number): void {
     try {
@@ -431,6 +430,7 @@ export class Gateway {
     return this.#answer(flight, error, "rejected");
   }
 
+  /** Ends the trace and tells every observer; an observer that throws is logged, not fatal. */
   #finish(trace: RequestTrace, record: RequestRecord): void {
     if (this.#counted.delete(record)) this.#inFlight--;
     this.#shares.get(record)?.();
