@@ -318,6 +318,7 @@ export class Gateway {
         refuseOverlongPrompt(flight.runtime!.config, counted, parsed.prompt);
         if (flight.record.tenant) {
           this.#chargeTenant(flight, "prompt_tokens", counted.promptTokens);
+          this.#checkShare(flight, counted.promptTokens);
         }
       },
     });
@@ -329,7 +330,11 @@ export class Gateway {
     const verdict = plan.admission;
     const model = flight.runtime!.config.name;
     if (!verdict.admit) this.#tenants.noteRefusal(model);
-    else if (flight.record.tenant) this.#claimShare(flight, model, plan.promptTokens);
+    else if (flight.record.tenant) {
+      // Given back when the request finishes; checked once the prompt was counted.
+      const share = this.#tenants.holdShare(model, flight.record.tenant, plan.promptTokens);
+      this.#shares.set(flight.record, share);
+    }
     if (verdict.admit) {
       // Extra keys change every hash: such prompts would only confuse key detection.
       if (plan.tokens && !extraKeys.loraName && !extraKeys.cacheSalt) {
@@ -404,13 +409,10 @@ export class Gateway {
     }
   }
 
-  /** The tenant's share of the model's admitted work, given back when the request finishes. */
-  #claimShare(flight: InFlight, model: string, tokens: number): void {
+  /** Refuses a tenant over its share of the model's admitted work while the model sheds load. */
+  #checkShare(flight: InFlight, tokens: number): void {
     try {
-      this.#shares.set(
-        flight.record,
-        this.#tenants.claimShare(model, flight.record.tenant!, tokens),
-      );
+      this.#tenants.checkShare(flight.runtime!.config.name, flight.record.tenant!, tokens);
     } catch (error) {
       if (error instanceof FairShareError) flight.record.rateLimited = "fair_share";
       throw error;

@@ -80,14 +80,16 @@ export class TenantGate {
     this.#fair?.noteRefusal(model, this.now());
   }
 
-  /**
-   * Holds `tokens` of `tenant`'s admitted work on `model` until the returned call; throws
-   * FairShareError when the model is refusing for its SLO and the tenant is over its share.
-   */
-  claimShare(model: string, tenant: string, tokens: number): () => void {
-    if (!this.#fair) return () => {};
-    if (!this.#fair.allows(model, tenant, tokens, this.now())) throw new FairShareError(tenant);
-    return this.#fair.hold(model, tenant, tokens);
+  /** Throws FairShareError when the model is refusing for its SLO and the tenant is over its share. */
+  checkShare(model: string, tenant: string, tokens: number): void {
+    if (this.#fair && !this.#fair.allows(model, tenant, tokens, this.now())) {
+      throw new FairShareError(tenant);
+    }
+  }
+
+  /** Holds `tokens` of `tenant`'s admitted work on `model` until the returned call. */
+  holdShare(model: string, tenant: string, tokens: number): () => void {
+    return this.#fair ? this.#fair.hold(model, tenant, tokens) : () => {};
   }
 
   /** The client's tenant; undefined when no `tenants` section is configured. */

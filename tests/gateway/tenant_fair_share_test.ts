@@ -97,6 +97,11 @@ Deno.test("a heavier weight is a bigger share: the same request from a tenant we
   const { t, aborts } = await underPressure(3);
   try {
     await hanging(t, "key-a", 20, 5_000, aborts); // a: 220 of 320, within three quarters
+    // Shares still apply (the refusal window is open): 100 more would give a 320 of 420, over
+    // three quarters. The share is judged once the prompt is counted, before the plan's SLO check.
+    const overShare = await completion(t.url, { prompt: range(7_000, 100) }, as("key-a"));
+    assertEquals(overShare.status, 429);
+    assertEquals((await overShare.json()).error.code, "fair_share_exceeded");
   } finally {
     await release(t, aborts);
   }
