@@ -1,7 +1,6 @@
 import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts";
 import { HttpError } from "../openai/errors.ts";
 import { type ForwardOutcome, type ForwardTarget, forwardWithRetries } from "../proxy/forward.ts";
-import { upstreamHeaders as upstreamHeadersOf } from "../proxy/hop_headers.ts";
 import type { BodyLimits } from "../proxy/observed_body.ts";
 import { AttemptLeases } from "./attempt_leases.ts";
 import { executePd } from "./execute_pd.ts";
@@ -22,7 +21,8 @@ export interface ExecuteOptions {
   record: RequestRecord;
   /** The engine path, e.g. `/v1/chat/completions`. */
   path: string;
-  clientHeaders: Headers;
+  /** The headers that go to the engine (proxy/hop_headers.ts `upstreamHeaders`), this request's own. */
+  upstreamHeaders: Headers;
   body: Uint8Array<ArrayBuffer>;
   /** The router asked the engine for stream usage: keep its usage chunk from the client. */
   stripStreamUsage?: boolean;
@@ -77,7 +77,7 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
       }),
     );
   }
-  const upstreamHeaders = upstreamHeadersOf(options.clientHeaders);
+  const { upstreamHeaders } = options;
   upstreamHeaders.set("x-request-id", record.requestId);
   const leases = new AttemptLeases(
     runtime,

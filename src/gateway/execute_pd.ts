@@ -17,7 +17,6 @@ import {
   forwardWithRetries,
   readBodyText,
 } from "../proxy/forward.ts";
-import { upstreamHeaders } from "../proxy/hop_headers.ts";
 import {
   bootstrapRoom,
   decodeBody,
@@ -80,7 +79,7 @@ class PdRun {
   constructor(options: PdExecuteOptions) {
     this.#o = options;
     const { plan } = options;
-    this.#headers = upstreamHeaders(options.clientHeaders);
+    this.#headers = options.upstreamHeaders;
     this.#headers.set("x-request-id", options.record.requestId);
     this.#headers.set("content-type", "application/json");
     this.#headers.delete("content-length"); // each leg's body is its own

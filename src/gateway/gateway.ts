@@ -1,5 +1,6 @@
 import { HostAllowList } from "../config/host_allow_list.ts";
 import { forwardedFor } from "../proxy/forwarded_for.ts";
+import { upstreamHeaders } from "../proxy/hop_headers.ts";
 import type { Config } from "../config/schema.ts";
 import type {
   ArmSelection,
@@ -211,7 +212,7 @@ export class Gateway {
         requestBody: sent.body,
         record: flight.record,
         path: ENGINE_PATHS[endpoint],
-        clientHeaders: this.#forwardedHeaders(flight),
+        upstreamHeaders: this.#upstreamHeaders(flight),
         body: sent.bytes,
         stripStreamUsage: sent.strip,
         clientSignal: client.signal
@@ -351,11 +352,12 @@ export class Gateway {
   }
 
   /**
-   * The client's headers less the ones meant for the router alone (operator override), with the
-   * peer's address in `X-Forwarded-For` (src/proxy/forwarded_for.ts).
+   * What goes to the engine, in one copy: the client's end-to-end headers less the router's own
+   * and those meant for the router alone (operator override), with the peer's address in
+   * `X-Forwarded-For` (src/proxy/forwarded_for.ts).
    */
-  #forwardedHeaders(flight: InFlight): Headers {
-    const headers = new Headers(flight.request.headers);
+  #upstreamHeaders(flight: InFlight): Headers {
+    const headers = upstreamHeaders(flight.request.headers);
     for (const name of flight.selection?.privateHeaders ?? []) headers.delete(name);
     const chain = forwardedFor(
       headers.get("x-forwarded-for"),

@@ -110,7 +110,7 @@ async function dispatch(
     plan,
     reservation,
     path: "/v1/completions",
-    clientHeaders: new Headers({ "content-type": "application/json" }),
+    upstreamHeaders: new Headers({ "content-type": "application/json" }),
     body: new TextEncoder().encode(JSON.stringify({ model: "m", prompt: PROMPT })),
     fetch,
     now: () => performance.now(),
@@ -226,7 +226,7 @@ Deno.test("executeDispatch: no target left (every ranked instance removed) answe
     reservation,
     record,
     path: "/v1/completions",
-    clientHeaders: new Headers(),
+    upstreamHeaders: new Headers(),
     body: new Uint8Array(2),
     fetch: () => {
       calls++;
