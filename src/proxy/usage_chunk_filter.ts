@@ -1,4 +1,4 @@
-import { MAX_SSE_LINE_CHARS } from "./usage_sniffer.ts";
+import { SseLines } from "./sse_lines.ts";
 
 /**
  * Takes the usage the router asked for out of an SSE stream: the final usage-only chunk
@@ -34,46 +34,32 @@ export function usageChunkFilter(): TransformStream<Uint8Array, Uint8Array> {
 const NEWLINE = 0x0a;
 
 /**
- * The filter's line state. Only new text is searched for line ends; a line longer than
- * MAX_SSE_LINE_CHARS is no usage event: it goes on unfiltered instead of being held whole.
+ * The filter's line state over SseLines: a line longer than MAX_SSE_LINE_CHARS is no usage event
+ * and goes on unfiltered instead of being held whole.
  */
 class UsageLineFilter {
-  #pending = "";
+  #out = "";
   #dropBlank = false;
-  /** The current line outgrew the limit: pass it on up to its newline. */
-  #passing = false;
+  readonly #lines = new SseLines(
+    (line) => this.#out += this.#line(line),
+    (text) => this.#out += text,
+  );
 
   get idle(): boolean {
-    return this.#pending === "" && !this.#dropBlank && !this.#passing;
+    return this.#lines.idle && !this.#dropBlank;
   }
 
   push(text: string): string {
-    let out = "";
-    let start = 0;
-    for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
-      const piece = text.slice(start, end);
-      start = end + 1;
-      if (this.#passing) out += piece + "\n";
-      else out += this.#line(this.#pending + piece);
-      this.#pending = "";
-      this.#passing = false;
-    }
-    const rest = text.slice(start);
-    if (this.#passing) return out + rest;
-    this.#pending += rest;
-    if (this.#pending.length > MAX_SSE_LINE_CHARS) {
-      out += this.#pending;
-      this.#pending = "";
-      this.#passing = true;
-    }
+    this.#lines.push(text);
+    const out = this.#out;
+    this.#out = "";
     return out;
   }
 
   /** The last text, and the last line even without its newline. */
   end(text: string): string {
     const out = this.push(text);
-    const last = this.#passing ? "" : this.#pending;
-    this.#pending = "";
+    const last = this.#lines.takeLast();
     return out + (last ? filterLine(last) ?? "" : "");
   }
 

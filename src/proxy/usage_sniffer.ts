@@ -1,3 +1,5 @@
+import { SseLines } from "./sse_lines.ts";
+
 /** Token usage as OpenAI-compatible engines report it. */
 export interface ObservedUsage {
   promptTokens?: number;
@@ -7,8 +9,6 @@ export interface ObservedUsage {
 }
 
 const MAX_JSON_BYTES = 4 * 1024 * 1024;
-/** A longer SSE line is not an event worth reading: it is skipped, never buffered whole. */
-export const MAX_SSE_LINE_CHARS = 1024 * 1024;
 
 /**
  * Reads `usage` out of a response while it streams through, without holding the stream back:
@@ -18,9 +18,9 @@ export const MAX_SSE_LINE_CHARS = 1024 * 1024;
 export class UsageSniffer {
   readonly #sse: boolean;
   readonly #decoder = new TextDecoder();
-  #pending = "";
-  /** The current line outgrew MAX_SSE_LINE_CHARS: drop it up to its newline. */
-  #skipping = false;
+  /** Lines longer than MAX_SSE_LINE_CHARS are dropped. */
+  readonly #lines = new SseLines((line) => this.#completed += this.#readLine(line));
+  #completed = 0;
   #json: Uint8Array[] = [];
   #jsonBytes = 0;
   usage: ObservedUsage = {};
@@ -42,29 +42,15 @@ export class UsageSniffer {
       this.#jsonBytes += chunk.byteLength;
       return 0;
     }
-    // Only the new text is searched for line ends: linear in the stream, however long a line.
-    const text = this.#decoder.decode(chunk, { stream: true });
-    let completed = 0;
-    let start = 0;
-    for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
-      const line = this.#pending + text.slice(start, end);
-      if (!this.#skipping) completed += this.#readLine(line);
-      this.#pending = "";
-      this.#skipping = false;
-      start = end + 1;
-    }
-    if (!this.#skipping) this.#pending += text.slice(start);
-    if (this.#pending.length > MAX_SSE_LINE_CHARS) {
-      this.#pending = "";
-      this.#skipping = true;
-    }
-    this.events += completed;
-    return completed;
+    this.#completed = 0;
+    this.#lines.push(this.#decoder.decode(chunk, { stream: true }));
+    this.events += this.#completed;
+    return this.#completed;
   }
 
   /** Characters held for a line not yet ended (bounded by MAX_SSE_LINE_CHARS). */
   get bufferedChars(): number {
-    return this.#pending.length;
+    return this.#lines.bufferedChars;
   }
 
   /** 1 when the line is a data event (other than `[DONE]`), reading its usage if it has one. */

@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
-import { MAX_SSE_LINE_CHARS, UsageSniffer } from "../../src/proxy/usage_sniffer.ts";
+import { MAX_SSE_LINE_CHARS } from "../../src/proxy/sse_lines.ts";
+import { UsageSniffer } from "../../src/proxy/usage_sniffer.ts";
 
 const encoder = new TextEncoder();
 
