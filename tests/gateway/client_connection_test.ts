@@ -5,45 +5,15 @@
  * in OpenAI's shape and is closed, while the router keeps serving everyone else.
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, range, startTestCluster, type TestCluster } from "./harness.ts";
+import { completion, eventually, range, startTestCluster, type TestCluster } from "./harness.ts";
+import { connect, readUntilClosed } from "./raw_http.ts";
 
 const encoder = new TextEncoder();
 
-function connect(url: string): Promise<Deno.TcpConn> {
-  return Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
-}
-
-/** Everything the router sends until it closes the connection; throws past `withinMs`. */
-async function readUntilClosed(conn: Deno.TcpConn, withinMs: number): Promise<string> {
-  let late = false;
-  const timer = setTimeout(() => {
-    late = true;
-    conn.close();
-  }, withinMs);
-  const buffer = new Uint8Array(4096);
-  let text = "";
-  try {
-    for (;;) {
-      const read = await conn.read(buffer).catch(() => null);
-      if (read === null) break;
-      text += new TextDecoder().decode(buffer.subarray(0, read));
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-  if (late) throw new Error(`the connection was still open after ${withinMs} ms`);
-  conn.close();
-  return text;
-}
-
-/** Waits (2 s at most) for the router's connection gauge to read `count`. */
-async function openConnectionsToBe(t: TestCluster, count: number): Promise<void> {
-  const deadline = performance.now() + 2_000;
+/** Waits for the router's connection gauge to read `count`. */
+function openConnectionsToBe(t: TestCluster, count: number): Promise<void> {
   const line = `tidegate_client_connections ${count}\n`;
-  while (!(await t.router.metrics.text()).includes(line)) {
-    if (performance.now() > deadline) throw new Error(`open connections never reached ${count}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  return eventually(async () => (await t.router.metrics.text()).includes(line), 5_000, line);
 }
 
 /** Writes one byte every 50 ms until the router stops taking them (or 10 s pass). */

@@ -8,11 +8,12 @@
  */
 import { assertEquals } from "../assert.ts";
 import { eventually, MODEL, range, startTestCluster, type TestCluster } from "./harness.ts";
+import { connect } from "./raw_http.ts";
 
 /** Sends a completion's headers, then its body, on a raw connection the test closes. */
 async function rawCompletion(url: string, prompt: number[]): Promise<Deno.TcpConn> {
   const body = JSON.stringify({ model: MODEL, prompt, max_tokens: 4 });
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
+  const conn = await connect(url);
   const head = `POST /v1/completions HTTP/1.1\r\nhost: tidegate\r\n` +
     `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
   const encoder = new TextEncoder();

@@ -5,6 +5,7 @@
  */
 import { assertEquals, assertMatch } from "../assert.ts";
 import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
+import { connect, readUntil } from "./raw_http.ts";
 
 /** The value of an unlabelled series on the router's /metrics. */
 async function gauge(url: string, name: string): Promise<number | undefined> {
@@ -15,19 +16,12 @@ async function gauge(url: string, name: string): Promise<number | undefined> {
 
 /** Sends a completion's head and part of its body, never the rest; what the router answers. */
 async function answerToUnfinishedBody(url: string): Promise<string> {
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
+  const conn = await connect(url);
   const head = `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
     `content-length: 1000\r\n\r\n{"model": "${MODEL}", `;
   await conn.write(new TextEncoder().encode(head)); // ... and the rest never comes
-  const buffer = new Uint8Array(4096);
-  let answer = "";
-  while (!answer.includes("request_timeout")) {
-    const read = await conn.read(buffer);
-    if (read === null) break;
-    answer += new TextDecoder().decode(buffer.subarray(0, read));
-  }
-  conn.close();
-  return answer;
+  // 10 s: past a 200 ms limit on a busy machine, well before the 30 s default.
+  return readUntil(conn, 10_000, (answer) => answer.includes("request_timeout"));
 }
 
 Deno.test("a body that does not arrive within limits.clientBodyTimeoutMs gets a 408 and never reaches an engine", async () => {

@@ -152,22 +152,24 @@ export function completion(
   url: string,
   body: Record<string, unknown>,
   headers: Record<string, string> = {},
+  signal?: AbortSignal,
 ): Promise<Response> {
   return fetch(`${url}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ model: MODEL, max_tokens: 4, ...body }),
+    signal,
   });
 }
 
-/** Polls until `check` holds (or fails the test after `timeoutMs`). */
+/** Polls until `check` holds (or fails the test after `timeoutMs`); `check` may be async. */
 export async function eventually(
-  check: () => boolean,
+  check: () => boolean | Promise<boolean>,
   timeoutMs = 2_000,
   what = "condition",
 ): Promise<void> {
   const deadline = performance.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -35,12 +35,8 @@ function hanging(
   const abort = new AbortController();
   aborts.push(abort);
   const sent = t.engines[0].stats.requests.length;
-  fetch(`${t.url}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...as(key) },
-    body: JSON.stringify({ model: "test-model", prompt: range(from, tokens), max_tokens: 1 }),
-    signal: abort.signal,
-  }).then((r) => r.body?.cancel(), () => {});
+  completion(t.url, { prompt: range(from, tokens), max_tokens: 1 }, as(key), abort.signal)
+    .then((r) => r.body?.cancel(), () => {});
   return eventually(() => t.engines[0].stats.requests.length > sent, 5_000, "the engine has it");
 }
 
