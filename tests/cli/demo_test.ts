@@ -166,4 +166,6 @@ Deno.test("demo --host listens on the address given (0.0.0.0 in a container)", a
   );
   assertEquals(code, 0, stderr);
   assertMatch(stdout, /on http:\/\/127\.0\.0\.2:\d+\./);
+  // The burst went to that address and every request was served there.
+  assertMatch(stdout, /(\d+) requests \(\1 OK\)/);
 });
