@@ -12,7 +12,6 @@ import {
   readSglangMetrics,
   readVllmMetrics,
 } from "./engine_load.ts";
-import { joinUrl } from "../config/instance_url.ts";
 import { FetchTimeoutError, fetchWithTimeout } from "./fetch_timeout.ts";
 import type { InstanceLoad } from "./load_account.ts";
 import { PeriodicTask } from "./periodic_task.ts";
@@ -154,7 +153,7 @@ export class EngineLoadPoller {
     const local = this.#options.localLoad?.(target.id);
     entry.lastAttemptAtMs = observedAtMs;
     this.stats.polls++;
-    const url = joinUrl(target.url, PATHS[target.source]);
+    const url = target.url.replace(/\/+$/, "") + PATHS[target.source];
     try {
       const report = await fetchWithTimeout(
         url,

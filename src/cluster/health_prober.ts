@@ -7,7 +7,6 @@
  *
  * Edge: `fetch`, the clock and the timers are passed in.
  */
-import { joinUrl } from "../config/instance_url.ts";
 import type { FailureKind, ProbeOutcome } from "./circuit_breaker.ts";
 import { FetchTimeoutError, fetchWithTimeout } from "./fetch_timeout.ts";
 import { PeriodicTask } from "./periodic_task.ts";
@@ -105,7 +104,7 @@ export class HealthProber {
 
   async #probe(target: ProbeTarget): Promise<ProbeResult> {
     const atMs = this.#options.now();
-    const url = joinUrl(target.url, target.path ?? this.#options.path ?? "/health");
+    const url = target.url.replace(/\/+$/, "") + (target.path ?? this.#options.path ?? "/health");
     let result: ProbeResult;
     try {
       const status = await fetchWithTimeout(

@@ -1,4 +1,4 @@
-/** Instance and store base URLs: what the router checks on one before it uses it, and its routes. */
+/** What the router checks on an instance URL before it uses it. */
 import { normalizeHost } from "./host_allow_list.ts";
 
 /** `http://user:pass@host`: credentials that would be logged and sent as `Authorization`. */
@@ -11,9 +11,4 @@ export function hasUserinfo(url: string): boolean {
 export function urlHost(url: string): string | undefined {
   const parsed = URL.parse(url);
   return parsed ? normalizeHost(parsed.hostname) : undefined;
-}
-
-/** `path` under `base`, which may end in slashes (`http://e:8000/` + `/health`). */
-export function joinUrl(base: string, path: string): string {
-  return base.replace(/\/+$/, "") + (path.startsWith("/") ? path : `/${path}`);
 }

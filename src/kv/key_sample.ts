@@ -3,7 +3,7 @@
  * key per line): at most `maxBytes` of the body, within `timeoutMs` for headers and body alike.
  * Never throws; a master that is slow, down or too big yields what arrived in time.
  */
-import { joinUrl } from "../config/instance_url.ts";
+import { masterRouteUrl } from "./mooncake_request.ts";
 
 export interface KeySampleOptions {
   fetch?: typeof fetch;
@@ -33,7 +33,7 @@ export async function readKeySample(
   const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 2_000);
   const text = { value: "", truncated: false };
   try {
-    const response = await (options.fetch ?? fetch)(joinUrl(url, "/get_all_keys"), {
+    const response = await (options.fetch ?? fetch)(masterRouteUrl(url, "/get_all_keys"), {
       signal: controller.signal,
     });
     if (!response.ok) {

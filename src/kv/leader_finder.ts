@@ -1,4 +1,4 @@
-import { joinUrl } from "../config/instance_url.ts";
+import { masterRouteUrl } from "./mooncake_request.ts";
 import { type MasterHealth, parseMasterHealth, servingMaster } from "./master_health.ts";
 
 /**
@@ -63,7 +63,7 @@ export class LeaderFinder {
 
   async #health(url: string, signal: AbortSignal): Promise<MasterHealth | undefined> {
     try {
-      const response = await this.#options.fetch(joinUrl(url, "/health"), {
+      const response = await this.#options.fetch(masterRouteUrl(url, "/health"), {
         signal,
         headers: { accept: "application/json" },
       });

@@ -8,7 +8,6 @@
  * back correctly: an older master looks the escaped text up and answers OBJECT_NOT_FOUND.
  * A key cannot contain a comma (the master splits on it) and cannot be empty.
  */
-import { joinUrl } from "../config/instance_url.ts";
 
 const UNESCAPED_KEY = /^[A-Za-z0-9_.~@/:-]+$/;
 
@@ -34,7 +33,7 @@ export function encodeStoreKey(key: string): string {
 
 /** `{base}/batch_query_keys?keys=...` for keys already checked with `storeKeyProblem`. */
 export function batchQueryUrl(baseUrl: string, keys: readonly string[]): string {
-  return `${joinUrl(baseUrl, "/batch_query_keys")}?keys=${keys.map(encodeStoreKey).join(",")}`;
+  return `${trimBase(baseUrl)}/batch_query_keys?keys=${keys.map(encodeStoreKey).join(",")}`;
 }
 
 /** Consecutive slices of at most `size` keys. */
@@ -43,4 +42,15 @@ export function splitIntoBatches<T>(items: readonly T[], size: number): T[][] {
   const batches: T[][] = [];
   for (let i = 0; i < items.length; i += step) batches.push(items.slice(i, i + step));
   return batches;
+}
+
+/** A master route's URL (`/health`, `/get_all_keys`) under a base that may end in slashes. */
+export function masterRouteUrl(baseUrl: string, route: string): string {
+  return `${trimBase(baseUrl)}${route}`;
+}
+
+function trimBase(baseUrl: string): string {
+  let end = baseUrl.length;
+  while (end > 0 && baseUrl[end - 1] === "/") end--;
+  return baseUrl.slice(0, end);
 }

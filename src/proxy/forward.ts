@@ -1,5 +1,3 @@
-import { joinUrl } from "../config/instance_url.ts";
-
 /** One backend the request may be sent to, in the policy's ranking order. */
 export interface ForwardTarget {
   id: string;
@@ -246,4 +244,8 @@ function concat(chunks: Uint8Array[], size: number): Uint8Array {
     offset += chunk.byteLength;
   }
   return out;
+}
+
+export function joinUrl(base: string, path: string): string {
+  return base.replace(/\/+$/, "") + (path.startsWith("/") ? path : `/${path}`);
 }

@@ -7,7 +7,6 @@
  * Both answer `{"tokens": [...], "count": n, "max_model_len": m}`. Any failure (unreachable,
  * timeout, non-2xx, bad body) becomes `TokenizeUnavailableError("failed")`: load-only dispatch.
  */
-import { joinUrl } from "../config/instance_url.ts";
 import { TokenizeFailureLog } from "./failure_log.ts";
 import type {
   AsyncPromptTokenizer,
@@ -84,7 +83,7 @@ export class EngineTokenizer implements AsyncPromptTokenizer {
     const { baseUrl, engine, timeoutMs } = this.#options;
     const base = typeof baseUrl === "function" ? baseUrl() : baseUrl;
     if (!base) throw new Error(`no ${engine} instance is available to tokenize`);
-    const url = joinUrl(base, PATHS[engine]);
+    const url = base.replace(/\/+$/, "") + PATHS[engine];
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
