@@ -7,6 +7,7 @@ import type { Gateway } from "../src/gateway/gateway.ts";
 import { adminInstanceHosts } from "../src/gateway/instance_host_policy.ts";
 import { HttpError } from "../src/openai/errors.ts";
 import { readJsonBody } from "./json_body.ts";
+import { bodyBounds } from "./read_body.ts";
 
 export interface AdminRoutesOptions {
   log: (message: string, fields?: Record<string, unknown>) => void;
@@ -73,7 +74,11 @@ async function addInstance(
   gateway: Gateway,
   options: AdminRoutesOptions,
 ): Promise<Response> {
-  const body = await readJsonBody(c, "{model, instance: {id, url, ...}}");
+  const body = await readJsonBody(
+    c,
+    "{model, instance: {id, url, ...}}",
+    bodyBounds(gateway.config),
+  );
   const { model, instance } = (body ?? {}) as { model?: unknown; instance?: unknown };
   if (typeof model !== "string") {
     throw new HttpError(400, "'model' must be the name of a configured model", {

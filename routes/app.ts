@@ -253,7 +253,7 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
   app.route("/admin", experimentRoutes(gateway, { arms: parts.arms, stats: parts.stats }));
   app.route("/", healthRoutes(gateway));
   app.route("/", metricsRoutes(parts.metrics));
-  app.route("/", openaiRoutes(gateway, { maxBodyBytes: gateway.config.limits.maxBodyBytes }));
+  app.route("/", openaiRoutes(gateway));
   app.route("/", dashboardRoutes(gateway, { ...parts, wallNow: deps.wallNow, now: deps.now }));
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;

@@ -5,6 +5,7 @@ import type { ExperimentStats } from "../src/experiment/experiment_stats.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
 import { HttpError, openAIErrorBody } from "../src/openai/errors.ts";
 import { readJsonBody } from "./json_body.ts";
+import { bodyBounds } from "./read_body.ts";
 
 /**
  * The experiments part of the admin API, meant to be mounted under `/admin` behind the admin
@@ -36,7 +37,11 @@ export function experimentRoutes(
 
   app.put("/experiments/:model", async (c) => {
     const runtime = gateway.requireModel(c.req.param("model"));
-    const body = await readJsonBody(c, "an experiment {key, arms: [...]}");
+    const body = await readJsonBody(
+      c,
+      "an experiment {key, arms: [...]}",
+      bodyBounds(gateway.config),
+    );
     try {
       const live = experiments.arms.apply(runtime, body ?? undefined, "admin");
       return c.json(live ? describe(live) : { model: runtime.config.name, experiment: null });

@@ -6,6 +6,7 @@ import { detectForRuntime } from "../src/gateway/runtime_detect.ts";
 import { HttpError } from "../src/openai/errors.ts";
 import type { ChatMessage } from "../src/tokenize/types.ts";
 import { readJsonBody } from "./json_body.ts";
+import { bodyBounds } from "./read_body.ts";
 
 const SHAPE = '{model, and one of tokens: [ids], prompt: "text", messages: [...], recent: n}';
 const MAX_RECENT = 16;
@@ -27,7 +28,7 @@ interface DetectBody {
 export function kvDetectRoutes(gateway: Gateway): Hono {
   const app = new Hono();
   app.post("/kv/detect", async (c) => {
-    const body = ((await readJsonBody(c, SHAPE)) ?? {}) as DetectBody;
+    const body = ((await readJsonBody(c, SHAPE, bodyBounds(gateway.config))) ?? {}) as DetectBody;
     if (typeof body.model !== "string") {
       throw invalid("'model' must be a configured model", "model");
     }

@@ -66,7 +66,6 @@ export function planReload(current: Config, next: Config): ReloadPlan {
 const BOUND_AT_START: [string, (config: Config) => string | number][] = [
   ["listen", (c) => `${c.listen.host}:${c.listen.port}`],
   ["listen.server", (c) => c.listen.server],
-  ["limits.maxBodyBytes", (c) => c.limits.maxBodyBytes],
   ["limits.clientHeaderTimeoutMs", (c) => c.limits.clientHeaderTimeoutMs],
   ["limits.clientKeepAliveTimeoutMs", (c) => c.limits.clientKeepAliveTimeoutMs],
   ["limits.maxConnections", (c) => c.limits.maxConnections],

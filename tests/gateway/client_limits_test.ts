@@ -51,6 +51,109 @@ Deno.test("a reload's new limits.clientBodyTimeoutMs applies to the next request
   }
 });
 
+/**
+ * A chunked body: its head and `chunks` (each sent `gapMs` apart, in the background while the
+ * caller reads), then nothing more. Writing stops once the router closes the connection.
+ */
+async function chunkedBodyThatStops(
+  url: string,
+  chunks: string[],
+  gapMs = 0,
+): Promise<Deno.TcpConn> {
+  const conn = await connect(url);
+  const encoder = new TextEncoder();
+  await conn.write(encoder.encode(
+    `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+      `transfer-encoding: chunked\r\n\r\n`,
+  ));
+  (async () => {
+    for (const chunk of chunks) {
+      const bytes = encoder.encode(chunk);
+      await conn.write(encoder.encode(`${bytes.length.toString(16)}\r\n${chunk}\r\n`));
+      if (gapMs) await new Promise((resolve) => setTimeout(resolve, gapMs));
+    }
+  })().catch(() => {}); // the router closed the connection: nothing more to send
+  return conn;
+}
+
+Deno.test("a chunked body that stops gets its 408 on time and the connection closes", async () => {
+  const t = await startTestCluster({ engines: 1, top: { limits: { clientBodyTimeoutMs: 300 } } });
+  try {
+    const conn = await chunkedBodyThatStops(t.url, [`{"model": "${MODEL}", `]);
+    // The router closes the connection after its answer; 10 s is far past 300 ms on any machine.
+    const answer = await readUntil(conn, 10_000);
+    assertMatch(answer, /^HTTP\/1\.1 408/);
+    assertMatch(answer, /request_timeout/);
+    assertMatch(answer.toLowerCase(), /connection: close/);
+    assertEquals(t.engines[0].stats.requests.length, 0);
+    assertEquals(t.router.gateway.inFlight, 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a chunked body trickled past the deadline gets a 408; one over maxBodyBytes a 413", async () => {
+  const t = await startTestCluster({
+    engines: 1,
+    top: { limits: { clientBodyTimeoutMs: 500, maxBodyBytes: 4_096 } },
+  });
+  try {
+    // A byte every 100 ms: each read is prompt, the whole body never is.
+    const trickle = Array.from({ length: 40 }, () => " ");
+    const slow = await chunkedBodyThatStops(t.url, [`{"model": "${MODEL}",`, ...trickle], 100);
+    assertMatch(await readUntil(slow, 10_000), /^HTTP\/1\.1 408/);
+    const big = await chunkedBodyThatStops(t.url, [
+      `{"model": "${MODEL}", "prompt": "`,
+      "x".repeat(5_000),
+    ]);
+    const answer = await readUntil(big, 10_000);
+    assertMatch(answer, /^HTTP\/1\.1 413/);
+    assertMatch(answer, /request_too_large/);
+    assertEquals(t.engines[0].stats.requests.length, 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a reload's new limits.maxBodyBytes applies to the next request", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const config = t.router.config;
+    const limits = { ...config.limits, maxBodyBytes: 1_024 };
+    assertEquals((await t.router.reload({ ...config, limits })).ok, true);
+    const response = await completion(t.url, { prompt: "x".repeat(2_000) });
+    assertEquals(response.status, 413);
+    assertEquals((await response.json()).error.code, "request_too_large");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a client that leaves half-way through its body is not logged as the router's error", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const conn = await connect(t.url);
+    await conn.write(new TextEncoder().encode(
+      `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+        `content-length: 1000\r\n\r\n{"model": "${MODEL}", `,
+    ));
+    conn.close();
+    await eventually(() => t.router.gateway.inFlight === 0);
+    // The listener saw the connection close; give its handler the turn it needs to run.
+    await eventually(
+      async () => {
+        const text = await (await fetch(`${t.url}/metrics`)).text();
+        return text.includes("tidegate_client_connections 1");
+      },
+      10_000,
+      "only the metrics request's connection open",
+    );
+    assertEquals(t.logs.filter((l) => l.fields?.level === "error").map((l) => l.message), []);
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test("past limits.maxConcurrentRequests the next request gets a 503 with Retry-After, and the count comes back down", async () => {
   const t = await startTestCluster({ engines: 1, top: { limits: { maxConcurrentRequests: 2 } } });
   try {

@@ -38,7 +38,6 @@ Deno.test("planReload() keeps a model whose only change is its members, and rebu
   assertEquals(plan.needsRestart, [
     "listen: 127.0.0.1:8080 → 127.0.0.1:9090",
     "listen.server: node → deno",
-    "limits.maxBodyBytes: 33554432 → 1024",
     "limits.clientHeaderTimeoutMs: 30000 → 5000",
     "limits.maxConnections: 16384 → 10",
   ]);
