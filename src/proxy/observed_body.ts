@@ -1,3 +1,5 @@
+import { SseEventFramer } from "./sse_event_framer.ts";
+
 /** How a proxied body ended, exactly once per response. */
 export type BodyOutcome = "completed" | "client_aborted" | "upstream_failed";
 
@@ -8,7 +10,11 @@ export interface BodyObserver {
   onChunk?(chunk: Uint8Array): void;
   /** Called exactly once: end of stream, client gone, or engine failure mid-stream. */
   onEnd(outcome: BodyOutcome, error?: unknown): void;
-  /** For SSE streams: an event to append when the engine fails after bytes were sent. */
+  /**
+   * For SSE streams: an event to append when the engine fails after bytes were sent. The stream
+   * then goes to the client in whole events (sse_event_framer.ts), so the error event never
+   * lands in the middle of one.
+   */
   errorEvent?(error: unknown): Uint8Array | undefined;
 }
 
@@ -56,32 +62,40 @@ export function observeBody(
   }
   const reader = body.getReader();
   const endBy = limits ? performance.now() + limits.maxDurationMs : Infinity;
+  const framer = observer.errorEvent ? new SseEventFramer() : undefined;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      let result: ReadableStreamReadResult<Uint8Array>;
-      try {
-        result = limits ? await readWithin(reader, limits, endBy) : await reader.read();
-      } catch (error) {
-        if (ended) return;
-        const event = observer.errorEvent?.(error);
-        end("upstream_failed", error);
-        if (event) {
-          controller.enqueue(event);
+      // Reads until there is something to pass on: a pull that enqueues nothing is not repeated.
+      for (;;) {
+        let result: ReadableStreamReadResult<Uint8Array>;
+        try {
+          result = limits ? await readWithin(reader, limits, endBy) : await reader.read();
+        } catch (error) {
+          if (ended) return;
+          framer?.discard();
+          const event = observer.errorEvent?.(error);
+          end("upstream_failed", error);
+          if (event) {
+            controller.enqueue(event);
+            controller.close();
+          } else controller.error(error);
+          return;
+        }
+        if (result.done) {
+          const rest = framer?.flush();
+          if (rest) controller.enqueue(rest);
+          end("completed");
           controller.close();
-        } else controller.error(error);
-        return;
+          return;
+        }
+        if (first) {
+          first = false;
+          observer.onFirstByte?.();
+        }
+        observer.onChunk?.(result.value);
+        const out = framer ? framer.push(result.value) : result.value;
+        if (out) return controller.enqueue(out);
       }
-      if (result.done) {
-        end("completed");
-        controller.close();
-        return;
-      }
-      if (first) {
-        first = false;
-        observer.onFirstByte?.();
-      }
-      observer.onChunk?.(result.value);
-      controller.enqueue(result.value);
     },
     cancel(reason) {
       end("client_aborted", reason);

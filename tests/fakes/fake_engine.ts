@@ -54,6 +54,8 @@ export type FailureMode =
   | "http500"
   | "http503"
   | "midstream"
+  /** A stream's first token, then half of the next event's line, then the connection breaks. */
+  | "midline"
   | "slow_first_byte"
   /** Sends its headers (and a stream's first token), then nothing until the client leaves. */
   | "stall";
@@ -849,7 +851,8 @@ class Engine implements FakeEngine {
       created: Math.floor(Date.now() / 1000),
       includeUsage: (body.stream_options as { include_usage?: unknown } | undefined)
         ?.include_usage === true,
-      midstream: failure === "midstream",
+      midstream: failure === "midstream" || failure === "midline",
+      midline: failure === "midline",
       stall: failure === "stall",
       pd: plan,
       kvTransferParams: null,
@@ -1370,6 +1373,10 @@ class Engine implements FakeEngine {
             }));
           }
           send(chunk(tokenChoice(text)));
+          if (reply.midline) {
+            const next = chunk(tokenChoice(text));
+            send(next.slice(0, next.length >> 1));
+          }
           // Cut after the first token: the declared length is never reached.
           if (reply.midstream) throw new Midstream();
           if (reply.stall) throw new Stall();
@@ -1625,6 +1632,8 @@ interface Reply {
   created: number;
   includeUsage: boolean;
   midstream: boolean;
+  /** Cut in the middle of an event's line (streams only). */
+  midline: boolean;
   stall: boolean;
   /** P/D engines: what the request asks (undefined: an ordinary or degraded request). */
   pd?: PdPlan;

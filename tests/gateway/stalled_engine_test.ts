@@ -59,3 +59,30 @@ Deno.test("a non-streamed body the engine cuts short is cut short for the client
     await t.close();
   }
 });
+
+Deno.test("an engine cut in the middle of an SSE line: the client gets whole events, then the error event", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    await t.engines[0].setFailure("midline");
+    for (const usage of [true, false]) {
+      const response = await completion(t.url, {
+        prompt: PROMPT,
+        stream: true,
+        max_tokens: 8,
+        ...(usage ? { stream_options: { include_usage: true } } : {}),
+      });
+      assertEquals(response.status, 200);
+      const events = (await response.text()).split("\n\n");
+      assertEquals(events.at(-1), "", "the stream ends with a blank line");
+      const payloads = events.slice(0, -1).map((event) => {
+        assertMatch(event, /^data: /);
+        return JSON.parse(event.slice("data: ".length));
+      });
+      assertEquals(payloads.length, 2, "the first token, then the router's error");
+      assertEquals(payloads[0].choices[0].text.length > 0, true);
+      assertEquals(payloads[1].error.code, "upstream_stream_failed");
+    }
+  } finally {
+    await t.close();
+  }
+});
