@@ -271,6 +271,7 @@ async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<
         ? runtime.tokenizer.encode(prompt.text, { addSpecialTokens: true })
         : runtime.tokenizer.encodeChat(prompt.messages, {
           tools: prompt.tools,
+          documents: prompt.documents,
           chatTemplateKwargs: prompt.chatTemplateKwargs,
         }),
     );

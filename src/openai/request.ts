@@ -190,6 +190,7 @@ export const ChatRequestSchema = z.looseObject({
   ...common,
   messages,
   tools: anyArray.nullish(),
+  documents: anyArray.nullish(),
   chat_template_kwargs: anyRecord.nullish(),
   max_completion_tokens: z.int().min(0).nullish(),
   logprobs: z.boolean().nullish(),
@@ -207,6 +208,7 @@ export type PromptInput =
     kind: "chat";
     messages: ChatMessage[];
     tools?: unknown[];
+    documents?: unknown[];
     chatTemplateKwargs?: Record<string, unknown>;
   };
 
@@ -291,6 +293,7 @@ function chatPrompt(chat: ChatRequest): PromptInput {
     kind: "chat",
     messages: chat.messages as ChatMessage[],
     tools: chat.tools ?? undefined,
+    documents: chat.documents ?? undefined,
     chatTemplateKwargs: chat.chat_template_kwargs ?? undefined,
   };
 }

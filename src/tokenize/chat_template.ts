@@ -257,7 +257,7 @@ export class ChatTemplateRenderer {
     }
     context.messages = prepareMessages(messages, this.#options.flavor, compiled.contentFormat);
     context.tools = prepareTools(options.tools, this.#options.flavor);
-    context.documents = null;
+    context.documents = options.documents ?? null;
     context.add_generation_prompt = options.addGenerationPrompt ?? true;
     try {
       return this.#run(compiled.template, context);

@@ -55,7 +55,7 @@ function classify(char: string): RunClass {
 }
 
 /** Character classes of the BMP, filled on first sight (a scan is then a table lookup per unit). */
-function newClassTable(): Uint8Array {
+export function newClassTable(): Uint8Array {
   return new Uint8Array(65536);
 }
 

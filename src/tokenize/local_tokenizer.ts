@@ -12,8 +12,13 @@ import { Tokenizer } from "@huggingface/tokenizers";
 import { AddedTokenSplitter } from "./added_token_splitter.ts";
 import type { ChatFlavor, ContentFormat } from "./chat_messages.ts";
 import { ChatTemplateRenderer, chatTemplateSources } from "./chat_template.ts";
-import { TokenizerLoadError } from "./errors.ts";
-import { FastBpeEncoder, type PieceEncoding } from "./fast_bpe_encoder.ts";
+import { TokenizeInputError, TokenizerLoadError } from "./errors.ts";
+import {
+  FastBpeEncoder,
+  hasLongRun,
+  newClassTable,
+  type PieceEncoding,
+} from "./fast_bpe_encoder.ts";
 import { planFastPath } from "./fast_path_plan.ts";
 import { fastPathProbeTexts } from "./fast_path_probe.ts";
 import {
@@ -34,6 +39,9 @@ import {
   tokenText,
 } from "./special_token_frame.ts";
 import type { ChatEncodeOptions, ChatMessage, EncodeOptions, PromptTokenizer } from "./types.ts";
+
+/** The longest run of one character class the router tokenizes (~70 ms of BPE merges). */
+export const MAX_RUN_CHARS = 20_000;
 
 type Json = Record<string, unknown>;
 
@@ -166,6 +174,7 @@ export class LoadedTokenizer implements PromptTokenizer {
   readonly #frame: SpecialTokenFrame | undefined;
   /** This tokenizer's scope of `#sharedCache` (both unset when segments are not cached). */
   readonly #cache: TokenSegmentCacheScope | undefined;
+  readonly #classes = newClassTable();
   readonly #sharedCache: TokenSegmentCache | undefined;
   readonly #renderer: ChatTemplateRenderer;
   readonly #stats = {
@@ -281,6 +290,7 @@ export class LoadedTokenizer implements PromptTokenizer {
 
   /** Ids of one segment (text without added tokens), bypassing the cache. */
   encodeSegment(segment: string): Uint32Array {
+    this.#refuseCostlyRun(segment);
     this.#stats.segmentsEncoded++;
     this.#stats.charsEncoded += segment.length;
     let ids: Uint32Array | undefined;
@@ -295,6 +305,20 @@ export class LoadedTokenizer implements PromptTokenizer {
     }
     this.#stats.tokensEncoded += ids.length;
     return ids;
+  }
+
+  /**
+   * A run of one character class is one pre-tokenized piece, which BPE merges in superlinear time
+   * (160k letters take a second, 4M would take minutes): beyond MAX_RUN_CHARS the request is not
+   * tokenized here (TokenizeInputError: dispatched by load, the engine judges it).
+   */
+  #refuseCostlyRun(segment: string): void {
+    if (segment.length < MAX_RUN_CHARS) return;
+    if (!hasLongRun(segment, MAX_RUN_CHARS, this.#classes)) return;
+    throw new TokenizeInputError(
+      `The prompt holds a run of ${MAX_RUN_CHARS} or more characters of one kind (one "word"), ` +
+        "too costly to tokenize in the router; it is dispatched by load.",
+    );
   }
 
   /** Ids of one segment by `@huggingface/tokenizers` (the reference). */

@@ -1,10 +1,13 @@
 /**
  * The request path's tokenizer when a worker pool is configured: long prompts go to the pool
  * (tokenizer_worker_pool.ts), short ones stay inline, where a round trip would cost more than the
- * work. Same ids and the same failure handling as `LocalAsyncTokenizer`.
+ * work. "Long" counts every input a chat template renders (input_size.ts), so no input can hold
+ * the main loop; when no worker can take a long prompt in time, it gets no tokens (dispatched by
+ * load) rather than being tokenized inline. Same ids and failure handling as `LocalAsyncTokenizer`.
  */
 import { TokenizeInputError } from "./errors.ts";
 import { TokenizeFailureLog } from "./failure_log.ts";
+import { chatInputSize } from "./input_size.ts";
 import { LocalAsyncTokenizer } from "./local_async_tokenizer.ts";
 import type { TokenizerWorkerPool } from "./tokenizer_worker_pool.ts";
 import type {
@@ -16,7 +19,7 @@ import type {
 } from "./types.ts";
 import type { EncodeJob } from "./worker_protocol.ts";
 
-/** Prompts up to this many characters (~500 tokens) are tokenized inline. */
+/** Prompts up to this many characters (~500 tokens, well under a millisecond) are tokenized inline. */
 export const INLINE_MAX_CHARS = 2_048;
 
 export class PooledAsyncTokenizer implements AsyncPromptTokenizer {
@@ -42,20 +45,19 @@ export class PooledAsyncTokenizer implements AsyncPromptTokenizer {
   encode(text: string, options?: EncodeOptions): Promise<number[]> {
     if (text.length <= INLINE_MAX_CHARS) return this.#inline.encode(text, options);
     const job: EncodeJob = { kind: "text", text, options };
-    return this.#run(job, affinityOf(text)) ?? this.#inline.encode(text, options);
+    return this.#run(job, affinityOf(text));
   }
 
   encodeChat(messages: ChatMessage[], options?: ChatEncodeOptions): Promise<number[]> {
-    if (contentChars(messages) <= INLINE_MAX_CHARS) {
+    if (chatInputSize(messages, options, INLINE_MAX_CHARS) <= INLINE_MAX_CHARS) {
       return this.#inline.encodeChat(messages, options);
     }
     const job: EncodeJob = { kind: "chat", messages, options };
-    return this.#run(job, conversationAffinity(messages)) ??
-      this.#inline.encodeChat(messages, options);
+    return this.#run(job, conversationAffinity(messages));
   }
 
-  #run(job: EncodeJob, affinity: number): Promise<number[]> | undefined {
-    return this.#pool.encode(job, affinity)?.then(
+  #run(job: EncodeJob, affinity: number): Promise<number[]> {
+    return this.#pool.encode(job, affinity).then(
       (ids) => {
         this.failures.recordSuccess();
         return ids;
@@ -66,14 +68,6 @@ export class PooledAsyncTokenizer implements AsyncPromptTokenizer {
       },
     );
   }
-}
-
-function contentChars(messages: ChatMessage[]): number {
-  let chars = 0;
-  for (const message of messages) {
-    chars += typeof message.content === "string" ? message.content.length : 64;
-  }
-  return chars;
 }
 
 /** The conversation a chat belongs to: its opening messages, which every later turn repeats. */

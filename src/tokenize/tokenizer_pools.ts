@@ -27,6 +27,8 @@ export class TokenizerPools {
     let pool = this.#pools.get(key);
     if (!pool) {
       pool = new TokenizerWorkerPool({ ...this.#options, spec, timeoutMs });
+      // Loading takes seconds: started with the model, so the first long prompts find a worker.
+      pool.start();
       this.#pools.set(key, pool);
     }
     return pool;

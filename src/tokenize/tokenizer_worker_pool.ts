@@ -1,8 +1,9 @@
 /**
  * A pool of Deno Workers, each with its own copy of one tokenizer (tokenize_worker.ts), so that
  * long prompts are tokenized off the main loop and on every core. Every call has a deadline: a
- * worker that misses it, crashes or cannot load is replaced, and its calls fail at once (the
- * request is then dispatched by load, never held).
+ * call waits for a loaded worker at most that long, a worker that misses it or crashes is
+ * replaced, and its calls fail at once (the request is then dispatched by load, never held and
+ * never tokenized on the main loop instead).
  */
 import { TokenizeInputError } from "./errors.ts";
 import type { EncodeJob, FromWorker, TokenizerSpec, ToWorker } from "./worker_protocol.ts";
@@ -23,15 +24,30 @@ interface Pending {
   timer: ReturnType<typeof setTimeout>;
 }
 
+/** A call waiting for a worker to finish loading. */
+interface Waiting {
+  job: EncodeJob;
+  affinity: number;
+  resolve: (ids: number[]) => void;
+  reject: (error: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** Calls that may wait for a loading worker at once; more fail at once. */
+const MAX_WAITING = 1_024;
+
 interface Slot {
   worker: Worker;
   ready: boolean;
+  /** Stopped for good (it failed to load, or the pool closed); a replaced one is not reused. */
+  retired: boolean;
   pending: Map<number, Pending>;
 }
 
 export class TokenizerWorkerPool {
   readonly #options: TokenizerWorkerPoolOptions;
   readonly #slots: Slot[] = [];
+  readonly #waiting: Waiting[] = [];
   #nextId = 1;
   #closed = false;
   #replaced = 0;
@@ -40,7 +56,7 @@ export class TokenizerWorkerPool {
     this.#options = options;
   }
 
-  /** Workers started (they start with the first call, so a router that never needs them has none). */
+  /** Workers started (`start()` or the first call starts them). */
   get size(): number {
     return this.#slots.length;
   }
@@ -55,15 +71,46 @@ export class TokenizerWorkerPool {
     return this.#replaced;
   }
 
+  /** Starts the workers (they load their tokenizer meanwhile); idempotent. */
+  start(): void {
+    if (this.#closed) return;
+    while (this.#slots.length < Math.max(1, this.#options.size)) this.#slots.push(this.#spawn());
+  }
+
   /**
    * Encodes on a loaded worker, preferring the one `affinity` names (a conversation's turns then
-   * meet their own segment cache). Undefined when no worker is ready: the caller works inline.
+   * meet their own segment cache). While workers are still loading the call waits for one, within
+   * its deadline; it fails when none is ready by then or none can ever be (closed, or every
+   * worker failed to load).
    */
-  encode(job: EncodeJob, affinity: number): Promise<number[]> | undefined {
-    if (this.#closed) return undefined;
-    while (this.#slots.length < Math.max(1, this.#options.size)) this.#slots.push(this.#spawn());
+  encode(job: EncodeJob, affinity: number): Promise<number[]> {
+    this.start();
     const slot = this.#choose(affinity);
-    if (!slot) return undefined;
+    if (slot) return this.#send(slot, job);
+    if (this.#closed || this.#slots.every((s) => s.retired)) {
+      return Promise.reject(new Error("no tokenizer worker can take the call"));
+    }
+    if (this.#waiting.length >= MAX_WAITING) {
+      return Promise.reject(new Error(`${MAX_WAITING} calls already wait for a tokenizer worker`));
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.splice(this.#waiting.indexOf(waiting), 1);
+        reject(new Error(`no tokenizer worker was ready within ${this.#options.timeoutMs} ms`));
+      }, this.#options.timeoutMs);
+      const waiting: Waiting = { job, affinity, resolve, reject, timer };
+      this.#waiting.push(waiting);
+    });
+  }
+
+  /** Stops every worker; calls in flight and waiting fail. */
+  close(): void {
+    this.#closed = true;
+    for (const slot of this.#slots) this.#retire(slot, "the tokenizer pool was closed");
+    this.#failWaiting("the tokenizer pool was closed");
+  }
+
+  #send(slot: Slot, job: EncodeJob): Promise<number[]> {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => this.#timedOut(slot, id), this.#options.timeoutMs);
@@ -72,10 +119,21 @@ export class TokenizerWorkerPool {
     });
   }
 
-  /** Stops every worker; calls in flight fail. */
-  close(): void {
-    this.#closed = true;
-    for (const slot of this.#slots) this.#retire(slot, "the tokenizer pool was closed");
+  /** Hands the waiting calls to the workers now loaded. */
+  #dispatchWaiting(): void {
+    for (const waiting of this.#waiting.splice(0)) {
+      clearTimeout(waiting.timer);
+      const slot = this.#choose(waiting.affinity);
+      if (slot) this.#send(slot, waiting.job).then(waiting.resolve, waiting.reject);
+      else waiting.reject(new Error("no tokenizer worker can take the call"));
+    }
+  }
+
+  #failWaiting(reason: string): void {
+    for (const waiting of this.#waiting.splice(0)) {
+      clearTimeout(waiting.timer);
+      waiting.reject(new Error(reason));
+    }
   }
 
   #choose(affinity: number): Slot | undefined {
@@ -90,7 +148,7 @@ export class TokenizerWorkerPool {
   #spawn(): Slot {
     const worker = this.#options.createWorker?.() ??
       new Worker(new URL("./tokenize_worker.ts", import.meta.url), { type: "module" });
-    const slot: Slot = { worker, ready: false, pending: new Map() };
+    const slot: Slot = { worker, ready: false, retired: false, pending: new Map() };
     worker.onmessage = (event: MessageEvent<FromWorker>) => this.#received(slot, event.data);
     worker.onerror = (event: ErrorEvent) => {
       event.preventDefault(); // a worker's crash must not take the router down
@@ -101,13 +159,16 @@ export class TokenizerWorkerPool {
   }
 
   #received(slot: Slot, message: FromWorker): void {
-    if (message.type === "loaded") slot.ready = true;
-    else if (message.type === "load_failed") {
+    if (message.type === "loaded") {
+      slot.ready = true;
+      this.#dispatchWaiting();
+    } else if (message.type === "load_failed") {
       this.#options.log?.("tokenizer worker could not load its tokenizer", {
         level: "error",
         error: message.message,
       });
       this.#retire(slot, message.message);
+      if (this.#slots.every((s) => s.retired)) this.#failWaiting(message.message);
     } else {
       const pending = slot.pending.get(message.id);
       if (!pending) return;
@@ -135,6 +196,7 @@ export class TokenizerWorkerPool {
 
   #retire(slot: Slot, reason: string): void {
     slot.ready = false;
+    slot.retired = true;
     slot.worker.terminate();
     for (const pending of slot.pending.values()) {
       clearTimeout(pending.timer);

@@ -10,6 +10,8 @@ export interface ChatMessage {
 
 export interface ChatEncodeOptions {
   tools?: unknown[];
+  /** Retrieved documents for RAG templates (vLLM's `documents` request field). */
+  documents?: unknown[];
   chatTemplateKwargs?: Record<string, unknown>;
   /** Default true: render the assistant turn's opening, as vLLM and SGLang do. */
   addGenerationPrompt?: boolean;

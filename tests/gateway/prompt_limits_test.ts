@@ -74,3 +74,68 @@ Deno.test("a prompt over limits.maxPromptTokens gets OpenAI's context_length_exc
     await t.close();
   }
 });
+
+Deno.test("maxPromptChars counts every template input: tools, tool calls and results, documents, kwargs", async () => {
+  const t = await startTestCluster({ engines: 1, model: { limits: { maxPromptChars: 10_000 } } });
+  try {
+    const big = "d".repeat(20_000);
+    const user = { role: "user", content: "hi" };
+    const bodies: Record<string, unknown>[] = [
+      {
+        messages: [user],
+        tools: [{ type: "function", function: { name: "f", description: big } }],
+      },
+      { messages: [user], tools: [{ type: "function", function: { name: big } }] },
+      { messages: [user], documents: [{ title: "t", text: big }] },
+      { messages: [user], chat_template_kwargs: { note: big } },
+      {
+        messages: [user, {
+          role: "assistant",
+          tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: big } }],
+        }],
+      },
+      { messages: [user, { role: "tool", tool_call_id: "c", content: big }] },
+      { messages: [{ role: "user", content: "x", name: big }] },
+    ];
+    for (const body of bodies) {
+      const response = await fetch(`${t.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, ...body }),
+      });
+      assertEquals(response.status, 413, JSON.stringify(body).slice(0, 80));
+      const error = (await response.json()).error;
+      assertEquals(error.code, "prompt_too_large");
+      assertMatch(error.message, /more than 10000 characters/);
+    }
+    assertEquals(t.engines[0].stats.requests.length, 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a 20M-character tool description is refused by the default limit and the router lives", async () => {
+  const t = await startTestCluster({ engines: 1, model: { tokenizer: { path: "builtin:qwen3" } } });
+  try {
+    const tool = {
+      type: "function",
+      function: { name: "f", description: "w ".repeat(10_000_000) },
+    };
+    const response = await fetch(`${t.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        messages: [{ role: "user", content: "hi" }],
+        tools: [tool],
+      }),
+    });
+    assertEquals(response.status, 413);
+    assertEquals((await response.json()).error.code, "prompt_too_large");
+    const health = await fetch(`${t.url}/healthz`);
+    assertEquals(health.status, 200);
+    await health.body?.cancel();
+  } finally {
+    await t.close();
+  }
+});

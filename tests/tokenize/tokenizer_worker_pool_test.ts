@@ -23,7 +23,7 @@ function scripted(...names: string[]): () => Worker {
 
 /** Starts the pool's workers and waits until `ready` of them have loaded. */
 async function started(pool: TokenizerWorkerPool, ready = pool.size || 1): Promise<void> {
-  pool.encode(TEXT, 0)?.catch(() => {});
+  pool.encode(TEXT, 0).catch(() => {});
   await eventually(() => pool.readyWorkers >= ready, 60_000, "workers loaded");
 }
 
@@ -77,7 +77,7 @@ Deno.test("worker pool: a worker that misses the deadline is replaced and the ne
   });
   try {
     await started(pool);
-    await assertRejects(() => pool.encode(TEXT, 0)!, Error, "longer than 50 ms");
+    await assertRejects(() => pool.encode(TEXT, 0), Error, "longer than 50 ms");
     assertEquals(pool.replacedWorkers, 1);
     await eventually(() => pool.readyWorkers === 1, 10_000, "replacement loaded");
     assertEquals(await pool.encode(TEXT, 0), [7]);
@@ -119,7 +119,7 @@ Deno.test("worker pool: a conversation keeps to one worker; a busier worker give
   });
   try {
     await started(pool, 2);
-    const turns = await Promise.all([0, 1, 2].map(() => pool.encode(TEXT, 5)!));
+    const turns = await Promise.all([0, 1, 2].map(() => pool.encode(TEXT, 5)));
     assertEquals(turns.map((ids) => ids[0]).sort(), [0, 1, 1], "two in flight: the third moves");
     for (let i = 0; i < 3; i++) assertEquals(await pool.encode(TEXT, 5), [1]);
     assertEquals(await pool.encode(TEXT, 4), [0]);
@@ -128,7 +128,7 @@ Deno.test("worker pool: a conversation keeps to one worker; a busier worker give
   }
 });
 
-Deno.test("worker pool: a worker that cannot load is retired and calls stay inline", async () => {
+Deno.test("worker pool: a worker that cannot load is retired; long prompts then get no tokens, never the main loop", async () => {
   const local = await loadTokenizer(QWEN3.dir, QWEN3);
   const pool = new TokenizerWorkerPool({
     spec: QWEN3,
@@ -139,13 +139,62 @@ Deno.test("worker pool: a worker that cannot load is retired and calls stay inli
   try {
     const tokenizer = new PooledAsyncTokenizer(pool, local);
     const text = "z ".repeat(INLINE_MAX_CHARS);
-    assertEquals(await tokenizer.encode(text), local.encode(text));
-    await eventually(
-      () => pool.encode(TEXT, 0) === undefined && pool.size === 1,
-      10_000,
-      "retired",
+    const error = await assertRejects(() => tokenizer.encode(text), TokenizeUnavailableError);
+    assertEquals((error as TokenizeUnavailableError).reason, "failed");
+    assertEquals(pool.size, 1);
+    await assertRejects(() => pool.encode(TEXT, 0), Error, "no tokenizer worker can take");
+    assertEquals(await tokenizer.encode("short"), local.encode("short"), "short ones stay inline");
+  } finally {
+    pool.close();
+  }
+});
+
+Deno.test("worker pool: a long prompt sent while the workers load waits for one, within its deadline", async () => {
+  const local = await loadTokenizer(QWEN3.dir, QWEN3);
+  const slow = new TokenizerWorkerPool({ spec: QWEN3, size: 1, timeoutMs: 60_000 });
+  const never = new TokenizerWorkerPool({
+    spec: QWEN3,
+    size: 1,
+    timeoutMs: 100,
+    createWorker: scripted("silent"),
+  });
+  try {
+    const text = "The early prompt waits for its worker. ".repeat(100);
+    assert(text.length > INLINE_MAX_CHARS);
+    // Sent before any worker has loaded: waits for the one loading, and gets the same ids.
+    assertEquals(slow.readyWorkers, 0);
+    assertEquals(await new PooledAsyncTokenizer(slow, local).encode(text), local.encode(text));
+    // A worker that never loads: the call fails after its deadline (dispatched by load).
+    const error = await assertRejects(
+      () => new PooledAsyncTokenizer(never, local).encode(text),
+      TokenizeUnavailableError,
     );
-    assertEquals(await tokenizer.encode(text), local.encode(text));
+    assert(error.message.includes("no tokenizer worker was ready within 100 ms"), error.message);
+  } finally {
+    slow.close();
+    never.close();
+  }
+});
+
+Deno.test("worker pool: a chat whose tools are long goes to a worker even when its messages are short", async () => {
+  const local = await loadTokenizer(QWEN3.dir, QWEN3);
+  const pool = new TokenizerWorkerPool({
+    spec: QWEN3,
+    size: 1,
+    timeoutMs: 30_000,
+    createWorker: scripted("echo-9"),
+  });
+  try {
+    await started(pool);
+    const tokenizer = new PooledAsyncTokenizer(pool, local);
+    const messages = [{ role: "user", content: "hi" }];
+    const tool = { type: "function", function: { name: "f", description: "d".repeat(5_000) } };
+    assertEquals(await tokenizer.encodeChat(messages, { tools: [tool] }), [9], "the worker's");
+    const documents = [{ title: "t", text: "x".repeat(5_000) }];
+    assertEquals(await tokenizer.encodeChat(messages, { documents }), [9]);
+    const chatTemplateKwargs = { extra: "k".repeat(5_000) };
+    assertEquals(await tokenizer.encodeChat(messages, { chatTemplateKwargs }), [9]);
+    assertEquals(await tokenizer.encodeChat(messages), local.encodeChat(messages), "inline");
   } finally {
     pool.close();
   }
@@ -159,8 +208,9 @@ Deno.test("worker pool: close() fails the calls in flight and starts nothing mor
     createWorker: scripted("hang"),
   });
   await started(pool);
-  const inFlight = pool.encode(TEXT, 0)!;
+  const inFlight = pool.encode(TEXT, 0);
   pool.close();
   await assertRejects(() => inFlight, Error, "closed");
-  assertEquals(pool.encode(TEXT, 0), undefined);
+  await assertRejects(() => pool.encode(TEXT, 0), Error, "no tokenizer worker can take");
+  assertEquals(pool.size, 1, "nothing new started");
 });
