@@ -13,6 +13,7 @@ import { decodeLease, forgetPredictions, type Reservation, reserve } from "./res
 
 const BREAKER_KIND: Record<AttemptFailure, FailureKind> = {
   connect_error: "connect",
+  connection_dropped: "connect",
   timeout: "timeout",
   http_5xx: "http_5xx",
 };
@@ -34,8 +35,8 @@ export class AttemptLeases {
   readonly #held = new Map<string, HeldAttempt>();
   #attemptTrace?: AttemptTrace;
   #attemptNumber = 0;
-  /** 5xx answers whose breaker verdict waits for the request's outcome. */
-  readonly #pendingErrors: { permit: BreakerPermit; detail: string }[] = [];
+  /** 5xx answers and dropped connections whose breaker verdict waits for the request's outcome. */
+  readonly #pendingErrors: { permit: BreakerPermit; kind: FailureKind; detail: string }[] = [];
 
   constructor(
     readonly runtime: ModelRuntime,
@@ -89,13 +90,14 @@ export class AttemptLeases {
   }
 
   /**
-   * An engine's 5xx is its fault only when another instance then answered the same request: a
-   * request every engine refuses (a poison request) must not open healthy instances' breakers.
+   * An engine's 5xx, or a connection it dropped after taking the request, is its fault only when
+   * another instance then answered the same request: a request every engine refuses or chokes on
+   * (a poison request) must not open healthy instances' breakers.
    */
   #settleEngineErrors(outcome: ForwardOutcome["kind"]): void {
     const pending = this.#pendingErrors.splice(0);
-    for (const { permit, detail } of pending) {
-      if (outcome === "response") permit.failure("http_5xx", detail);
+    for (const { permit, kind, detail } of pending) {
+      if (outcome === "response") permit.failure(kind, detail);
       else permit.release();
     }
   }
@@ -134,8 +136,11 @@ export class AttemptLeases {
     if (!held) return;
     if (attempt.failure) {
       const detail = `${target.url}: ${attempt.error}`;
-      if (attempt.failure === "http_5xx") this.#pendingErrors.push({ permit: held.permit, detail });
-      else held.permit.failure(BREAKER_KIND[attempt.failure], detail);
+      const kind = BREAKER_KIND[attempt.failure];
+      const judgedLater = attempt.failure === "http_5xx" ||
+        attempt.failure === "connection_dropped";
+      if (judgedLater) this.#pendingErrors.push({ permit: held.permit, kind, detail });
+      else held.permit.failure(kind, detail);
       this.release(target.id);
       if (this.leg !== "decode") forgetPredictions(this.runtime, this.plan, target.id);
     } else if (attempt.status === undefined) {

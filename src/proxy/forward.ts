@@ -5,8 +5,12 @@ export interface ForwardTarget {
   url: string;
 }
 
-/** Why an attempt did not produce a response worth returning. */
-export type AttemptFailure = "connect_error" | "timeout" | "http_5xx";
+/**
+ * Why an attempt did not produce a response worth returning: no connection (`connect_error`), a
+ * connection the engine closed after taking the request and before answering
+ * (`connection_dropped`: a crash, or a body it chokes on), no headers in time, or a 5xx.
+ */
+export type AttemptFailure = "connect_error" | "connection_dropped" | "timeout" | "http_5xx";
 
 export interface AttemptRecord {
   instanceId: string;
@@ -95,13 +99,29 @@ async function attemptInTurn(
 }
 
 /**
- * The last attempt's engine error equals an earlier one's on another instance: the request
- * itself is the likely cause (a poison request), and more engines would only fail it again.
+ * The last attempt failed as an earlier one did on another instance, the same engine error or
+ * both connections dropped after the request was sent: the request itself is the likely cause (a
+ * poison request), and more engines would only fail it again.
  */
 function failedTheSameWayBefore(attempts: readonly AttemptRecord[]): boolean {
   const last = attempts.at(-1);
+  if (last?.failure === "connection_dropped") {
+    return attempts.some((a) => a !== last && a.failure === "connection_dropped");
+  }
   if (last?.failure !== "http_5xx") return false;
   return attempts.some((a) => a !== last && a.failure === "http_5xx" && a.error === last.error);
+}
+
+/**
+ * Whether a failed fetch had reached the engine: the connection was made and the request sent
+ * (Deno's client says `SendRequest`, not `Connect`), then it broke before any answer.
+ */
+function droppedAfterSending(error: unknown): boolean {
+  const message = `${(error as Error)?.message ?? ""} ${(error as Error)?.cause ?? ""}`;
+  if (/\(Connect\)|connection refused|dns error/i.test(message)) return false;
+  return /\(SendRequest\)|connection closed before message completed|connection reset/i.test(
+    message,
+  );
 }
 
 /** One attempt: the response worth returning, undefined when it failed, or "client_gone". */
@@ -131,7 +151,11 @@ async function attemptOnce(
   } catch (error) {
     if (request.signal?.aborted) return "client_gone";
     const timedOut = controller.signal.reason instanceof HeadersTimeout;
-    record.failure = timedOut ? "timeout" : "connect_error";
+    record.failure = timedOut
+      ? "timeout"
+      : droppedAfterSending(error)
+      ? "connection_dropped"
+      : "connect_error";
     record.error = timedOut
       ? `no response headers within ${request.headersTimeoutMs} ms`
       : (error as Error).message;
@@ -155,7 +179,10 @@ function failedOutcome(attempts: AttemptRecord[], repeated = false): ForwardOutc
   const allTimeouts = attempts.every((a) => a.failure === "timeout");
   const summary = attempts.map((a) => `${a.instanceId}: ${a.error ?? a.failure}`).join("; ");
   if (repeated) {
-    const message = `The same engine error on two instances: the request itself is the likely ` +
+    const what = attempts.at(-1)?.failure === "connection_dropped"
+      ? "Two instances closed the connection on this request"
+      : "The same engine error on two instances";
+    const message = `${what}: the request itself is the likely ` +
       `cause, so it is not retried further (${summary})`;
     return { kind: "failed", status: 502, message, attempts };
   }

@@ -45,6 +45,8 @@ export interface TestClusterOptions {
   tracerProvider?: TracerProvider;
   /** HA standbys sharing the master's store; `kv.url` then lists the master and them. */
   standbys?: number;
+  /** The URL the router is given for engine i (default: the engine's own), e.g. a proxy's. */
+  instanceUrl?: (engine: FakeEngine, i: number) => string;
 }
 
 export function range(from: number, count: number): number[] {
@@ -86,7 +88,11 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     },
     policy: "cache_aware",
     health: { intervalMs: 60_000, timeoutMs: 500 },
-    instances: engines.map((e, i) => ({ id: e.id, url: e.url, kvHost: kvHost(i) })),
+    instances: engines.map((e, i) => ({
+      id: e.id,
+      url: options.instanceUrl?.(e, i) ?? e.url,
+      kvHost: kvHost(i),
+    })),
     ...options.model,
   };
   const config = resolveConfig({ listen: { port: 0 }, models: [model], ...options.top });
