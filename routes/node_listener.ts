@@ -15,6 +15,8 @@ import type { Listening, ListenOptions } from "./listener.ts";
 export function listenNode(options: ListenOptions): Promise<Listening> {
   const { limits } = options;
   const server = createServer({
+    // Checked by checkHost(), which answers in OpenAI's shape (Node's own 400 has no body).
+    requireHostHeader: false,
     headersTimeout: limits.clientHeaderTimeoutMs,
     requestTimeout: 0, // the body's deadline is the router's own (limits.clientBodyTimeoutMs)
     keepAliveTimeout: limits.clientKeepAliveTimeoutMs,
@@ -34,7 +36,16 @@ export function listenNode(options: ListenOptions): Promise<Listening> {
     connections.answering(request.socket, response);
     if (connections.closing) response.setHeader("connection", "close");
     if (connections.isOverCap(request.socket)) return overloaded(response, limits.maxConnections);
+    const hostProblem = checkHost(request);
+    if (hostProblem) return badRequest(response, hostProblem, "invalid_host");
     honoListener(request, response);
+  });
+  // A proxy's tunnel request: this router tunnels nothing (Node would close it without a word).
+  server.on("connect", (request: IncomingMessage, socket: Socket) => {
+    answerOnSocket(socket, 400, "Bad Request", {
+      message: `${request.method} is not supported: this router is not a forward proxy.`,
+      code: "method_not_supported",
+    });
   });
   const finished = new Promise<void>((resolve) => server.on("close", () => resolve()));
   let stopped: Promise<void> | undefined;
@@ -53,6 +64,40 @@ export function listenNode(options: ListenOptions): Promise<Listening> {
       resolve({ hostname: options.hostname, port, finished, shutdown, openConnections });
     });
   });
+}
+
+/** A Host header value: a name, an IPv4 address or a bracketed IPv6 one, and an optional port. */
+const VALID_HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?$/;
+
+/**
+ * Why the request's Host cannot be used (RFC 9112 §3.2), or undefined. An HTTP/1.0 request
+ * without one is given the address it reached, as HTTP/1.0 predates the header.
+ */
+function checkHost(request: IncomingMessage): string | undefined {
+  const host = request.headers.host;
+  if (host === undefined) {
+    if (request.httpVersion !== "1.0") {
+      return "The request has no Host header (HTTP/1.1 needs one).";
+    }
+    const { localAddress, localPort } = request.socket;
+    const address = localAddress?.includes(":") ? `[${localAddress}]` : localAddress;
+    request.headers.host = `${address ?? "localhost"}:${localPort ?? 80}`;
+    return undefined;
+  }
+  if (!VALID_HOST.test(host)) {
+    return `The Host header is not a valid host (got ${JSON.stringify(host.slice(0, 100))}).`;
+  }
+  return undefined;
+}
+
+function badRequest(response: ServerResponse, message: string, code: string): void {
+  const body = new TextEncoder().encode(JSON.stringify(openAIErrorBody(400, message, { code })));
+  response.writeHead(400, {
+    "content-type": "application/json",
+    "content-length": String(body.byteLength),
+    connection: "close",
+  });
+  response.end(body);
 }
 
 /** How long a connection opened beyond the cap may take to send the request it gets a 503 for. */
@@ -151,7 +196,17 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, headerM
       "request_timeout",
     ]
     : [400, "Bad Request", `The request is not valid HTTP/1.1 (${error.code}).`, "bad_http"];
-  const body = JSON.stringify(openAIErrorBody(status, message, { code }));
+  answerOnSocket(socket, status, reason, { message, code });
+}
+
+/** An OpenAI-shaped error written straight to the socket, which then closes. */
+function answerOnSocket(
+  socket: Socket,
+  status: number,
+  reason: string,
+  error: { message: string; code: string },
+): void {
+  const body = JSON.stringify(openAIErrorBody(status, error.message, { code: error.code }));
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\n` +
       `content-length: ${

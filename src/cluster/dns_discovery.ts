@@ -21,7 +21,7 @@
  * Edge: the resolver, the clock and the timers are passed in (default `Deno.resolveDns`).
  */
 import { hasUserinfo, urlHost } from "../config/instance_url.ts";
-import type { DiscoveryConfig, InstanceConfig } from "../config/schema.ts";
+import { type DiscoveryConfig, type InstanceConfig, instanceIdProblem } from "../config/schema.ts";
 import { PeriodicTask } from "./periodic_task.ts";
 import { systemTimers, type Timers } from "./timers.ts";
 
@@ -231,7 +231,7 @@ export class DnsDiscovery {
   #admitted(entry: EntryState, instances: InstanceConfig[]): InstanceConfig[] {
     const refusedIds = new Set<string>();
     const admitted = instances.filter((instance) => {
-      const reason = this.#refusal(instance.url);
+      const reason = this.#refusal(instance);
       if (reason === undefined) return true;
       refusedIds.add(instance.id);
       if (!entry.refusedIds.has(instance.id)) {
@@ -251,7 +251,10 @@ export class DnsDiscovery {
     return admitted;
   }
 
-  #refusal(url: string): { text: string; allowList: boolean } | undefined {
+  #refusal(instance: InstanceConfig): { text: string; allowList: boolean } | undefined {
+    const idProblem = instanceIdProblem(instance.id);
+    if (idProblem) return { text: `its id ${idProblem}`, allowList: false };
+    const url = instance.url;
     const host = urlHost(url);
     if (host === undefined || hasUserinfo(url)) {
       return {

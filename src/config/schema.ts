@@ -23,10 +23,24 @@ const instanceUrl = httpUrl.refine((url) => !hasUserinfo(url), {
   error: "credentials in the URL (user:pass@) are not accepted",
 });
 
-const id = z.string().regex(
-  /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/,
+/**
+ * Instance ids become metric labels, log fields and admin URL segments: short and plain, so every
+ * one can be drained and removed again through the admin API.
+ */
+export const MAX_ID_CHARS = 128;
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
+
+const id = z.string().max(MAX_ID_CHARS).regex(
+  ID_PATTERN,
   "expected letters, digits, '_', '.', ':' or '-' (starting with a letter or digit)",
 );
+
+/** Why `value` cannot be an instance id (for ids made at run time: discovery), or undefined. */
+export function instanceIdProblem(value: string): string | undefined {
+  if (value.length > MAX_ID_CHARS) return `longer than ${MAX_ID_CHARS} characters`;
+  if (!ID_PATTERN.test(value)) return "holds characters other than letters, digits, _ . : -";
+  return undefined;
+}
 
 export const InstanceSchema = z.strictObject({
   id,

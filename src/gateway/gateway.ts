@@ -1,5 +1,5 @@
 import { HostAllowList } from "../config/host_allow_list.ts";
-import { forwardedFor } from "../proxy/forwarded_for.ts";
+import { setForwardingHeaders } from "../proxy/forwarding_headers.ts";
 import { upstreamHeaders } from "../proxy/hop_headers.ts";
 import type { Config } from "../config/schema.ts";
 import type {
@@ -12,7 +12,7 @@ import type {
   RequestTracer,
 } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
-import { HttpError } from "../openai/errors.ts";
+import { HttpError, quoted } from "../openai/errors.ts";
 import { InvalidRequestError, type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
 import { requestStreamUsage } from "../proxy/stream_usage.ts";
 import { planDispatch } from "./dispatch_plan.ts";
@@ -164,7 +164,9 @@ export class Gateway {
   unknownModel(name: string): HttpError {
     return new HttpError(
       404,
-      `The model '${name}' does not exist: use one of ${[...this.#names.keys()].join(", ")}.`,
+      `The model '${quoted(name)}' does not exist: use one of ${
+        [...this.#names.keys()].join(", ")
+      }.`,
       { param: "model", code: "model_not_found" },
     );
   }
@@ -353,18 +355,17 @@ export class Gateway {
 
   /**
    * What goes to the engine, in one copy: the client's end-to-end headers less the router's own
-   * and those meant for the router alone (operator override), with the peer's address in
-   * `X-Forwarded-For` (src/proxy/forwarded_for.ts).
+   * and those meant for the router alone (operator override), with the client's address in the
+   * forwarding headers (src/proxy/forwarding_headers.ts).
    */
   #upstreamHeaders(flight: InFlight): Headers {
     const headers = upstreamHeaders(flight.request.headers);
     for (const name of flight.selection?.privateHeaders ?? []) headers.delete(name);
-    const chain = forwardedFor(
-      headers.get("x-forwarded-for"),
+    setForwardingHeaders(
+      headers,
       flight.client.address,
       (peer) => this.#trustedProxies.allows(peer),
     );
-    if (chain !== null) headers.set("x-forwarded-for", chain);
     return headers;
   }
 

@@ -66,3 +66,8 @@ export class HttpError extends Error {
     return openAIError(this.status, this.message, { ...this.options, headers });
   }
 }
+
+/** A client's text quoted in an error message, cut to `max` characters (it may be megabytes). */
+export function quoted(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
+}

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { formatPath } from "../config/load.ts";
 import type { ChatMessage } from "../tokenize/types.ts";
-import { HttpError } from "./errors.ts";
+import { HttpError, quoted } from "./errors.ts";
 
 /**
  * The fields of OpenAI request bodies the router reads or type-checks. Everything else passes
@@ -277,7 +277,7 @@ function validated(
   const result = schema.safeParse(json);
   if (result.success) return result.data as Record<string, unknown>;
   const issue = result.error.issues[0];
-  const param = formatPath(issue.path);
+  const param = quoted(formatPath(issue.path));
   const missing = issue.code === "invalid_type" && json[String(issue.path[0])] === undefined &&
     issue.path.length === 1;
   throw new InvalidRequestError(

@@ -270,3 +270,18 @@ Deno.test("DnsDiscovery refuses an SRV target that would put credentials in the 
   assert(logs.some((line) => line.includes("instance refused")), logs.join("\n"));
   assert(!logs.some((line) => line.includes("s3cret")), logs.join("\n"));
 });
+
+Deno.test("DnsDiscovery refuses a record whose id would be no valid instance id (a 300-character SRV target)", async () => {
+  const long = `${"a".repeat(60)}.${"b".repeat(60)}.${"c".repeat(60)}.${"d".repeat(60)}.example`;
+  const resolver = fakeResolver({
+    "SRV _http._tcp.vllm": [{ target: `${long}.`, port: 8000 }, { target: "10.0.0.5", port: 8000 }],
+  });
+  const { d, applied, logs } = discovery([{
+    name: "pool",
+    hostname: "_http._tcp.vllm",
+    recordType: "SRV",
+  }], resolver);
+  await d.refresh();
+  assertEquals(applied[0].map((i) => i.id), ["pool-10.0.0.5:8000"]);
+  assert(logs.includes("discovery: instance refused"), logs.join("\n"));
+});

@@ -81,6 +81,16 @@ Deno.test("resolveConfig() rejects duplicate ids, a missing store url and a miss
   );
 });
 
+Deno.test("resolveConfig() refuses an instance id over 128 characters", () => {
+  const bad = structuredClone(ISSUE_EXAMPLE) as Mutable;
+  bad.models[0].instances.push({ id: "g".repeat(129), url: "http://127.0.0.1:8002" });
+  const problems = problemsOf(() => resolveConfig(bad));
+  assert(
+    problems.some((p) => p.startsWith("models[0].instances[1].id: Too big")),
+    problems.join("\n"),
+  );
+});
+
 Deno.test("resolveConfig() takes kv.url as one master or every master of an HA group, no duplicates", () => {
   const one = structuredClone(ISSUE_EXAMPLE) as Mutable;
   const url = one.models[0].kv.url;

@@ -117,3 +117,27 @@ Deno.test("hundreds of malformed requests get answers in OpenAI's shape and neve
     await t.close();
   }
 });
+
+Deno.test("a 5 MB model name or field name is not echoed back whole", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const huge = "m".repeat(5_000_000);
+    const bodies = [
+      { model: huge, prompt: "x" },
+      { model: MODEL, prompt: "x", logit_bias: { [huge]: "not a number" } },
+    ];
+    for (const body of bodies) {
+      const response = await fetch(`${t.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      assert(response.status === 404 || response.status === 400, `${response.status}`);
+      assert(text.length < 2_000, `an answer of ${text.length} characters`);
+      assert(JSON.parse(text).error.message.match(/500\d{4} characters/), text);
+    }
+  } finally {
+    await t.close();
+  }
+});

@@ -121,6 +121,40 @@ Deno.test("what is not HTTP, or has headers over 16 KiB, gets 400 or 431 in Open
   }
 });
 
+Deno.test("Host handling: HTTP/1.0 without Host is served; a missing, empty or invalid Host and CONNECT get 400 in OpenAI's shape", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const http10 = await connect(t.url);
+    await http10.write(encoder.encode("GET /healthz HTTP/1.0\r\n\r\n"));
+    assertMatch(await readUntilClosed(http10, 5_000), /^HTTP\/1\.1 200/);
+    const refused: [string, string][] = [
+      ["GET /healthz HTTP/1.1\r\n\r\n", "invalid_host"],
+      ["GET /healthz HTTP/1.1\r\nHost:\r\n\r\n", "invalid_host"],
+      ["GET /healthz HTTP/1.1\r\nHost: a b/c@d\r\n\r\n", "invalid_host"],
+      ["GET /healthz HTTP/1.1\r\nHost: a!b\r\n\r\n", "invalid_host"],
+      ["CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n", "method_not_supported"],
+    ];
+    for (const [request, code] of refused) {
+      const conn = await connect(t.url);
+      await conn.write(encoder.encode(request)).catch(() => {});
+      const answer = await readUntilClosed(conn, 5_000);
+      assertMatch(answer, /^HTTP\/1\.1 400/, JSON.stringify(request));
+      const body = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4));
+      assertEquals(body.error.code, code, JSON.stringify(request));
+    }
+    for (const host of ["example.com:8080", "[::1]:80", "10.0.0.1", "UPPER.case"]) {
+      const conn = await connect(t.url);
+      await conn.write(
+        encoder.encode(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+      );
+      assertMatch(await readUntilClosed(conn, 5_000), /^HTTP\/1\.1 200/, host);
+    }
+    assertEquals(t.logs.filter((l) => l.fields?.level === "error").map((l) => l.message), []);
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test("a request asking to upgrade to WebSocket is answered as plain HTTP", async () => {
   const t = await startTestCluster({ engines: 1 });
   try {

@@ -176,3 +176,40 @@ Deno.test("the router hands each route the client's address from the connection"
     await t.close();
   }
 });
+
+Deno.test("an instance id over 128 characters is refused by the admin API and the config alike", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const response = await fetch(`${t.url}/admin/instances`, {
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({
+        model: MODEL,
+        instance: { id: "i".repeat(20_000), url: t.engines[0].url },
+      }),
+    });
+    assertEquals(response.status, 400);
+    const error = (await response.json()).error;
+    assert(error.message.includes("instance.id"), error.message);
+    assert(error.message.length < 1_000, "the id is not echoed back whole");
+    const ids = t.router.gateway.runtime(MODEL)!.cluster.entries().map((e) => e.config.id);
+    assertEquals(ids, ["e0"]);
+    const atLimit = await fetch(`${t.url}/admin/instances`, {
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({
+        model: MODEL,
+        instance: { id: "j".repeat(128), url: t.engines[0].url },
+      }),
+    });
+    assertEquals(atLimit.status, 201);
+    await atLimit.body?.cancel();
+    const removed = await fetch(`${t.url}/admin/instances/${MODEL}/${"j".repeat(128)}`, {
+      method: "DELETE",
+    });
+    assertEquals(removed.status, 200);
+    await removed.body?.cancel();
+  } finally {
+    await t.close();
+  }
+});
