@@ -275,6 +275,7 @@ export async function runDemo(args: string[]): Promise<number> {
   try {
     const config = resolveConfig(cluster.routerConfig({ policy: options.policy }));
     router = await createRouter(config, { log: createJsonLog(options.logLevel) });
+    await router.warm();
     const address = await serveOnPort(router, options.host, options.port);
     const url = `http://${address.hostname}:${address.port}`;
     for (const e of cluster.engines) {

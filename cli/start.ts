@@ -87,6 +87,9 @@ async function runCheck(path: string): Promise<number> {
   return 2;
 }
 
+/** How long `start` waits for its worker threads to load before it listens anyway. */
+const WARM_TIMEOUT_MS = 30_000;
+
 /** Serves until SIGINT/SIGTERM, then drains. Returns the exit code. */
 async function serveFromFile(
   options: { path: string; host?: string; port?: number; log: LogFn },
@@ -97,6 +100,13 @@ async function serveFromFile(
     const config = await loadConfigFile(options.path);
     listen = `${options.host ?? config.listen.host}:${options.port ?? config.listen.port}`;
     const router = await createRouter(config, { log, configPath: options.path });
+    // Listening once the workers have loaded: a long prompt then never waits for one.
+    if (!await router.warm(WARM_TIMEOUT_MS)) {
+      log("worker threads still loading; serving anyway (long prompts wait or go by load)", {
+        level: "warn",
+        waitedMs: WARM_TIMEOUT_MS,
+      });
+    }
     const address = await router.serve({ hostname: options.host, port: options.port });
     log("tidegate listening", {
       url: `http://${address.hostname}:${address.port}`,

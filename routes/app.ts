@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { adminAuth } from "../src/admin/auth.ts";
 import type { ResolveDns } from "../src/cluster/dns_discovery.ts";
 import { discoveryHostFilter } from "../src/gateway/instance_host_policy.ts";
-import type { Timers } from "../src/cluster/timers.ts";
+import { systemTimers, type Timers } from "../src/cluster/timers.ts";
 import type { Config } from "../src/config/schema.ts";
 import type { RequestObserver } from "../src/contracts.ts";
 import { ExperimentArms, experimentProblems } from "../src/experiment/experiment_arms.ts";
@@ -43,6 +43,8 @@ import { openaiRoutes } from "./openai.ts";
 import { type DrainOptions, type DrainOutcome, drainServer } from "./graceful_shutdown.ts";
 import { listen, type Listening } from "./listener.ts";
 import { requestIds } from "./request_id.ts";
+import { RequestWorkerPool } from "../src/gateway/request_worker_pool.ts";
+import { EventLoopLag } from "../src/telemetry/event_loop_lag.ts";
 
 export interface RouterOptions {
   fetch?: typeof fetch;
@@ -81,6 +83,12 @@ export interface Router {
   readonly app: Hono;
   /** The HTTP handler (for the listener or `app.request`). */
   fetch(request: Request): Promise<Response>;
+  /**
+   * Resolves once the worker threads have loaded (tokenizers take seconds), or after
+   * `timeoutMs`: true when they all did. Until then long prompts wait for a worker and may go by
+   * load; `start` and the demo call this before taking traffic.
+   */
+  warm(timeoutMs?: number): Promise<boolean>;
   /** Serves on the configured address; resolves with the bound address once listening. */
   serve(
     overrides?: { hostname?: string; port?: number; signal?: AbortSignal },
@@ -104,6 +112,8 @@ type RouterDeps = GatewayDeps & {
   timers?: Timers;
   tokenizerCache: Map<string, Promise<LoadedTokenizer>>;
   tokenizerPools: TokenizerPools;
+  /** Large bodies and long prompts' keys, off the main loop; none with `workers: 0`. */
+  requestWorkers?: RequestWorkerPool;
   shared?: SharedState;
   configPath?: string;
 };
@@ -126,6 +136,7 @@ interface RouterParts {
  * the HTTP app. Nothing listens until `serve()`.
  */
 export async function createRouter(config: Config, options: RouterOptions = {}): Promise<Router> {
+  const workers = config.workers ?? navigator.hardwareConcurrency;
   const deps: RouterDeps = {
     fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     now: options.now ?? (() => performance.now()),
@@ -134,16 +145,17 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     log: options.log ?? jsonLog,
     timers: options.timers,
     tokenizerCache: new Map(),
-    tokenizerPools: new TokenizerPools({
-      size: config.workers ?? navigator.hardwareConcurrency,
-      log: options.log ?? jsonLog,
-    }),
+    tokenizerPools: new TokenizerPools({ size: workers, log: options.log ?? jsonLog }),
     configPath: options.configPath,
   };
   const runtimes = await buildRuntimes(config, deps, experimentProblems).catch((error) => {
     deps.tokenizerPools.close(); // workers a model started before another failed
     throw error;
   });
+  if (workers > 0) {
+    // One: large bodies are rare, and each busy worker takes a core from the main loop.
+    deps.requestWorkers = new RequestWorkerPool({ size: 1, timeoutMs: 10_000, log: deps.log });
+  }
   // Facts that arrive before the gateway exists find no model: the next ones will.
   const built: { gateway?: Gateway } = {};
   const shared = createSharedState(config.cluster.sharedState, {
@@ -160,6 +172,12 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
   for (const runtime of runtimes.values()) attachShared(shared, runtime);
   shared?.start();
   const app = createApp(parts, deps);
+  const loopLag = new EventLoopLag({
+    now: deps.now,
+    timers: deps.timers ?? systemTimers(),
+    observe: (lagS) => parts.metrics.eventLoopLag.observe(lagS),
+  });
+  loopLag.start();
   const background = new BackgroundWork({
     enabled: options.background ?? true,
     resolveDns: options.resolveDns,
@@ -179,7 +197,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
       ...(typeof shapeCheck === "object" ? shapeCheck : {}),
     });
   }
-  return routerHandle(parts, app, { background, shapeChecks }, { ...deps, shared });
+  return routerHandle(parts, app, { background, shapeChecks, loopLag }, { ...deps, shared });
 }
 
 function attachShared(shared: SharedState | undefined, runtime: ModelRuntime): ModelRuntime {
@@ -235,6 +253,7 @@ function assembleParts(
       toEpochMs: (ms) => ms + epochOffsetMs,
     }),
     arms,
+    requestWorkers: deps.requestWorkers,
   });
   return { gateway, metrics, decisions, arms, stats, traffic, timeline, connections };
 }
@@ -271,7 +290,7 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
 function routerHandle(
   parts: RouterParts,
   app: Hono,
-  work: { background: BackgroundWork; shapeChecks: StoreShapeChecks },
+  work: { background: BackgroundWork; shapeChecks: StoreShapeChecks; loopLag: EventLoopLag },
   deps: RouterDeps,
 ): Router {
   const { background, shapeChecks } = work;
@@ -291,6 +310,13 @@ function routerHandle(
     experiments: { arms, stats: parts.stats },
     app,
     fetch: (request) => Promise.resolve(app.fetch(request)),
+    async warm(timeoutMs = 60_000) {
+      const loaded = await Promise.all([
+        deps.tokenizerPools.ready(timeoutMs),
+        deps.requestWorkers?.ready(timeoutMs) ?? true,
+      ]);
+      return loaded.every(Boolean);
+    },
     async serve(overrides = {}) {
       listening = await serve(app, gateway.config, overrides, deps.log);
       parts.connections.open = listening.openConnections;
@@ -324,6 +350,8 @@ function routerHandle(
       await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
       await stopServing();
       deps.tokenizerPools.close();
+      deps.requestWorkers?.close();
+      work.loopLag.stop();
       await deps.shared?.close();
     },
   };

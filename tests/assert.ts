@@ -27,9 +27,9 @@ export function assertAlmostEquals(actual: number, expected: number, tolerance =
 }
 
 // deno-lint-ignore no-explicit-any
-type ErrorClass = new (...args: any[]) => Error;
+type ErrorClass<E extends Error = Error> = new (...args: any[]) => E;
 
-function check(error: unknown, errorClass?: ErrorClass, includes?: string): Error {
+function check<E extends Error>(error: unknown, errorClass?: ErrorClass<E>, includes?: string): E {
   if (!(error instanceof Error)) throw new Error(`expected an Error, got ${String(error)}`);
   if (errorClass && !(error instanceof errorClass)) {
     const actual = error as Error;
@@ -38,10 +38,15 @@ function check(error: unknown, errorClass?: ErrorClass, includes?: string): Erro
   if (includes && !error.message.includes(includes)) {
     throw new Error(`expected the message to include "${includes}", got "${error.message}"`);
   }
-  return error;
+  return error as E;
 }
 
-export function assertThrows(fn: () => unknown, errorClass?: ErrorClass, includes?: string): Error {
+/** The error `fn` throws, typed as `errorClass`'s instances. */
+export function assertThrows<E extends Error = Error>(
+  fn: () => unknown,
+  errorClass?: ErrorClass<E>,
+  includes?: string,
+): E {
   try {
     fn();
   } catch (error) {
@@ -50,11 +55,12 @@ export function assertThrows(fn: () => unknown, errorClass?: ErrorClass, include
   throw new Error("expected the function to throw");
 }
 
-export async function assertRejects(
+/** The error `fn`'s promise rejects with, typed as `errorClass`'s instances. */
+export async function assertRejects<E extends Error = Error>(
   fn: () => Promise<unknown>,
-  errorClass?: ErrorClass,
+  errorClass?: ErrorClass<E>,
   includes?: string,
-): Promise<Error> {
+): Promise<E> {
   try {
     await fn();
   } catch (error) {

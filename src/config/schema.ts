@@ -284,7 +284,11 @@ export const ModelSchema = z.strictObject({
   load: LoadSchema.prefault({}),
   /** Bounds on one request's prompt, checked before any work on it (tests/gateway/prompt_limits). */
   limits: z.strictObject({
-    /** Characters of text (or token ids) in the prompt; beyond it 413 before tokenizing. */
+    /**
+     * Characters the prompt hands the tokenizer (every chat-template input: messages, tools,
+     * documents, kwargs; a token id counts as 4, a token's usual text); beyond it 413 before any
+     * rendering or tokenizing.
+     */
     maxPromptChars: z.int().min(1).default(4_000_000),
     /** Tokens of the prompt as the engine counts them; beyond it 400 (the engine's context). */
     maxPromptTokens: z.int().min(1).optional(),

@@ -1,5 +1,5 @@
 import type { DecodePlan, DispatchPlan, TokenSource } from "../contracts.ts";
-import type { ExtraKeys } from "../hashing/types.ts";
+import type { ExtraKeys, KeySchemeOptions } from "../hashing/types.ts";
 import { withLatestPredictions } from "../kv/merged_index.ts";
 import { computePrefixHits } from "../kv/prefix.ts";
 import type { LookupResult, PrefixHits } from "../kv/types.ts";
@@ -11,6 +11,7 @@ import { estimateTtft } from "../scheduling/ttft_estimate.ts";
 import type { DecodeCandidate } from "../scheduling/decode_policy.ts";
 import type { Candidate, Decision } from "../scheduling/types.ts";
 import { TokenizeInputError } from "../tokenize/errors.ts";
+import { chatInputSize } from "../tokenize/input_size.ts";
 import { tryTokenize } from "../tokenize/try_tokenize.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import { planDecode, splitByRole } from "./pd_plan.ts";
@@ -23,7 +24,16 @@ export interface PlanContext {
   extraKeys?: ExtraKeys;
   /** Once the prompt is counted, before any hashing or lookup: may throw to refuse it. */
   counted?: (prompt: { tokens?: number[]; promptTokens: number }) => void;
+  /** Hashes a long prompt's keys off the main loop (request_worker_pool.ts); absent: inline. */
+  hashKeys?: (
+    scheme: KeySchemeOptions,
+    tokens: readonly number[],
+    extra?: ExtraKeys,
+  ) => Promise<string[][]>;
 }
+
+/** Prompts up to this many tokens are hashed inline (about a millisecond of SHA-256). */
+export const HASH_INLINE_MAX_TOKENS = 32_768;
 
 /**
  * A plan and, when admitted, the reservation on its first choice and (disaggregated) on its
@@ -69,7 +79,11 @@ export async function planDispatch(
   const tokenized = await tokenize(runtime, request);
   context.counted?.(tokenized);
   const hashStart = now();
-  const { chunkKeys, error: keysError } = chunkKeysOf(runtime, tokenized.tokens, context.extraKeys);
+  const { chunkKeys, error: keysError } = await chunkKeysOf(
+    runtime,
+    tokenized.tokens,
+    context,
+  );
   const keys = chunkKeys.flat();
   const lookupStart = now();
   const stored = await storeLookup(runtime, keys);
@@ -120,20 +134,24 @@ export async function planDispatch(
 }
 
 /**
- * Store keys per chunk, when the prompt is long enough and there is an index to ask. A request
- * whose extra keys (LoRA, cache_salt) the model's hash cannot express is dispatched by load: its
- * keys are unknowable, which is no reason to fail it.
+ * Store keys per chunk, when the prompt is long enough and there is an index to ask; a long
+ * prompt's on a worker. A request whose extra keys (LoRA, cache_salt) the model's hash cannot
+ * express, or whose hashing failed, is dispatched by load: no reason to fail it.
  */
-function chunkKeysOf(
+async function chunkKeysOf(
   runtime: ModelRuntime,
   tokens: number[] | undefined,
-  extraKeys: ExtraKeys | undefined,
-): { chunkKeys: string[][]; error?: string } {
+  context: PlanContext,
+): Promise<{ chunkKeys: string[][]; error?: string }> {
   const lookupEnabled = runtime.store !== undefined || runtime.predicted !== undefined;
   if (!tokens || tokens.length < runtime.config.kv.minPromptTokens || !lookupEnabled) {
     return { chunkKeys: [] };
   }
+  const { extraKeys, hashKeys } = context;
   try {
+    if (hashKeys && tokens.length > HASH_INLINE_MAX_TOKENS) {
+      return { chunkKeys: await hashKeys(runtime.keyScheme.options, tokens, extraKeys) };
+    }
     return { chunkKeys: runtime.keyScheme.chunkKeys(tokens, extraKeys) };
   } catch (error) {
     return { chunkKeys: [], error: (error as Error).message };
@@ -298,13 +316,7 @@ function estimateTokens(request: ParsedRequest): number {
   const prompt = request.prompt;
   if (prompt.kind === "text") return Math.ceil(prompt.text.length / 4);
   if (prompt.kind === "tokens") return prompt.tokens.length;
-  let chars = 0;
-  for (const message of prompt.messages) {
-    chars += typeof message.content === "string"
-      ? message.content.length
-      : JSON.stringify(message.content ?? "").length;
-  }
-  return Math.ceil(chars / 4) + 4 * prompt.messages.length;
+  return Math.ceil(chatInputSize(prompt.messages, prompt) / 4) + 4 * prompt.messages.length;
 }
 
 function promptBatchExtra(request: ParsedRequest): number {

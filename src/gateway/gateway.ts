@@ -13,9 +13,11 @@ import type {
 } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
 import { HttpError, quoted } from "../openai/errors.ts";
-import { InvalidRequestError, type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
+import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { requestStreamUsage } from "../proxy/stream_usage.ts";
 import { planDispatch } from "./dispatch_plan.ts";
+import { parseRequest } from "./parse_request.ts";
+import type { RequestWorkerPool } from "./request_worker_pool.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 import type { Reservation } from "./reservation.ts";
@@ -41,6 +43,8 @@ export interface GatewayCollaborators {
   tracing?: RequestTracer;
   /** A/B arm per request (default: every request gets the model's own policy). */
   arms?: ArmSelector;
+  /** Parses large bodies and hashes long prompts off the main loop (default: inline). */
+  requestWorkers?: Pick<RequestWorkerPool, "parse" | "hash">;
 }
 
 const ENGINE_PATHS = { completions: "/v1/completions", chat: "/v1/chat/completions" } as const;
@@ -94,6 +98,7 @@ export class Gateway {
   readonly #observers: readonly RequestObserver[];
   readonly #tracing: RequestTracer;
   readonly #arms: ArmSelector;
+  readonly #requestWorkers: GatewayCollaborators["requestWorkers"];
   /** Draining and the final cut at shutdown (`/readyz` reads it; in-flight work obeys it). */
   readonly shutdown = new ShutdownState();
   /** Inference requests begun and not yet finished (streams count until their last byte). */
@@ -114,6 +119,7 @@ export class Gateway {
     this.#observers = [...(collaborators.observers ?? [])];
     this.#tracing = collaborators.tracing ?? { begin: () => NO_TRACE };
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
+    this.#requestWorkers = collaborators.requestWorkers;
     this.#tenants = new TenantGate(config.tenants, deps.now);
     this.#trustedProxies = new HostAllowList(config.listen.trustedProxies);
     this.#indexNames();
@@ -192,13 +198,13 @@ export class Gateway {
   async handleInference(
     endpoint: Endpoint,
     request: Request,
-    bytes: Uint8Array<ArrayBuffer>,
+    body: Uint8Array<ArrayBuffer>,
     client: ClientConnection = {},
   ): Promise<Response> {
     const flight = this.#begin(endpoint, request, client);
     if (this.#inFlight > this.#config.limits.maxConcurrentRequests) return this.#overloaded(flight);
     try {
-      const parsed = this.#parse(flight, endpoint, bytes);
+      const { parsed, bytes } = await this.#parse(flight, endpoint, body);
       const verdict = await this.#plan(flight, parsed);
       if (verdict) return verdict;
       const { reservation, decodeReservation } = flight;
@@ -274,11 +280,21 @@ export class Gateway {
   }
 
   /** Parses the body and resolves its model and arm; throws HttpError for the client. */
-  #parse(flight: InFlight, endpoint: Endpoint, bytes: Uint8Array): ParsedRequest {
+  async #parse(
+    flight: InFlight,
+    endpoint: Endpoint,
+    body: Uint8Array<ArrayBuffer>,
+  ): Promise<{ parsed: ParsedRequest; bytes: Uint8Array<ArrayBuffer> }> {
     const { record } = flight;
     let parsed: ParsedRequest;
+    let bytes: Uint8Array<ArrayBuffer>;
     try {
-      parsed = parseOpenAIRequest(endpoint, bytes);
+      ({ parsed, bytes } = await parseRequest(
+        endpoint,
+        body,
+        this.#requestWorkers,
+        () => this.#promptLimits(),
+      ));
     } catch (error) {
       // A refusal is counted under the model it names, when the router serves that model.
       const named = error instanceof InvalidRequestError ? error.model : undefined;
@@ -294,7 +310,7 @@ export class Gateway {
     }
     flight.runtime = resolved.runtime;
     record.model = resolved.runtime.config.name;
-    refuseOversizedPrompt(resolved.runtime.config, parsed.prompt);
+    refuseOversizedPrompt(resolved.runtime.config.limits.maxPromptChars, parsed.prompt);
     record.tenant = this.#tenants.tenantOf(flight.request, parsed);
     if (record.tenant) this.#chargeTenant(flight, "requests", 1);
     const selection = this.#arms.select(resolved.runtime, flight.request, parsed.body);
@@ -303,7 +319,16 @@ export class Gateway {
     flight.responseHeaders.set("x-tidegate-arm", selection.arm);
     flight.selection = selection;
     flight.loraName = resolved.loraName;
-    return parsed;
+    return { parsed, bytes };
+  }
+
+  /** Each served model name's (aliases and LoRA names too) `limits.maxPromptChars`. */
+  #promptLimits(): Map<string, number> {
+    const limits = new Map<string, number>();
+    for (const [name, { runtime }] of this.#names) {
+      limits.set(name, runtime.config.limits.maxPromptChars);
+    }
+    return limits;
   }
 
   /** Plans the request; answers 429 itself when admission refuses it. */
@@ -316,6 +341,8 @@ export class Gateway {
       random: this.#deps.random,
       policy: flight.selection!.policy,
       extraKeys,
+      hashKeys: this.#requestWorkers &&
+        ((scheme, tokens, extra) => this.#requestWorkers!.hash(scheme, tokens, extra)),
       // Refused before the keys are hashed and looked up: such work would be thrown away.
       counted: (counted) => {
         refuseOverlongPrompt(flight.runtime!.config, counted, parsed.prompt);

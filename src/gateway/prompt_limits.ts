@@ -3,31 +3,38 @@ import { HttpError } from "../openai/errors.ts";
 import type { PromptInput } from "../openai/request.ts";
 import { chatInputSize } from "../tokenize/input_size.ts";
 
+/** A token id weighs what its text usually would: ~4 characters. */
+export const CHARS_PER_TOKEN_ID = 4;
+
 /**
  * The characters of text the router would tokenize for `prompt`: a chat counts every template
- * input (src/tokenize/input_size.ts), token ids count one each, and a batch counts its first
- * prompt times its size, as its load is estimated. Counting stops just past `stopAbove`.
+ * input (src/tokenize/input_size.ts), a token id CHARS_PER_TOKEN_ID, and a batch its first prompt
+ * times its size, as its load is estimated. Counting stops just past `stopAbove`.
  */
 export function promptChars(prompt: PromptInput, stopAbove = Infinity): number {
-  if (prompt.kind === "text") return prompt.text.length * (1 + prompt.extraPromptCount);
-  if (prompt.kind === "tokens") return prompt.tokens.length * (1 + prompt.extraPromptCount);
+  const copies = prompt.kind === "chat" ? 1 : 1 + prompt.extraPromptCount;
+  if (prompt.kind === "text") return prompt.text.length * copies;
+  if (prompt.kind === "tokens") return prompt.tokens.length * CHARS_PER_TOKEN_ID * copies;
   return chatInputSize(prompt.messages, prompt, stopAbove);
 }
 
 /**
- * 413 before any rendering or tokenizing when the prompt holds more text than the model's limit
- * (tools, tool results, documents and template kwargs included).
+ * 413 before any rendering or tokenizing when the prompt holds more text than `limit` (the
+ * model's `limits.maxPromptChars`; tools, tool results, documents and template kwargs included).
  */
-export function refuseOversizedPrompt(model: ModelConfig, prompt: PromptInput): void {
-  const limit = model.limits.maxPromptChars;
+export function refuseOversizedPrompt(limit: number, prompt: PromptInput): void {
   const chars = promptChars(prompt, limit);
   if (chars <= limit) return;
-  const exact = prompt.kind !== "chat";
+  const what = prompt.kind === "chat"
+    ? `more than ${limit} characters`
+    : prompt.kind === "tokens"
+    ? `${chars / CHARS_PER_TOKEN_ID} token ids (${CHARS_PER_TOKEN_ID} characters each)`
+    : `${chars} characters`;
   throw new HttpError(
     413,
-    `The prompt holds ${exact ? "" : "more than "}${exact ? chars : limit} characters; this ` +
-      `model accepts at most ${limit} (models[].limits.maxPromptChars, which counts messages, ` +
-      `tools, documents and chat_template_kwargs).`,
+    `The prompt holds ${what}; this model accepts at most ${limit} characters ` +
+      `(models[].limits.maxPromptChars, which counts messages, tools, documents and ` +
+      `chat_template_kwargs).`,
     { param: paramOf(prompt), code: "prompt_too_large" },
   );
 }

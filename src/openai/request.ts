@@ -2,6 +2,7 @@ import { z } from "zod";
 import { formatPath } from "../config/load.ts";
 import type { ChatMessage } from "../tokenize/types.ts";
 import { HttpError, quoted } from "./errors.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json_depth.ts";
 
 /**
  * The fields of OpenAI request bodies the router reads or type-checks. Everything else passes
@@ -224,12 +225,19 @@ export interface ParsedRequest {
 }
 
 /**
- * A body that parsed as JSON but does not validate; carries the `model` it names (when it names
- * one), so that the refusal is counted under that model rather than as "unknown".
+ * A body that parsed as JSON but is refused (400: does not validate; 413: a prompt over the
+ * model's size limit); carries the `model` it names (when it names one), so that the refusal is
+ * counted under that model rather than as "unknown".
  */
 export class InvalidRequestError extends HttpError {
-  constructor(message: string, param: string, code: string, readonly model?: string) {
-    super(400, message, { param, code });
+  constructor(
+    message: string,
+    param: string,
+    code: string,
+    readonly model?: string,
+    status = 400,
+  ) {
+    super(status, message, { param, code });
     this.name = "InvalidRequestError";
   }
 }
@@ -254,6 +262,13 @@ export function parseOpenAIRequest(
 }
 
 function jsonObject(bytes: Uint8Array): Record<string, unknown> {
+  if (nestsDeeperThan(bytes)) {
+    throw new HttpError(
+      400,
+      `Request body nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects.`,
+      { code: "invalid_json" },
+    );
+  }
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder().decode(bytes));

@@ -103,6 +103,7 @@ export class GatewayMetrics {
   readonly reloads;
   readonly kvLoadOnlyDispatches;
   readonly tenantRequests;
+  readonly eventLoopLag;
 
   constructor(
     instanceSamples: () => InstanceGaugeSample[] = () => [],
@@ -240,6 +241,14 @@ export class GatewayMetrics {
       help: "Requests dispatched by load alone because an instance's KV agreement is blind " +
         '(kv.onDisagreement: "load_only").',
       labelNames: ["model"],
+      registers,
+    });
+
+    this.eventLoopLag = new client.Histogram({
+      name: "tidegate_event_loop_lag_seconds",
+      help: "How late the main loop ran a timer due every 20 ms: time it was held by one step " +
+        "(or starved of CPU). Requests wait at least this long.",
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
 

@@ -34,6 +34,19 @@ export class TokenizerPools {
     return pool;
   }
 
+  /**
+   * Resolves once every pool's workers have loaded their tokenizer (or failed to), or after
+   * `timeoutMs`: true when all loaded.
+   */
+  async ready(timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    const loading = () => this.all().some((pool) => pool.loadingWorkers > 0);
+    while (loading() && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return !loading();
+  }
+
   /** Every pool, for metrics. */
   all(): TokenizerWorkerPool[] {
     return [...this.#pools.values()];

@@ -6,6 +6,7 @@
  * never tokenized on the main loop instead).
  */
 import { TokenizeInputError } from "./errors.ts";
+import { plainIds } from "./plain_ids.ts";
 import type { EncodeJob, FromWorker, TokenizerSpec, ToWorker } from "./worker_protocol.ts";
 
 export interface TokenizerWorkerPoolOptions {
@@ -64,6 +65,11 @@ export class TokenizerWorkerPool {
   /** Workers that have loaded their tokenizer. */
   get readyWorkers(): number {
     return this.#slots.filter((slot) => slot.ready).length;
+  }
+
+  /** Workers still loading their tokenizer (neither ready nor retired). */
+  get loadingWorkers(): number {
+    return this.#slots.filter((slot) => !slot.ready && !slot.retired).length;
   }
 
   /** Workers replaced after a crash, a missed deadline or a failed load. */
@@ -212,11 +218,4 @@ function errorOf(failure: { kind: string; name: string; message: string }): Erro
     : new Error(failure.message);
   error.name = failure.name;
   return error;
-}
-
-/** The ids as a plain array: a counted loop is ~20× faster than `Array.from` on a typed array. */
-function plainIds(ids: Uint32Array): number[] {
-  const out: number[] = new Array(ids.length);
-  for (let i = 0; i < ids.length; i++) out[i] = ids[i];
-  return out;
 }

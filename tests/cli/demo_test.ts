@@ -8,6 +8,7 @@ import { startDemoCluster } from "../fakes/demo_cluster.ts";
 Deno.test("demo: a long shared-prefix chat lands on the instance that holds the prefix, and says so", async () => {
   const cluster = await startDemoCluster({ engines: 3 });
   const router = await createRouter(resolveConfig(cluster.routerConfig()), { log: () => {} });
+  assert(await router.warm(), "worker threads loaded");
   const { port } = await router.serve({ port: 0 });
   const url = `http://127.0.0.1:${port}`;
   try {

@@ -362,6 +362,21 @@ function sleepUntil(targetMs: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * vLLM's (pydantic's) refusal of a message whose content is neither a string, null nor a list of
+ * content-part objects: a 400, as the real engine answers.
+ */
+function messageContentProblem(messages: unknown[]): string | undefined {
+  for (const [i, message] of messages.entries()) {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (content === undefined || content === null || typeof content === "string") continue;
+    const parts = Array.isArray(content) &&
+      content.every((part) => part !== null && typeof part === "object" && !Array.isArray(part));
+    if (!parts) return `messages.${i}.content: Input should be a valid string or list of parts`;
+  }
+  return undefined;
+}
+
 /** ~4 characters a token; token-id prompts are counted exactly. */
 export function roughTokenCount(body: OpenAiBody): number {
   const chars = (value: unknown): number => {
@@ -793,6 +808,11 @@ class Engine implements FakeEngine {
         "BadRequestError",
         chat ? "messages" : "prompt",
       );
+    }
+    const contentProblem = chat ? messageContentProblem(body.messages as unknown[]) : undefined;
+    if (contentProblem) {
+      this.#finish(record, "bad_request");
+      return this.#error(400, contentProblem, "BadRequestError", "messages");
     }
     const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? 16);
     if (!Number.isInteger(maxTokens) || maxTokens < 1) {

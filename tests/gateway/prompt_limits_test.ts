@@ -139,3 +139,17 @@ Deno.test("a 20M-character tool description is refused by the default limit and 
     await t.close();
   }
 });
+
+Deno.test("a token id counts as 4 characters toward maxPromptChars", async () => {
+  const t = await startTestCluster({ engines: 1, model: { limits: { maxPromptChars: 4_000 } } });
+  try {
+    const over = await completion(t.url, { prompt: range(1, 1_001) });
+    assertEquals(over.status, 413);
+    assertMatch((await over.json()).error.message, /1001 token ids \(4 characters each\)/);
+    const fits = await completion(t.url, { prompt: range(1, 1_000) });
+    assertEquals(fits.status, 200);
+    await fits.body?.cancel();
+  } finally {
+    await t.close();
+  }
+});

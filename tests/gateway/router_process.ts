@@ -47,7 +47,8 @@ export async function startRouterProcess(
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`no listening line:\n${log.join("\n")}`)),
-      20_000,
+      // The router listens once its worker threads have loaded (seconds on a busy machine).
+      60_000,
     );
     (async () => {
       for (;;) {

@@ -21,9 +21,9 @@ function scripted(...names: string[]): () => Worker {
     });
 }
 
-/** Starts the pool's workers and waits until `ready` of them have loaded. */
+/** Starts the pool's workers and waits until `ready` of them have loaded (no call in flight). */
 async function started(pool: TokenizerWorkerPool, ready = pool.size || 1): Promise<void> {
-  pool.encode(TEXT, 0).catch(() => {});
+  pool.start();
   await eventually(() => pool.readyWorkers >= ready, 60_000, "workers loaded");
 }
 
