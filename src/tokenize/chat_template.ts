@@ -132,6 +132,54 @@ function detectContentFormat(template: Template): ContentFormat {
   return "string";
 }
 
+// --- Python's str.strip(chars): @huggingface/jinja ignores the argument -------------------------
+
+const STRIPS = new Set(["strip", "lstrip", "rstrip"]);
+
+/**
+ * Rewrites `s.strip(chars)` / `lstrip` / `rstrip` calls that pass characters into calls of the
+ * `__py_<name>` globals (pythonStrip), because the library trims whitespace whatever it is given:
+ * Qwen3's template keeps the space in `content.split('</think>')[-1].lstrip('\n')`, and the
+ * library drops it (tests/real/vllm_tokens_test.ts found it against vLLM).
+ */
+function usePythonStrips(parsed: unknown): void {
+  for (const node of walk(parsed)) {
+    if (node.type !== "CallExpression") continue;
+    const callee = node.callee as Node;
+    const args = node.args as unknown[];
+    if (callee?.type !== "MemberExpression" || callee.computed || args.length === 0) continue;
+    const property = callee.property as Node;
+    if (property.type !== "Identifier" || !STRIPS.has(property.value as string)) continue;
+    property.value = `__py_${property.value}`;
+    node.callee = property;
+    node.args = [callee.object, ...args];
+  }
+}
+
+/** Python's `str.strip(chars)` family: `chars` null or absent means whitespace. */
+export function pythonStrip(
+  text: unknown,
+  chars: unknown,
+  side: "both" | "left" | "right",
+): string {
+  if (typeof text !== "string") throw new Error(`strip() needs a string, got ${typeof text}`);
+  if (chars === undefined || chars === null) {
+    return side === "left" ? text.trimStart() : side === "right" ? text.trimEnd() : text.trim();
+  }
+  const set = new Set(String(chars));
+  let start = 0;
+  let end = text.length;
+  if (side !== "right") { while (start < end && set.has(text[start])) start++; }
+  if (side !== "left") { while (end > start && set.has(text[end - 1])) end--; }
+  return text.slice(start, end);
+}
+
+const STRIP_GLOBALS: [string, unknown][] = [
+  ["__py_strip", (text: unknown, chars?: unknown) => pythonStrip(text, chars, "both")],
+  ["__py_lstrip", (text: unknown, chars?: unknown) => pythonStrip(text, chars, "left")],
+  ["__py_rstrip", (text: unknown, chars?: unknown) => pythonStrip(text, chars, "right")],
+];
+
 // --- rendering ------------------------------------------------------------------------------------
 
 export interface ChatTemplateRendererOptions {
@@ -162,6 +210,7 @@ function range(start: number, stop?: number, step = 1): number[] {
 
 /** Jinja globals as transformers' environment has them. */
 const GLOBALS: [string, unknown][] = [
+  ...STRIP_GLOBALS,
   ["false", false],
   ["true", true],
   ["none", null],
@@ -199,6 +248,7 @@ export class ChatTemplateRenderer {
           },
         );
       }
+      usePythonStrips(template.parsed);
       const contentFormat = options.contentFormat === "auto"
         ? detectContentFormat(template)
         : options.contentFormat;

@@ -214,3 +214,18 @@ Deno.test("the packaged Llama 3.1 template starts with BOS once, and completions
   assertEquals(llama.encode("hi")[0], 128000);
   assertEquals(llama.info.specialTokens?.prefix, [128000]);
 });
+
+Deno.test("strip, lstrip and rstrip with characters strip only those, as Python does", async () => {
+  const tokenizer = await withTemplate(
+    "{% for m in messages %}[{{ m.content.lstrip('\\n') }}|{{ m.content.rstrip('\\n ') }}|" +
+      "{{ m.content.strip('\\nx') }}|{{ m.content.strip() }}|{{ m.content.split('</think>')[-1].lstrip('\\n') }}]{% endfor %}",
+  );
+  assertEquals(
+    tokenizer.renderChat([user("\nx  hi \n")]),
+    "[x  hi \n|\nx  hi|  hi |x  hi|x  hi \n]",
+  );
+  assertEquals(
+    tokenizer.renderChat([user("<think>r</think> tags")]),
+    "[<think>r</think> tags|<think>r</think> tags|<think>r</think> tags|<think>r</think> tags| tags]",
+  );
+});
