@@ -1,0 +1,66 @@
+/**
+ * Where the real programs of the real-engine suite live (tests/real/setup.sh puts them there) and
+ * the check that they do: a test that needs them fails, never skips, with the command that
+ * installs them.
+ */
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+export const REAL = {
+  root: ROOT,
+  python: `${ROOT}.venv/bin/python`,
+  mooncakeMaster: `${ROOT}.venv/bin/mooncake_master`,
+  model: `${ROOT}.cache/real/tiny-qwen3`,
+  /** The name the engines serve the tiny model under. */
+  modelName: "tiny-qwen3",
+};
+
+/** Throws (the test fails) unless the real programs are installed. */
+export function requireRealPrograms(): void {
+  const missing = [REAL.python, REAL.mooncakeMaster, `${REAL.model}/model.safetensors`]
+    .filter((path) => !exists(path));
+  if (missing.length > 0) {
+    throw new Error(
+      `the real-engine suite needs ${missing.join(", ")}: run \`npx -y deno@2.9.6 task ` +
+        "setup:real` (tests/real/setup.sh) first",
+    );
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A free TCP port on 127.0.0.1 (bound, read, released). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Polls `url` until it answers 200, the process dies, or `timeoutMs` passes. */
+export async function waitForOk(
+  url: string,
+  timeoutMs: number,
+  alive: () => boolean,
+  what: string,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    if (!alive()) throw new Error(`${what} exited before ${url} answered`);
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      await response.body?.cancel();
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${what}: ${url} did not answer 200 within ${timeoutMs} ms`);
+}

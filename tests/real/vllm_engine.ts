@@ -1,0 +1,131 @@
+/**
+ * One real `vllm serve` (vLLM's CPU build, tests/real/setup.sh) on 127.0.0.1 serving the tiny Qwen3:
+ * prefix caching on, prompt-token details in usage, KV events published to a ZMQ endpoint the
+ * test binds, optionally the MooncakeStoreConnector writing its KV into a real mooncake_master.
+ */
+import { freePort, REAL, requireRealPrograms, waitForOk } from "./real_env.ts";
+import { type RealProcess, startRealProcess } from "./real_process.ts";
+
+export interface VllmOptions {
+  /** PYTHONHASHSEED; absent: vLLM's default root ("vllm-none-hash" for sha256 chains). */
+  seed?: string;
+  /** `--prefix-caching-hash-algo` (default vLLM's, sha256). */
+  hashAlgo?: "sha256" | "sha256_cbor" | "xxhash" | "xxhash_cbor";
+  /** Where the engine's KV-event publisher connects (a test's subscriber binds it). */
+  kvEventsEndpoint?: string;
+  /** The master's RPC address: the engine writes its KV there (MooncakeStoreConnector). */
+  mooncakeMaster?: string;
+  /**
+   * The address its store segment is published under (the host of the master's
+   * `transport_endpoint_`, the router's `kvHost`): engines on one machine each take their own
+   * loopback address (127.0.0.2, 127.0.0.3, ...) so the router can tell their segments apart.
+   */
+  kvHost?: string;
+  /** Extra `vllm serve` arguments. */
+  args?: string[];
+  /** Milliseconds to wait for /health (three engines starting at once on two cores: minutes). */
+  startTimeoutMs?: number;
+}
+
+export interface VllmEngine {
+  readonly url: string;
+  readonly port: number;
+  readonly process: RealProcess;
+  stop(): Promise<void>;
+}
+
+/** The KV block size on the CPU build: its attention takes multiples of 32; 128 is its default. */
+export const CPU_BLOCK_SIZE = 128;
+
+export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> {
+  requireRealPrograms();
+  const port = freePort();
+  const args = [
+    "-m",
+    "vllm.entrypoints.openai.api_server",
+    "--model",
+    REAL.model,
+    "--served-model-name",
+    REAL.modelName,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--enable-prefix-caching",
+    "--enable-prompt-tokens-details",
+    "--block-size",
+    String(CPU_BLOCK_SIZE),
+    "--max-model-len",
+    "8192",
+    "--enforce-eager",
+    "--dtype",
+    "bfloat16",
+    // Tool requests as a tool-serving deployment takes them (Qwen3's calls are Hermes-style).
+    "--enable-auto-tool-choice",
+    "--tool-call-parser",
+    "hermes",
+    ...(options.hashAlgo ? ["--prefix-caching-hash-algo", options.hashAlgo] : []),
+    ...(options.kvEventsEndpoint ? ["--kv-events-config", kvEventsConfig(options)] : []),
+    ...(options.mooncakeMaster ? ["--kv-transfer-config", storeConnectorConfig()] : []),
+    ...(options.args ?? []),
+  ];
+  const env: Record<string, string> = {
+    VLLM_CPU_KVCACHE_SPACE: "1",
+    VLLM_CPU_OMP_THREADS_BIND: "nobind",
+    VLLM_SERVER_DEV_MODE: "1", // POST /reset_prefix_cache, to empty an engine between cases
+    HF_HUB_OFFLINE: "1",
+    VLLM_NO_USAGE_STATS: "1",
+    VLLM_DO_NOT_TRACK: "1",
+  };
+  if (options.seed !== undefined) env.PYTHONHASHSEED = options.seed;
+  if (options.mooncakeMaster) {
+    env.MOONCAKE_CONFIG_PATH = await mooncakeConfigFile(
+      options.mooncakeMaster,
+      options.kvHost ?? "127.0.0.1",
+    );
+  }
+  const process = startRealProcess(`vllm-${port}`, REAL.python, args, env);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForOk(`${url}/health`, options.startTimeoutMs ?? 300_000, process.alive, "vllm");
+  } catch (error) {
+    const tail = process.logTail(60);
+    await process.stop();
+    throw new Error(`${(error as Error).message}\n--- vllm log (${process.logPath}) ---\n${tail}`);
+  }
+  return { url, port, process, stop: () => process.stop() };
+}
+
+function kvEventsConfig(options: VllmOptions): string {
+  return JSON.stringify({
+    enable_kv_cache_events: true,
+    publisher: "zmq",
+    // Without `*` vLLM connects to this endpoint rather than binding it: nothing listens beyond
+    // loopback.
+    endpoint: options.kvEventsEndpoint,
+    topic: "",
+  });
+}
+
+function storeConnectorConfig(): string {
+  return JSON.stringify({ kv_connector: "MooncakeStoreConnector", kv_role: "kv_both" });
+}
+
+/** The MooncakeStoreConnector's config file: the master, TCP transfers, small segments. */
+async function mooncakeConfigFile(master: string, kvHost: string): Promise<string> {
+  const path = await Deno.makeTempFile({ prefix: "tidegate-mooncake-", suffix: ".json" });
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      metadata_server: "P2PHANDSHAKE",
+      master_server_address: master,
+      protocol: "tcp",
+      device_name: "",
+      local_hostname: kvHost,
+      mode: "embedded",
+      global_segment_size: "256MB",
+      local_buffer_size: "128MB",
+    }),
+  );
+  return path;
+}

@@ -1,0 +1,134 @@
+/**
+ * Hits: tidegate (`cache_aware`) in front of two real vLLM engines that write their KV into a real
+ * mooncake_master (MooncakeStoreConnector): for follow-ups sharing a prefix, the hit the router
+ * predicts (`x-tidegate-hit-tokens`) is the engine's own `cached_tokens` on at least 95% of them,
+ * and the live agreement classifier says `agree`; with a wrong seed it says `blind`.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { resolveConfig } from "../../src/config/load.ts";
+import { createRouter, type Router } from "../../routes/app.ts";
+import { eventually } from "../gateway/harness.ts";
+import { type RealMaster, startRealMaster } from "./mooncake_master.ts";
+import { REAL } from "./real_env.ts";
+import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
+
+const HOSTS = ["127.0.0.2", "127.0.0.3"];
+
+function routerConfig(master: RealMaster, engines: VllmEngine[], seed?: string) {
+  // With the wrong seed only the store can show it: the router's own predicted index (its recent
+  // dispatches, under its own keys) agrees with itself until its entries expire.
+  const predictedIndex = { enabled: seed === undefined };
+  return resolveConfig({
+    listen: { port: 0 },
+    models: [{
+      name: REAL.modelName,
+      tokenizer: { path: REAL.model },
+      kv: {
+        store: "mooncake",
+        url: master.url,
+        hash: "sha256", // vLLM's default --prefix-caching-hash-algo
+        ...(seed === undefined ? {} : { seed }),
+        chunkSize: CPU_BLOCK_SIZE,
+        keyFormat: "vllm-mooncake-store",
+        keyParams: { model: REAL.model, group: 0 },
+        minPromptTokens: CPU_BLOCK_SIZE,
+        timeoutMs: 2_000,
+        predictedIndex,
+      },
+      policy: "cache_aware",
+      health: { intervalMs: 1_000, timeoutMs: 2_000 },
+      instances: engines.map((e, i) => ({ id: `v${i}`, url: e.url, kvHost: HOSTS[i] })),
+    }],
+  });
+}
+
+/** A conversation's opening: a long system prompt (several blocks) every turn repeats. */
+function document(n: number): string {
+  return Array.from(
+    { length: 120 },
+    (_, i) => `Fact ${n}.${i}: item ${(i * 7 + n * 13) % 97} is ${i % 5}.`,
+  )
+    .join(" ");
+}
+
+interface Turn {
+  predicted: number;
+  cached: number;
+  instance: string;
+}
+
+async function chat(url: string, doc: number, question: string): Promise<Turn> {
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      model: REAL.modelName,
+      max_tokens: 2,
+      messages: [{ role: "system", content: document(doc) }, { role: "user", content: question }],
+    }),
+  });
+  const body = await response.json();
+  if (response.status !== 200) throw new Error(`${response.status}: ${JSON.stringify(body)}`);
+  return {
+    predicted: Number(response.headers.get("x-tidegate-hit-tokens")),
+    cached: body.usage.prompt_tokens_details?.cached_tokens ?? 0,
+    instance: response.headers.get("x-tidegate-instance")!,
+  };
+}
+
+async function agreement(router: Router): Promise<string[]> {
+  const runtime = router.gateway.runtime(REAL.modelName)!;
+  return runtime.cluster.entries().map((e) => runtime.agreement.state(e.config.id));
+}
+
+Deno.test("real vLLM + real mooncake_master: predicted hits equal the engines' cached_tokens; a wrong seed is seen as blind", async () => {
+  const master = await startRealMaster();
+  const engines: VllmEngine[] = [];
+  let router: Router | undefined;
+  try {
+    engines.push(
+      ...await Promise.all(
+        HOSTS.map((kvHost) =>
+          startVllm({ mooncakeMaster: master.rpcAddress, kvHost, startTimeoutMs: 600_000 })
+        ),
+      ),
+    );
+    router = await createRouter(routerConfig(master, engines), { log: () => {} });
+    assert(await router.warm(), "tokenizer workers loaded");
+    const { port } = await router.serve({ port: 0 });
+    const url = `http://127.0.0.1:${port}`;
+    const followUps: Turn[] = [];
+    for (let doc = 0; doc < 4; doc++) await chat(url, doc, "Start.");
+    for (let round = 0; round < 6; round++) {
+      for (let doc = 0; doc < 4; doc++) {
+        followUps.push(await chat(url, doc, `Question ${round} about document ${doc}?`));
+      }
+    }
+    const agreeing = followUps.filter((t) => t.predicted === t.cached).length;
+    console.log(
+      `hits: ${agreeing}/${followUps.length} follow-ups predicted = cached_tokens; ` +
+        `mean predicted ${
+          Math.round(followUps.reduce((s, t) => s + t.predicted, 0) / followUps.length)
+        } tokens`,
+    );
+    assert(followUps.every((t) => t.cached > 0), "every follow-up reused its document");
+    assert(agreeing >= 0.95 * followUps.length, JSON.stringify(followUps));
+    await eventually(async () => (await agreement(router!)).includes("agree"), 10_000, "agree");
+
+    // The same engines behind a router with the wrong seed: its keys are not the engines'.
+    await router.close();
+    router = await createRouter(routerConfig(master, engines, "wrong-seed"), { log: () => {} });
+    assert(await router.warm());
+    const wrong = await router.serve({ port: 0 });
+    const wrongUrl = `http://127.0.0.1:${wrong.port}`;
+    for (let round = 0; round < 4; round++) {
+      for (let doc = 0; doc < 4; doc++) await chat(wrongUrl, doc, `Again ${round}?`);
+    }
+    await eventually(async () => (await agreement(router!)).includes("blind"), 10_000, "blind");
+    assertEquals(followUps.length, 24);
+  } finally {
+    await router?.close();
+    await Promise.all(engines.map((e) => e.stop()));
+    await master.stop();
+  }
+});
