@@ -7,7 +7,8 @@
  *   sglang         concurrent: the same body to both, paired by a bootstrap room.
  * A prefill that fails before answering is retried on the next-best prefill instance; a decode
  * that fails before its first byte on the next-best decode instance, with a new prefill (every
- * hand-over is single-use). A client that leaves cancels both legs. Leases: prompt tokens on the
+ * hand-over is single-use); a Mooncake decode whose prefill engine has new ids (restarted) first
+ * once more on the same pair. A client that leaves cancels both legs. Leases: prompt tokens on the
  * prefill instance until its answer, a decode slot until the stream ends; each released once.
  */
 import { HttpError } from "../openai/errors.ts";
@@ -22,6 +23,7 @@ import {
   decodeBody,
   type PdPairing,
   prefillBody,
+  prefillHeaders,
   prefillParamsOf,
 } from "../proxy/pd_protocol.ts";
 import { AttemptLeases } from "./attempt_leases.ts";
@@ -164,10 +166,13 @@ class PdRun {
     });
     this.#prefillDone(legs, target.id, started, answer.complete);
     if (this.#signal.aborted) return { kind: "final", response: this.#o.clientGone() };
-    pairing.prefillParams = answer.complete ? prefillParamsOf(parseJson(answer.text)) : undefined;
-    if (!pairing.prefillParams) {
-      return { kind: "next", error: `prefill ${target.id} answered no kv_transfer_params` };
+    const parsed = answer.complete ? parseJson(answer.text) : undefined;
+    if (parsed === undefined) {
+      return { kind: "next", error: `prefill ${target.id} gave no readable answer` };
     }
+    // No params (the one token stopped the request): the decode gets the client's body and
+    // prefills it itself, as the toy proxy does.
+    pairing.prefillParams = prefillParamsOf(parsed);
     return this.#decodeOnly(decode, decodeBody(this.#o.requestBody, pairing), target, legs);
   }
 
@@ -198,16 +203,41 @@ class PdRun {
     const budget = 1 + this.#o.maxRetries;
     let error = "no prefill instance could pair";
     for (const prefill of this.#prefillTargets.slice(0, budget)) {
-      const pairing = await this.#pairing(prefill);
-      if (!pairing) {
-        error = `prefill ${prefill.id} has no readable bootstrap server`;
-        continue;
-      }
-      const result = await this.#pair(prefill, decode, pairing, this.#legs());
+      const result = await this.#pairWith(prefill, decode);
       if (result.kind !== "next" || !result.error.startsWith("prefill")) return result;
       error = result.error;
     }
     return { kind: "next", error };
+  }
+
+  /**
+   * One pair of `prefill` and `decode`. Mooncake: a decode that failed on engine ids the
+   * prefill's `/query` no longer lists (it restarted) is tried once more with the new ones.
+   */
+  async #pairWith(prefill: ForwardTarget, decode: ForwardTarget): Promise<PairResult> {
+    const pairing = await this.#pairing(prefill);
+    if (!pairing) {
+      return { kind: "next", error: `prefill ${prefill.id} has no readable bootstrap server` };
+    }
+    const result = await this.#pair(prefill, decode, pairing, this.#legs());
+    if (result.kind !== "next" || !(await this.#staleEngineId(pairing, result.error))) {
+      return result;
+    }
+    const fresh = await this.#pairing(prefill);
+    return fresh ? await this.#pair(prefill, decode, fresh, this.#legs()) : result;
+  }
+
+  /**
+   * After a failed Mooncake pair: its bootstrap server is asked again (a failed prefill may come
+   * back restarted, with new ids); true when the decode failed on an engine id no longer listed.
+   */
+  async #staleEngineId(pairing: PdPairing, error: string): Promise<boolean> {
+    const ids = this.#o.runtime.bootstrapIds;
+    if (pairing.protocol !== "vllm-mooncake" || !ids) return false;
+    ids.forget(pairing.bootstrapHost, pairing.bootstrapPort);
+    if (error.startsWith("prefill")) return false;
+    const ranks = await ids.ranks(pairing.bootstrapHost, pairing.bootstrapPort);
+    return ranks !== undefined && !ranks.some((r) => r.engineId === pairing.remoteEngineId);
   }
 
   async #pair(
@@ -220,6 +250,9 @@ class PdRun {
     const signal = AbortSignal.any([this.#signal, pairAbort.signal]);
     const body = this.#o.requestBody;
     const started = this.#o.now();
+    for (const [name, value] of Object.entries(prefillHeaders(pairing))) {
+      legs.prefill.upstreamHeaders.set(name, value);
+    }
     const prefillRun = this.#forward([prefill], prefillBody(body, pairing), legs.prefill, signal);
     const decodeRun = this.#decodeOnly(decode, decodeBody(body, pairing), prefill, legs, signal);
     const prefillFailed = prefillRun.then((o) =>
@@ -268,17 +301,28 @@ class PdRun {
   /** The pairing of a concurrent protocol with this prefill instance (undefined: cannot pair). */
   async #pairing(prefill: ForwardTarget): Promise<PdPairing | undefined> {
     const entry = this.#o.plan.entries.get(prefill.id);
-    const host = new URL(prefill.url).hostname.replace(/^\[|\]$/g, "");
+    // WHATWG URL: an IPv6 host in brackets, as mini_lb (`maybe_wrap_ipv6_address`, sglang
+    // 001c2ae0) and sgl-router (`Url::host_str`, worker_builder.rs 9fc56c2e) send it; older SGLang
+    // builds `host:port` from it and would fail on a bare "::1".
+    const urlHost = new URL(prefill.url).hostname;
     const port = entry?.config.bootstrapPort ?? 8998;
     const protocol = this.#o.plan.decode!.protocol;
     if (protocol === "sglang") {
       const room = bootstrapRoom(crypto.getRandomValues(new Uint8Array(8)));
-      return { protocol, bootstrapHost: host, bootstrapPort: port, room };
+      return { protocol, bootstrapHost: urlHost, bootstrapPort: port, room };
     }
-    const remoteEngineId = await this.#o.runtime.bootstrapIds?.engineId(host, port);
-    if (!remoteEngineId) return undefined;
+    const host = urlHost.replace(/^\[|\]$/g, "");
+    const rank = await this.#o.runtime.bootstrapIds?.pick(prefill.url, host, port);
+    if (!rank) return undefined;
     const transferId = `xfer-${this.#o.record.requestId}-${crypto.randomUUID().slice(0, 8)}`;
-    return { protocol, bootstrapHost: host, bootstrapPort: port, remoteEngineId, transferId };
+    return {
+      protocol,
+      bootstrapHost: host,
+      bootstrapPort: port,
+      remoteEngineId: rank.engineId,
+      dpRank: rank.rank,
+      transferId,
+    };
   }
 
   #forward(

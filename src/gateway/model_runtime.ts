@@ -7,6 +7,7 @@ import { createKeyScheme, describeSeed, keySchemeOptionsFromKv } from "../hashin
 import type { KeyScheme } from "../hashing/types.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { BootstrapEngineIds } from "../proxy/mooncake_bootstrap.ts";
+import { rankLoadsReader } from "../cluster/rank_loads.ts";
 import { KvAgreementMonitor } from "./kv_agreement_monitor.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
 import { RecentPrompts } from "../kv/recent_prompts.ts";
@@ -151,7 +152,11 @@ export class ModelRuntime {
         ? new DecodeOutlook({ meanDecodeS: config.disaggregation.meanDecodeS, now: deps.now })
         : undefined,
       bootstrapIds: config.disaggregation?.protocol === "vllm-mooncake"
-        ? new BootstrapEngineIds({ fetch: deps.fetch, timeoutMs: config.health.timeoutMs })
+        ? new BootstrapEngineIds({
+          fetch: deps.fetch,
+          timeoutMs: config.health.timeoutMs,
+          readLoads: rankLoadsReader(deps.fetch, config.health.timeoutMs),
+        })
         : undefined,
     });
   }

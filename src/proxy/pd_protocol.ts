@@ -9,7 +9,10 @@ export type PdProtocol = "vllm-nixl" | "vllm-mooncake" | "sglang";
 /** What one pairing of a prefill and a decode instance needs besides the client's body. */
 export interface PdPairing {
   protocol: PdProtocol;
-  /** The prefill instance's host and KV bootstrap port (vllm-mooncake, sglang). */
+  /**
+   * The prefill instance's host and KV bootstrap port (vllm-mooncake, sglang). SGLang's is sent as
+   * is (an IPv6 literal in brackets); Mooncake's is bare and bracketed in the address.
+   */
   bootstrapHost: string;
   bootstrapPort: number;
   /** sglang: the room both sides meet in, as exact decimal digits (it may exceed 2^53). */
@@ -17,6 +20,8 @@ export interface PdPairing {
   /** vllm-mooncake: the transfer both sides name, and the prefill engine's id (its `/query`). */
   transferId?: string;
   remoteEngineId?: string;
+  /** vllm-mooncake: the prefill's data-parallel rank whose engine id the decode names. */
+  dpRank?: number;
   /** vllm-nixl: the `kv_transfer_params` of the prefill's answer. */
   prefillParams?: Record<string, unknown>;
 }
@@ -44,6 +49,15 @@ export function prefillBody(body: Record<string, unknown>, pairing: PdPairing): 
     transfer_id: pairing.transferId,
   };
   return JSON.stringify(copy);
+}
+
+/**
+ * Headers of the prefill request only: Mooncake pins its DP rank (`X-data-parallel-rank`, as
+ * mooncake_connector_proxy.py does, vllm-project/vllm 41c5903d), so that the decode's
+ * `remote_engine_id` names the engine that holds the KV.
+ */
+export function prefillHeaders(pairing: PdPairing): Record<string, string> {
+  return pairing.dpRank === undefined ? {} : { "x-data-parallel-rank": String(pairing.dpRank) };
 }
 
 /** The decode request: the client's body (stream as asked) plus what joins it to the prefill. */
@@ -89,18 +103,36 @@ export function bootstrapRoom(bytes: Uint8Array): string {
   return BigInt.asUintN(63, value).toString();
 }
 
-/** The prefill's `kv_transfer_params`, when its answer carries an object there. */
+/**
+ * The prefill's `kv_transfer_params`, when its answer carries a non-empty object there. Older
+ * vLLM answers none when the one token stopped the request (EOS, a stop string); the toy proxy
+ * then sends the decode the client's body (`if kv_transfer_params:`, toy_proxy_server.py,
+ * vllm-project/vllm 030ea52e), which the decode prefills itself.
+ */
 export function prefillParamsOf(answer: unknown): Record<string, unknown> | undefined {
   const params = (answer as { kv_transfer_params?: unknown } | null)?.kv_transfer_params;
-  return params && typeof params === "object" && !Array.isArray(params)
-    ? params as Record<string, unknown>
-    : undefined;
+  const isObject = params && typeof params === "object" && !Array.isArray(params);
+  return isObject && Object.keys(params).length > 0 ? params as Record<string, unknown> : undefined;
 }
 
-/** The engine id a vLLM Mooncake bootstrap server's `/query` gives for data-parallel rank 0. */
-export function engineIdOf(query: unknown): string | undefined {
-  const rank = (query as Record<string, { engine_id?: unknown }> | null)?.["0"];
-  return typeof rank?.engine_id === "string" ? rank.engine_id : undefined;
+/** One data-parallel rank of a vLLM Mooncake prefill engine. */
+export interface DpRank {
+  rank: number;
+  engineId: string;
+}
+
+/**
+ * Every rank of a vLLM Mooncake bootstrap server's `/query` answer,
+ * `{"<dp_rank>": {"engine_id": "...", "worker_addr": {...}}}` (MooncakeBootstrapServer.query,
+ * mooncake_utils.py, vllm-project/vllm e7ad92e5), in rank order; undefined when none is readable.
+ */
+export function dpRanksOf(query: unknown): DpRank[] | undefined {
+  if (!query || typeof query !== "object" || Array.isArray(query)) return undefined;
+  const ranks = Object.entries(query as Record<string, { engine_id?: unknown } | null>)
+    .filter(([rank, entry]) => /^\d+$/.test(rank) && typeof entry?.engine_id === "string")
+    .map(([rank, entry]) => ({ rank: Number(rank), engineId: entry!.engine_id as string }))
+    .sort((a, b) => a.rank - b.rank);
+  return ranks.length > 0 ? ranks : undefined;
 }
 
 function hostForUrl(host: string): string {

@@ -1,5 +1,5 @@
 /**
- * A fake OpenAI-compatible engine (vLLM or SGLang flavour) on 127.0.0.1, for the router's
+ * A fake OpenAI-compatible engine (vLLM or SGLang flavour) on 127.0.0.1 (or ::1), for the router's
  * end-to-end tests and the demo's embedded cluster.
  *
  * It behaves like one GPU: prefills run one at a time in arrival order (FIFO), each taking the
@@ -22,9 +22,12 @@ import type { EngineKvCache } from "./engine_kv_cache.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillSeconds } from "./prefill_time.ts";
 import {
   checkPdRequest,
+  dataParallelRankHeader,
   mooncakeKey,
   nixlKey,
+  normalizeHost,
   parseBody,
+  parseBootstrapAddr,
   type PdPlan,
   type PdProtocol,
   type PdRole,
@@ -86,6 +89,8 @@ export type PdOutcome =
   | "invalid"
   /** Non-strict mode: served as an ordinary request, as upstream does with such a request. */
   | "degraded"
+  /** A NIXL decode without kv_transfer_params, served as an ordinary request (both modes). */
+  | "plain"
   | PdFailure;
 
 export interface FakePdOptions {
@@ -118,6 +123,13 @@ export interface FakePdOptions {
   sideChannelPort?: number;
   /** vLLM NIXL prefill: tokens per KV block, for `remote_block_ids` (default 16). */
   blockSize?: number;
+  /**
+   * vLLM NIXL prefill: its one token ends the request (EOS or a stop string: finish_reason
+   * "stop"), so the answer carries `kv_transfer_params: null` and no KV is held. Older vLLM's
+   * `request_finished` gives params only to a FINISHED_LENGTH_CAPPED request (nixl_connector.py,
+   * vllm-project/vllm 002a1057). Default false.
+   */
+  prefillStops?: boolean | ((body: OpenAiBody) => boolean);
 }
 
 /** What a P/D engine is, for configs and tests. */
@@ -126,7 +138,10 @@ export interface FakePdInfo {
   role: PdRole;
   /** Prefill of vLLM Mooncake / SGLang: the bootstrap server's port; otherwise undefined. */
   bootstrapPort?: number;
-  /** How decodes address it: `http://127.0.0.1:port` (Mooncake) or `127.0.0.1:port` (SGLang). */
+  /**
+   * How decodes address it: `http://127.0.0.1:port` (Mooncake) or `127.0.0.1:port` (SGLang); an
+   * IPv6 host in brackets.
+   */
   bootstrapAddr?: string;
   /** vLLM: engine id per data-parallel rank (what `/query` and `remote_engine_id` carry). */
   engineIds: string[];
@@ -171,8 +186,10 @@ export interface FakeEngineOptions {
   model?: string;
   /** LoRA adapters served too, like vLLM's `--lora-modules` (their names are valid models). */
   loraModules?: string[];
-  /** Port to bind on 127.0.0.1 (default 0: any free port). */
+  /** Port to bind (default 0: any free port). */
   port?: number;
+  /** Address to listen on, "127.0.0.1" (default) or "::1"; the bootstrap server's too. */
+  hostname?: string;
   /** Prefill-time coefficients in engine seconds (default: the Mooncake FAST'25 fit). */
   prefillModel?: PrefillModelCoefficients;
   /** Wall seconds per engine second (default 0.01: an 8k-token prefill takes ~10 ms). */
@@ -304,6 +321,11 @@ export interface FakeEngine {
   /** false: /health answers 503 and inference 503, as while an engine loads its weights. */
   setReady(ready: boolean): void;
   load(): FakeEngineLoad;
+  /**
+   * vLLM P/D: new engine ids, as after a restart (vLLM draws a fresh UUID per start unless
+   * kv_transfer_config.engine_id is set); `/query` answers them from now on.
+   */
+  renewEngineIds(): void;
   /** Ends every request in flight and stops listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -327,6 +349,7 @@ const PD_OUTCOMES: PdOutcome[] = [
   "ok",
   "invalid",
   "degraded",
+  "plain",
   "no_prefill",
   "timeout",
   "mismatch",
@@ -423,6 +446,7 @@ class Engine implements FakeEngine {
   readonly model: string;
   readonly stats: FakeEngineStats;
   #port: number;
+  readonly #hostname: string;
   #servers = new Set<Deno.HttpServer<Deno.NetAddr>>();
   #listening: Deno.HttpServer<Deno.NetAddr> | undefined;
   #failure: FailureMode = "none";
@@ -436,7 +460,15 @@ class Engine implements FakeEngine {
     & Required<
       Omit<
         FakeEngineOptions,
-        "id" | "port" | "onPrefilled" | "completionTokens" | "flavour" | "model" | "pd" | "kvCache"
+        | "id"
+        | "port"
+        | "hostname"
+        | "onPrefilled"
+        | "completionTokens"
+        | "flavour"
+        | "model"
+        | "pd"
+        | "kvCache"
       >
     >
     & Pick<FakeEngineOptions, "onPrefilled" | "completionTokens">;
@@ -455,6 +487,7 @@ class Engine implements FakeEngine {
 
   constructor(options: FakeEngineOptions, server: Deno.HttpServer<Deno.NetAddr>) {
     this.#port = server.addr.port;
+    this.#hostname = server.addr.hostname;
     this.id = options.id ?? `engine-${this.#port}`;
     this.flavour = options.flavour ?? (options.pd?.protocol === "sglang" ? "sglang" : "vllm");
     this.model = options.model ?? "fake-model";
@@ -498,7 +531,7 @@ class Engine implements FakeEngine {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.#port}`;
+    return `http://${bracketed(this.#hostname)}:${this.#port}`;
   }
   get port(): number {
     return this.#port;
@@ -547,10 +580,16 @@ class Engine implements FakeEngine {
       if (bootstrap) bootstrap.server = undefined;
       if (listener) await listener.shutdown();
     } else {
-      if (!this.#listening) this.#adopt(Engine.listen(this.#port, (r) => this.#handle(r)));
+      if (!this.#listening) {
+        this.#adopt(Engine.listen(this.#hostname, this.#port, (r) => this.#handle(r)));
+      }
       const bootstrap = this.#pd?.bootstrap;
       if (bootstrap && !bootstrap.server) {
-        bootstrap.server = Engine.listen(bootstrap.port, (r) => this.#bootstrapHandle(r));
+        bootstrap.server = Engine.listen(
+          this.#hostname,
+          bootstrap.port,
+          (r) => this.#bootstrapHandle(r),
+        );
       }
     }
   }
@@ -587,17 +626,22 @@ class Engine implements FakeEngine {
   }
 
   static listen(
+    hostname: string,
     port: number,
     handler: (request: Request) => Promise<Response>,
   ): Deno.HttpServer<Deno.NetAddr> {
-    return Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, handler);
+    return Deno.serve({ hostname, port, onListen() {} }, handler);
   }
 
   /** Binds the request handler to a server created before the engine existed. */
   static create(options: FakeEngineOptions): Engine {
     if (options.pd) checkPdOptions(options);
     const box: { engine?: Engine } = {};
-    const server = Engine.listen(options.port ?? 0, (request) => box.engine!.#handle(request));
+    const server = Engine.listen(
+      options.hostname ?? "127.0.0.1",
+      options.port ?? 0,
+      (request) => box.engine!.#handle(request),
+    );
     box.engine = new Engine(options, server);
     return box.engine;
   }
@@ -820,28 +864,8 @@ class Engine implements FakeEngine {
       if (record.pd) this.#pdOutcome(record, "invalid", "`max_tokens` must be a positive integer.");
       return this.#error(400, "`max_tokens` must be a positive integer.", "BadRequestError");
     }
-    let plan: PdPlan | undefined;
-    if (pd && record.pd) {
-      const check = checkPdRequest({
-        protocol: pd.protocol,
-        role: pd.role,
-        body,
-        headers,
-        roomSource,
-        strict: pd.strict,
-        dataParallelSize: this.#opts.dataParallelSize,
-      });
-      if (check.kind === "reject") {
-        this.#finish(record, "bad_request");
-        this.#pdOutcome(record, "invalid", check.message);
-        return this.#error(check.status, check.message, "BadRequestError", check.param);
-      }
-      if (check.kind === "degrade") this.#pdOutcome(record, "degraded", check.reason);
-      else plan = check.plan;
-      if (plan?.protocol === "vllm-mooncake" && plan.role === "prefill") {
-        record.pd.dataParallelRank = plan.dpRank;
-      }
-    }
+    const plan = this.#pdPlan(record, body, roomSource);
+    if (plan instanceof Response) return plan;
     let promptTokens: number;
     try {
       promptTokens = Math.max(0, Math.round(await this.#opts.countTokens(body)));
@@ -854,11 +878,8 @@ class Engine implements FakeEngine {
     // A P/D prefill produces one token (vLLM: max_tokens 1; SGLang: the token it hands over).
     const limit = plan?.role === "prefill" ? 1 : maxTokens;
     const outputTokens = Math.max(1, Math.min(limit, Math.round(wanted)));
-    const finishReason = outputTokens >= limit ? "length" : "stop";
-    const rank = plan?.protocol === "vllm-mooncake" && plan.role === "prefill" &&
-        plan.dpRank !== undefined
-      ? plan.dpRank
-      : record.seq % this.#opts.dataParallelSize;
+    const stopped = this.#prefillStops(plan, body);
+    const finishReason = outputTokens >= limit && !stopped ? "length" : "stop";
     const reply: Reply = {
       record,
       body,
@@ -866,7 +887,7 @@ class Engine implements FakeEngine {
       promptTokens,
       outputTokens,
       finishReason,
-      rank,
+      rank: this.#rankOf(record),
       id: `${chat ? "chatcmpl" : "cmpl"}-${crypto.randomUUID().replaceAll("-", "")}`,
       created: Math.floor(Date.now() / 1000),
       includeUsage: (body.stream_options as { include_usage?: unknown } | undefined)
@@ -882,14 +903,63 @@ class Engine implements FakeEngine {
 
   // ---- P/D -----------------------------------------------------------------------------------
 
+  /** The request's P/D plan (undefined: ordinary, degraded or plain), or the refusal to send. */
+  #pdPlan(
+    record: RequestRecord,
+    body: OpenAiBody,
+    roomSource: string | undefined,
+  ): PdPlan | Response | undefined {
+    const pd = this.#pd;
+    if (!pd || !record.pd) return undefined;
+    const check = checkPdRequest({
+      protocol: pd.protocol,
+      role: pd.role,
+      body,
+      headers: record.headers,
+      roomSource,
+      strict: pd.strict,
+      dataParallelSize: this.#opts.dataParallelSize,
+    });
+    if (check.kind === "reject") {
+      this.#finish(record, "bad_request");
+      this.#pdOutcome(record, "invalid", check.message);
+      return this.#error(check.status, check.message, "BadRequestError", check.param);
+    }
+    if (check.kind !== "plan") {
+      this.#pdOutcome(record, check.kind === "plain" ? "plain" : "degraded", check.reason);
+      return undefined;
+    }
+    if (check.plan.protocol === "vllm-mooncake" && check.plan.role === "prefill") {
+      record.pd.dataParallelRank = check.plan.dpRank;
+    }
+    return check.plan;
+  }
+
+  /**
+   * The DP rank serving the request: vLLM's `X-data-parallel-rank` header (any request, serving.py
+   * `_get_data_parallel_rank`) when in range, else the engines in turn (vLLM balances by load).
+   */
+  #rankOf(record: RequestRecord): number {
+    const size = this.#opts.dataParallelSize;
+    const pinned = this.flavour === "vllm"
+      ? dataParallelRankHeader(record.headers["x-data-parallel-rank"])
+      : undefined;
+    return pinned !== undefined && pinned < size ? pinned : record.seq % size;
+  }
+
+  /** A NIXL prefill whose one token ends the request (the `prefillStops` option). */
+  #prefillStops(plan: PdPlan | undefined, body: OpenAiBody): boolean {
+    if (plan?.protocol !== "vllm-nixl" || plan.role !== "prefill") return false;
+    const stops = this.#pd!.prefillStops;
+    return typeof stops === "function" ? stops(body) : stops;
+  }
+
   #startPd(options: FakePdOptions): PdState {
     const timeScale = this.#opts.timeScale;
     const registry = options.registry ?? defaultPdRegistry;
-    const base = options.engineId ?? crypto.randomUUID();
-    const ranks = this.#opts.dataParallelSize;
     const engineIds = options.protocol === "sglang"
       ? []
-      : Array.from({ length: ranks }, (_v, i) => (i === 0 ? base : `${base}_dp${i}`));
+      : rankEngineIds(options.engineId ?? crypto.randomUUID(), this.#opts.dataParallelSize);
     const state: PdState = {
       protocol: options.protocol,
       role: options.role,
@@ -904,22 +974,36 @@ class Engine implements FakeEngine {
       sideChannelPort: options.sideChannelPort ?? 5600,
       blockSize: Math.max(1, Math.floor(options.blockSize ?? 16)),
       nextBlock: 1,
+      prefillStops: options.prefillStops ?? false,
     };
     if (options.role === "prefill" && options.protocol !== "vllm-nixl") {
-      const server = Engine.listen(options.bootstrapPort ?? 0, (r) => this.#bootstrapHandle(r));
-      const port = server.addr.port;
-      const addr = options.protocol === "vllm-mooncake"
-        ? `http://127.0.0.1:${port}`
-        : `127.0.0.1:${port}`;
-      const unregister = registry.registerBootstrap({
-        addr,
-        instanceId: this.id,
-        engineIds,
-        alive: () => this.#pdAlive(),
-      });
-      state.bootstrap = { port, addr, server, unregister };
+      state.bootstrap = this.#startBootstrap(state, options.bootstrapPort ?? 0);
     }
     return state;
+  }
+
+  /** The bootstrap server of a Mooncake or SGLang prefill, reachable in the registry. */
+  #startBootstrap(state: PdState, wantedPort: number): NonNullable<PdState["bootstrap"]> {
+    const server = Engine.listen(this.#hostname, wantedPort, (r) => this.#bootstrapHandle(r));
+    const port = server.addr.port;
+    const host = bracketed(this.#hostname);
+    const mooncake = state.protocol === "vllm-mooncake";
+    const addr = mooncake ? `http://${host}:${port}` : `${host}:${port}`;
+    // The registry meets by the normalized address decodes name ("[::1]" is "127.0.0.1").
+    const key = mooncake ? parseBootstrapAddr(addr)! : `${normalizeHost(this.#hostname)}:${port}`;
+    const unregister = state.registry.registerBootstrap({
+      addr: key,
+      instanceId: this.id,
+      engineIds: state.engineIds,
+      alive: () => this.#pdAlive(),
+    });
+    return { port, addr, key, server, unregister };
+  }
+
+  renewEngineIds(): void {
+    const ids = this.#pd?.engineIds;
+    // In place: the registry's bootstrap entry holds the same list.
+    if (ids?.length) ids.splice(0, ids.length, ...rankEngineIds(crypto.randomUUID(), ids.length));
   }
 
   /** Whether this engine's process could still hand over KV. */
@@ -984,6 +1068,12 @@ class Engine implements FakeEngine {
       promptTokens: reply.promptTokens,
       alive: () => this.#pdAlive(),
     };
+    if (plan.protocol === "vllm-nixl" && reply.finishReason === "stop") {
+      // Not FINISHED_LENGTH_CAPPED: `request_finished` returns no params and frees the blocks.
+      record.pd!.answeredKvTransferParams = null;
+      this.#pdOutcome(record, "ok");
+      return;
+    }
     if (plan.protocol === "vllm-nixl") {
       const engineId = pd.engineIds[reply.rank];
       // vLLM's internal request id: "cmpl-<X-Request-Id>-0-<8 hex>" ("chatcmpl-...-<8 hex>").
@@ -1020,7 +1110,9 @@ class Engine implements FakeEngine {
       return;
     }
     if (plan.protocol === "vllm-mooncake") {
-      const key = mooncakeKey(pd.bootstrap!.addr, pd.engineIds[reply.rank], plan.transferId);
+      const key = mooncakeKey(pd.bootstrap!.key, plan.transferId);
+      side.engineId = pd.engineIds[reply.rank];
+      side.dpRank = reply.rank;
       record.pd!.key = key;
       record.pd!.answeredKvTransferParams = null; // request_finished returns no params
       pd.registry.publish(key, side, pd.timeoutMs);
@@ -1028,7 +1120,7 @@ class Engine implements FakeEngine {
       return;
     }
     if (plan.protocol !== "sglang") return;
-    const key = sglangKey(pd.bootstrap!.addr, plan.room);
+    const key = sglangKey(pd.bootstrap!.key, plan.room);
     record.pd!.key = key;
     const publication = pd.registry.publish(key, side, pd.timeoutMs);
     const started = performance.now();
@@ -1098,7 +1190,10 @@ class Engine implements FakeEngine {
             plan.bootstrapAddr,
         );
       }
-      key = mooncakeKey(plan.bootstrapAddr, plan.remoteEngineId, plan.transferId);
+      key = mooncakeKey(plan.bootstrapAddr, plan.transferId);
+      verify = (prefill) =>
+        sameEngine(prefill, plan.remoteEngineId, server.engineIds) ??
+          samePrompt(prefill);
     } else if (plan.protocol === "sglang" && plan.role === "decode") {
       const addr = plan.bootstrapHostPort;
       if (!pd.registry.bootstrap(addr)) {
@@ -1611,9 +1706,40 @@ interface PdState {
   bootstrap?: {
     port: number;
     addr: string;
+    /** `addr` as the registry knows it (normalized). */
+    key: string;
     server: Deno.HttpServer<Deno.NetAddr> | undefined;
     unregister: () => void;
   };
+  /** vLLM NIXL prefill: the option of that name. */
+  prefillStops: boolean | ((body: OpenAiBody) => boolean);
+}
+
+/**
+ * A Mooncake decode must pull from the engine of the DP rank its prefill ran on. Upstream the
+ * named rank's sender never hears of the transfer and the decode fails after
+ * VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s, "Timeout waiting for P side ready."); the fake fails
+ * it as soon as both halves are known.
+ */
+function sameEngine(
+  prefill: PdPrefillSide,
+  engineId: string,
+  engineIds: readonly string[],
+): string | undefined {
+  if (prefill.engineId === undefined || prefill.engineId === engineId) return undefined;
+  return `the prefill ${prefill.instanceId} request ${prefill.seq} ran on DP rank ` +
+    `${prefill.dpRank} (engine ${prefill.engineId}); the decode pulls from engine ${engineId} ` +
+    `(rank ${engineIds.indexOf(engineId)}), whose sender never hears of this transfer`;
+}
+
+/** vLLM's engine id per DP rank: the configured id, suffixed `_dp<rank>` past rank 0. */
+function rankEngineIds(base: string, ranks: number): string[] {
+  return Array.from({ length: ranks }, (_v, i) => (i === 0 ? base : `${base}_dp${i}`));
+}
+
+/** A host as it goes in a URL: an IPv6 literal in brackets. */
+function bracketed(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
 }
 
 /** Refuses impossible P/D options before anything listens. */
@@ -1628,6 +1754,9 @@ function checkPdOptions(options: FakeEngineOptions): void {
   const flavour = pd.protocol === "sglang" ? "sglang" : "vllm";
   if (options.flavour && options.flavour !== flavour) {
     throw new Error(`fake engine: pd.protocol ${pd.protocol} needs flavour ${flavour}`);
+  }
+  if (pd.prefillStops && (pd.protocol !== "vllm-nixl" || pd.role !== "prefill")) {
+    throw new Error("fake engine: pd.prefillStops is for a vllm-nixl prefill");
   }
 }
 

@@ -40,6 +40,15 @@ function post(url: string, body: unknown, headers: Record<string, string> = {}) 
   });
 }
 
+/** Polls `check` until true, failing after `timeoutMs`. */
+async function waitUntil(check: () => boolean, timeoutMs = 2000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error("timed out waiting for a condition");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 const completions = (engine: FakeEngine) => `${engine.url}/v1/completions`;
 const chat = (engine: FakeEngine) => `${engine.url}/v1/chat/completions`;
 
@@ -78,13 +87,13 @@ function pair(
     id: "p1",
     countTokens: () => 1000,
     ...options.prefill,
-    pd: { protocol, role: "prefill", ...common },
+    pd: { ...options.prefill?.pd, protocol, role: "prefill", ...common },
   });
   const decode = startFakeEngine({
     id: "d1",
     countTokens: () => 1000,
     ...options.decode,
-    pd: { protocol, role: "decode", ...common },
+    pd: { ...options.decode?.pd, protocol, role: "decode", ...common },
   });
   return {
     registry,
@@ -307,7 +316,6 @@ Deno.test("NIXL: wrong fields and prefill bodies are refused with 400 naming the
         { ...vllmPrefillBody({ prompt: "x" }, NIXL_PREFILL_PARAMS), min_tokens: 4 },
         "min_tokens",
       ],
-      [decode, { prompt: "x" }, "kv_transfer_params"],
       [
         decode,
         {
@@ -338,7 +346,7 @@ Deno.test("NIXL: wrong fields and prefill bodies are refused with 400 naming the
       assert.equal(error.param, param, error.message);
     }
     assert.equal(prefill.stats.pdByOutcome.invalid, 8);
-    assert.equal(decode.stats.pdByOutcome.invalid, 4);
+    assert.equal(decode.stats.pdByOutcome.invalid, 3);
     assert.equal(prefill.stats.requests[0].pd?.outcome, "invalid");
     assert.equal(prefill.stats.requests[0].pd?.kvTransferParams, "yes");
   } finally {
@@ -349,16 +357,50 @@ Deno.test("NIXL: wrong fields and prefill bodies are refused with 400 naming the
 Deno.test("NIXL: non-strict fakes serve what vLLM silently degrades, and record it", async () => {
   const { decode, close } = pair("vllm-nixl", { strict: false });
   try {
-    const response = await post(completions(decode), { prompt: "x", max_tokens: 2 });
+    const response = await post(completions(decode), {
+      prompt: "x",
+      max_tokens: 2,
+      kv_transfer_params: { do_remote_prefill: true, remote_engine_id: "e" },
+    });
     assert.equal(response.status, 200);
     const answer = await response.json();
     assert.equal(answer.kv_transfer_params, null);
     const [record] = decode.stats.requests;
     assert.equal(record.pd?.outcome, "degraded");
-    assert.match(record.pd!.error!, /prefills it locally/);
+    assert.match(record.pd!.error!, /Got invalid KVTransferParams" and prefills locally/);
     assert.equal(decode.stats.prefixCacheQueries, 1000, "it prefilled the prompt itself");
   } finally {
     await close();
+  }
+});
+
+Deno.test("NIXL: a prefill whose token stops answers no kv_transfer_params; a plain decode prefills itself", async () => {
+  // Both modes: the toy proxy sends such a decode on purpose.
+  for (const strict of [true, false]) {
+    const { prefill, decode, registry, close } = pair("vllm-nixl", {
+      strict,
+      prefill: { pd: { protocol: "vllm-nixl", role: "prefill", prefillStops: true } },
+    });
+    try {
+      const p = await post(
+        completions(prefill),
+        vllmPrefillBody({ prompt: "x" }, NIXL_PREFILL_PARAMS),
+      );
+      const answer = await p.json();
+      assert.equal(p.status, 200);
+      assert.equal(answer.kv_transfer_params, null);
+      assert.equal(answer.choices[0].finish_reason, "stop");
+      assert.equal(registry.slots().length, 0, "no KV held for a decode");
+      assert.equal(prefill.stats.requests[0].pd?.answeredKvTransferParams, null);
+      const d = await post(completions(decode), { prompt: "x", max_tokens: 3 });
+      assert.equal(d.status, 200);
+      assert.equal((await d.json()).usage.completion_tokens, 3);
+      const [record] = decode.stats.requests;
+      assert.equal(record.pd?.outcome, "plain");
+      assert.equal(decode.stats.prefixCacheQueries, 1000, "it prefilled the prompt itself");
+    } finally {
+      await close();
+    }
   }
 });
 
@@ -518,6 +560,54 @@ Deno.test("Mooncake: a decode whose prefill never comes fails after the timeout"
     assert.equal(wrongEngine.status, 500);
     await wrongEngine.body?.cancel();
     assert.equal(decode.stats.requests.at(-1)!.pd?.outcome, "mismatch");
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("Mooncake: a decode naming another DP rank's engine than the prefill ran on fails", async () => {
+  const { prefill, decode, close } = pair("vllm-mooncake", { prefill: { dataParallelSize: 2 } });
+  try {
+    const body = { prompt: "x", max_tokens: 2 };
+    const d = post(completions(decode), {
+      ...body,
+      kv_transfer_params: mooncakeDecodeParams(prefill, "xfer-r", 0),
+    });
+    await waitUntil(() => decode.load().waiting === 1);
+    const p = await post(
+      completions(prefill),
+      vllmPrefillBody(body, { do_remote_decode: true, transfer_id: "xfer-r" }),
+      { "X-data-parallel-rank": "1" },
+    );
+    assert.equal(p.status, 200);
+    await p.body?.cancel();
+    const failed = await d;
+    assert.equal(failed.status, 500);
+    await failed.body?.cancel();
+    const [record] = decode.stats.requests;
+    assert.equal(record.pd?.outcome, "mismatch");
+    assert.match(record.pd!.error!, /ran on DP rank 1 .* \(rank 0\)/);
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("Mooncake: renewed engine ids (a restart) are what /query answers; the old ones fail", async () => {
+  const { prefill, decode, close } = pair("vllm-mooncake");
+  try {
+    const old = prefill.pd!.engineIds[0];
+    prefill.renewEngineIds();
+    const fresh = prefill.pd!.engineIds[0];
+    assert.notEqual(fresh, old);
+    const query = await (await fetch(`${prefill.pd!.bootstrapAddr}/query`)).json();
+    assert.equal(query["0"].engine_id, fresh);
+    const stale = await post(completions(decode), {
+      prompt: "x",
+      kv_transfer_params: { ...mooncakeDecodeParams(prefill, "t"), remote_engine_id: old },
+    });
+    assert.equal(stale.status, 500);
+    await stale.body?.cancel();
+    assert.match(decode.stats.requests[0].pd!.error!, /Failed to find remote engine_id/);
   } finally {
     await close();
   }
@@ -785,6 +875,24 @@ Deno.test("SGLang: unknown bootstrap server, a second decode for one room, a dea
     await lost.body?.cancel();
     assert.ok(performance.now() - started < 900, "failed before the 1 s timeout");
     assert.equal(decode.stats.requests.at(-1)!.pd?.outcome, "prefill_dead");
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("SGLang: a bare IPv6 bootstrap_host reaches no bootstrap server; in brackets it does", async () => {
+  const { prefill, decode, close } = pair("sglang", { timeoutMs: 1000 });
+  try {
+    const bare = await post(chat(decode), sglangBody(prefill, "5", { bootstrap_host: "::1" }));
+    assert.equal(bare.status, 500);
+    assert.match((await bare.json()).error.message, /bootstrap server ::1:\d+$/);
+    assert.equal(decode.stats.requests[0].pd?.outcome, "unknown_bootstrap");
+    const body = sglangBody(prefill, "6", { bootstrap_host: "[::1]" });
+    const [p, d] = await Promise.all([post(chat(prefill), body), post(chat(decode), body)]);
+    assert.equal(p.status, 200);
+    assert.equal(d.status, 200);
+    await Promise.all([p.body?.cancel(), d.body?.cancel()]);
+    assert.equal(decode.stats.requests[1].pd?.outcome, "ok");
   } finally {
     await close();
   }

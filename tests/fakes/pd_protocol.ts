@@ -67,13 +67,28 @@ export function normalizeHost(host: string): string {
   return h === "localhost" || h === "::1" ? "127.0.0.1" : h;
 }
 
+/** An IPv6 literal written without brackets (a host name cannot contain ":"). */
+export function isBareIpv6(host: string): boolean {
+  return host.includes(":") && !host.startsWith("[");
+}
+
+/** vLLM's `X-data-parallel-rank` header: an integer, else none (serving.py `int(rank_str)`). */
+export function dataParallelRankHeader(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\s*\d+\s*$/.test(value)) return undefined;
+  return Number(value.trim());
+}
+
 export function nixlKey(engineId: string, remoteRequestId: string): string {
   return `vllm-nixl|${engineId}|${remoteRequestId}`;
 }
 
-/** `addr` as `http://host:port` (normalized by `parseBootstrapAddr`). */
-export function mooncakeKey(addr: string, engineId: string, transferId: string): string {
-  return `vllm-mooncake|${addr}|${engineId}|${transferId}`;
+/**
+ * `addr` as `http://host:port` (normalized by `parseBootstrapAddr`). The engine id is not part of
+ * the key: a decode naming another DP rank's engine than the one the prefill ran on must meet the
+ * prefill and be failed by the check, not wait unmatched.
+ */
+export function mooncakeKey(addr: string, transferId: string): string {
+  return `vllm-mooncake|${addr}|${transferId}`;
 }
 
 /** `hostPort` as `host:port` (normalized), `room` as its decimal digits. */
@@ -117,7 +132,9 @@ export type PdCheck =
   /** Refuse before any output, as an OpenAI error (the real engine's status where it has one). */
   | { kind: "reject"; status: number; message: string; param: string | null; upstream: boolean }
   /** Non-strict mode: upstream would serve it as an ordinary request (full local prefill). */
-  | { kind: "degrade"; reason: string };
+  | { kind: "degrade"; reason: string }
+  /** Served as an ordinary request in either mode: a proxy sends it so on purpose. */
+  | { kind: "plain"; reason: string };
 
 export interface PdCheckInput {
   protocol: PdProtocol;
@@ -150,6 +167,14 @@ export function checkPdRequest(input: PdCheckInput): PdCheck {
       "kv_transfer_params",
       true,
     );
+  }
+  if (!isObject(params) && protocol === "vllm-nixl" && role === "decode") {
+    // The toy proxy sends the decode the plain body when the prefill answered no params (its
+    // one token was EOS or a stop string); vLLM then prefills locally. Not a router mistake.
+    return {
+      kind: "plain",
+      reason: "a decode request without kv_transfer_params: vLLM prefills it locally",
+    };
   }
   if (!isObject(params)) {
     const reason = role === "prefill"
@@ -423,7 +448,17 @@ function checkSglang(input: PdCheckInput): PdCheck {
       protocol: "sglang",
       role: "decode",
       room: digits,
-      bootstrapHostPort: `${normalizeHost(host)}:${port}`,
+      bootstrapHostPort: sglangHostPort(host, port),
     },
   };
+}
+
+/**
+ * The bootstrap address an SGLang decode reaches. Older builds join `f"{bootstrap_host}:{port}"`
+ * and ask `http://{addr}/route` (decode.py, sgl-project/sglang 278e503a): a bare IPv6 host makes
+ * "::1:8998", which names no server. The proxies send it in brackets (mini_lb 001c2ae0
+ * `maybe_wrap_ipv6_address`; sgl-router worker_builder.rs 9fc56c2e `Url::host_str`).
+ */
+function sglangHostPort(host: string, port: number): string {
+  return isBareIpv6(host) ? `${host}:${port}` : `${normalizeHost(host)}:${port}`;
 }

@@ -6,7 +6,8 @@
  *
  * - vLLM NIXL: `remote_engine_id` + `remote_request_id` of the prefill's answer (the decode must
  *   also send back the answer's host, port, block ids and tp_size unchanged);
- * - vLLM Mooncake: the prefill's bootstrap address + its engine id + `transfer_id`;
+ * - vLLM Mooncake: the prefill's bootstrap address + `transfer_id` (the decode's engine id must
+ *   be that of the DP rank the prefill ran on);
  * - SGLang: the prefill's bootstrap `host:port` + `bootstrap_room`.
  *
  * A decode claims the key: at once (NIXL, serial) or waiting up to a timeout for the prefill to
@@ -41,6 +42,9 @@ export interface PdPrefillSide {
   promptTokens: number;
   /** vLLM NIXL: the `kv_transfer_params` the prefill answered. */
   answered?: Record<string, unknown>;
+  /** vLLM Mooncake: the engine id and data-parallel rank the prefill ran on. */
+  engineId?: string;
+  dpRank?: number;
   /** false once the prefill's process is gone (closed, refusing, hung). */
   alive(): boolean;
 }

@@ -12,12 +12,19 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import { type FakeEngine, startFakeEngine } from "../fakes/fake_engine.ts";
+import {
+  type FakeEngine,
+  type FakeEngineOptions,
+  type FakePdOptions,
+  startFakeEngine,
+} from "../fakes/fake_engine.ts";
 import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
 import type { PdProtocol } from "../fakes/pd_protocol.ts";
 import { PdRegistry } from "../fakes/pd_registry.ts";
 import { eventually, range } from "./harness.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
+import { BootstrapEngineIds } from "../../src/proxy/mooncake_bootstrap.ts";
+import { rankLoadsReader } from "../../src/cluster/rank_loads.ts";
 
 const MODEL = "pd-model";
 const CHUNK = 16;
@@ -34,10 +41,16 @@ interface PdCluster {
   close(): Promise<void>;
 }
 
+/** Options of the prefill or decode fakes beyond the cluster's own. */
+type FakeOverrides = Partial<
+  Record<"prefill" | "decode", Omit<FakeEngineOptions, "pd"> & { pd?: Partial<FakePdOptions> }>
+>;
+
 async function startPdCluster(
   protocol: PdProtocol,
   model: Record<string, unknown> = {},
   options: RouterOptions = {},
+  fakes: FakeOverrides = {},
 ): Promise<PdCluster> {
   const registry = new PdRegistry();
   const master = await startFakeMooncakeMaster();
@@ -48,7 +61,8 @@ async function startPdCluster(
       flavour: protocol === "sglang" ? "sglang" : "vllm",
       timeScale: 0.001,
       decodeSecondsPerToken: 0.002,
-      pd: { protocol, role, registry, timeoutMs: 2_000 },
+      ...fakes[role],
+      pd: { protocol, role, registry, timeoutMs: 2_000, ...fakes[role]?.pd },
     });
   const prefill = [engine("prefill", 0), engine("prefill", 1)];
   const decode = [engine("decode", 0), engine("decode", 1)];
@@ -229,6 +243,198 @@ for (const protocol of PROTOCOLS) {
     }
   });
 }
+
+/** The P/D requests the engines saw, in arrival order. */
+const pdRecords = (engines: FakeEngine[]) =>
+  engines.flatMap((e) => e.stats.requests.filter((r) => r.pd).map((r) => ({ engine: e, r })))
+    .sort((a, b) => a.r.arrivedAtMs - b.r.arrivedAtMs);
+
+Deno.test("vllm-nixl: a prefill answering no kv_transfer_params (its token stopped) is followed by a plain decode", async () => {
+  // Older vLLM answers kv_transfer_params only for a FINISHED_LENGTH_CAPPED prefill; the toy
+  // proxy then sends the decode the client's body, which it prefills locally.
+  const t = await startPdCluster("vllm-nixl", {}, {}, { prefill: { pd: { prefillStops: true } } });
+  try {
+    for (const stream of [false, true]) {
+      const response = await send(t.url, { prompt: range(40, 64), stream });
+      const text = await response.text();
+      assertEquals(response.status, 200, text);
+      assert(response.headers.get("x-tidegate-prefill-instance")?.startsWith("p"));
+      if (stream) assert(text.includes("data: [DONE]"), text);
+      else assertEquals(JSON.parse(text).choices[0].text.length > 0, true);
+    }
+    const prefills = pdRecords(t.prefill).map(({ r }) => r);
+    assertEquals(prefills.map((r) => r.pd!.answeredKvTransferParams), [null, null]);
+    const decodes = pdRecords(t.decode).map(({ r }) => r);
+    assertEquals(decodes.map((r) => [r.pd!.outcome, r.outcome]), [["plain", "ok"], [
+      "plain",
+      "ok",
+    ]]);
+    assert(decodes.every((r) => !("kv_transfer_params" in r.body!)), "the client's own body");
+    assertEquals(decodes.map((r) => r.requestId), prefills.map((r) => r.requestId));
+    await eventually(() => leasesOut(t) === 0, 2_000, "every lease back");
+  } finally {
+    await t.close();
+  }
+});
+
+/** The engine id the prefill behind `key` ran on (its DP rank's). */
+function prefillEngineId(t: PdCluster, key: string | undefined): string | undefined {
+  const found = pdRecords(t.prefill).find(({ r }) => r.pd!.key === key);
+  const rank = found?.r.pd?.dataParallelRank;
+  return rank === undefined ? undefined : found!.engine.pd!.engineIds[rank];
+}
+
+Deno.test("vllm-mooncake: each prefill is pinned to a DP rank, spread over the ranks, and its decode names that rank's engine id", async () => {
+  const t = await startPdCluster("vllm-mooncake", {}, {}, { prefill: { dataParallelSize: 2 } });
+  try {
+    for (let i = 0; i < 4; i++) {
+      const response = await send(t.url, { prompt: range(300 * i, 64), stream: i % 2 === 1 });
+      const text = await response.text();
+      assertEquals(response.status, 200, text);
+    }
+    const prefills = pdRecords(t.prefill).map(({ r }) => r);
+    assertEquals(prefills.length, 4, "no prefill was sent again");
+    assert(prefills.every((r) => r.headers["x-data-parallel-rank"] !== undefined));
+    const ranks = prefills.map((r) => r.pd!.dataParallelRank);
+    assertEquals(new Set(ranks), new Set([0, 1]), `ranks used: ${ranks}`);
+    const decodes = pdRecords(t.decode).map(({ r }) => r);
+    assertEquals(decodes.map((r) => r.pd!.outcome), ["ok", "ok", "ok", "ok"]);
+    for (const r of decodes) {
+      const params = r.pd!.kvTransferParams as Record<string, unknown>;
+      assertEquals(params.remote_engine_id, prefillEngineId(t, r.pd!.key));
+    }
+    await eventually(() => leasesOut(t) === 0, 2_000, "every lease back");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("vllm-mooncake: the prefill goes to the DP rank with the least load its engine reports", async () => {
+  // A decode step of 1 ms: the requests that keep rank 0 busy last seconds (the router's own
+  // prefills make one token).
+  const t = await startPdCluster("vllm-mooncake", {}, {}, {
+    prefill: { dataParallelSize: 2, decodeSecondsPerToken: 1, pd: { strict: false } },
+  });
+  const busy: Response[] = [];
+  try {
+    // Three long plain requests pinned to rank 0 of each prefill engine (vLLM serves them whole).
+    for (const p of t.prefill) {
+      for (let i = 0; i < 3; i++) {
+        busy.push(
+          await fetch(`${p.url}/v1/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-data-parallel-rank": "0" },
+            body: JSON.stringify({
+              model: MODEL,
+              prompt: "busy",
+              max_tokens: 10_000,
+              stream: true,
+            }),
+          }),
+        );
+      }
+    }
+    await eventually(() => t.prefill.every((p) => p.load().running === 3), 2_000, "rank 0 busy");
+    for (let i = 0; i < 2; i++) {
+      const response = await send(t.url, { prompt: range(500 + 100 * i, 64) });
+      assertEquals(response.status, 200, await response.text());
+    }
+    const pinned = pdRecords(t.prefill).filter(({ r }) => r.pd!.outcome === "ok");
+    assertEquals(pinned.map(({ r }) => r.pd!.dataParallelRank), [1, 1]);
+  } finally {
+    await Promise.all(busy.map((r) => r.body?.cancel()));
+    await t.close();
+  }
+});
+
+Deno.test("vllm-mooncake: a prefill restarted with new engine ids is asked /query again and the pair retried once", async () => {
+  const t = await startPdCluster("vllm-mooncake");
+  try {
+    const prompt = range(700, 64);
+    t.hold(0, prompt, 4); // both requests go to p0, whose /query the router has read
+    const first = await send(t.url, { prompt });
+    assertEquals(first.status, 200, await first.text());
+    assertEquals(first.headers.get("x-tidegate-prefill-instance"), "p0");
+    const before = t.prefill[0].pd!.engineIds;
+    t.prefill[0].renewEngineIds();
+    const second = await send(t.url, { prompt });
+    assertEquals(second.status, 200, await second.text());
+    assertEquals(second.headers.get("x-tidegate-prefill-instance"), "p0");
+    const decodes = pdRecords(t.decode).map(({ r }) => r);
+    const engineIds = decodes.map((r) =>
+      (r.pd!.kvTransferParams as Record<string, unknown>).remote_engine_id
+    );
+    assertEquals(decodes.map((r) => r.pd!.outcome), ["ok", "mismatch", "ok"]);
+    assertEquals(engineIds, [before[0], before[0], t.prefill[0].pd!.engineIds[0]]);
+    assert(before[0] !== t.prefill[0].pd!.engineIds[0]);
+    await eventually(() => leasesOut(t) === 0, 2_000, "every lease back");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("vllm-mooncake: without a per-rank load report the ranks take turns; /query is asked again when forgotten or old", async () => {
+  const asked: string[] = [];
+  let query: Record<string, unknown> = { "1": { engine_id: "e1" }, "0": { engine_id: "e0" } };
+  let now = 0;
+  const fetch = (input: RequestInfo | URL) => {
+    const url = String(input);
+    asked.push(new URL(url).pathname);
+    // An engine whose /metrics has no `engine` label: nothing tells the ranks apart.
+    const body = url.endsWith("/query") ? JSON.stringify(query) : "vllm:num_requests_waiting 4\n";
+    return Promise.resolve(new Response(body));
+  };
+  const ids = new BootstrapEngineIds({
+    timeoutMs: 1_000,
+    now: () => now,
+    fetch,
+    readLoads: rankLoadsReader(fetch, 1_000),
+  });
+  const picks = [];
+  for (let i = 0; i < 4; i++) picks.push((await ids.pick("http://p0:8000", "::1", 8998))?.rank);
+  assertEquals(picks, [0, 1, 0, 1]);
+  assertEquals(asked.filter((p) => p === "/query").length, 1, "asked once");
+  query = { "0": { engine_id: "e0-new" } };
+  ids.forget("::1", 8998);
+  assertEquals(await ids.ranks("::1", 8998), [{ rank: 0, engineId: "e0-new" }]);
+  // Ten seconds on, the answer in hand serves once more while a new one is asked for.
+  query = { "0": { engine_id: "e0-newer" } };
+  now += 10_000;
+  assertEquals(await ids.ranks("::1", 8998), [{ rank: 0, engineId: "e0-new" }]);
+  assertEquals(await ids.ranks("::1", 8998), [{ rank: 0, engineId: "e0-newer" }]);
+});
+
+/** Whether this host can listen on IPv6 loopback (CI runners may not). */
+function ipv6Loopback(): boolean {
+  try {
+    Deno.listen({ hostname: "::1", port: 0 }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name:
+    "sglang: an IPv6 prefill's bootstrap_host goes in brackets, as mini_lb and sgl-router send it",
+  ignore: !ipv6Loopback(),
+  async fn() {
+    const t = await startPdCluster("sglang", {}, {}, { prefill: { hostname: "::1" } });
+    try {
+      assert(t.prefill[0].url.startsWith("http://[::1]:"), t.prefill[0].url);
+      for (const stream of [false, true]) {
+        const response = await send(t.url, { prompt: range(60, 64), stream });
+        assertEquals(response.status, 200, await response.text());
+      }
+      const decodes = pdRecords(t.decode).map(({ r }) => r);
+      assertEquals(decodes.map((r) => r.pd!.bootstrap?.host), ["[::1]", "[::1]"]);
+      assertEquals(decodes.map((r) => r.pd!.outcome), ["ok", "ok"]);
+      await eventually(() => leasesOut(t) === 0, 2_000, "every lease back");
+    } finally {
+      await t.close();
+    }
+  },
+});
 
 Deno.test("early rejection answers 429 before any prefill request is sent", async () => {
   const t = await startPdCluster("vllm-nixl", {
