@@ -28,6 +28,10 @@ export async function startRealMaster(): Promise<RealMaster> {
     "--metrics_host=127.0.0.1",
     `--metrics_port=${httpPort}`,
     "--enable_http_metadata_server=false",
+    // A client's put lands in its own segment: the master then reports each engine's KV under
+    // that engine's host, which is what the router reads (with the default, `random`, a put
+    // lands in any mounted segment).
+    "--allocation_strategy=local_first",
   ];
   const launch = async () => {
     const process = startRealProcess(`mooncake-master-${httpPort}`, REAL.mooncakeMaster, args);

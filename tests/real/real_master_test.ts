@@ -58,7 +58,7 @@ Deno.test("real mooncake_master: a hung master misses the deadline and opens the
     const clock = jumpClock();
     const health = new StoreHealth({ deadlinesToOpen: 2 });
     const client = new MooncakeClient({ url: master.url, deadlineMs: 200, health, now: clock.now });
-    master.process.signal("SIGSTOP");
+    await master.process.pause();
     for (let i = 0; i < 2; i++) {
       const started = performance.now();
       const result = await client.lookup(["hung_0"]);
@@ -67,7 +67,7 @@ Deno.test("real mooncake_master: a hung master misses the deadline and opens the
     }
     assertEquals(health.state, "down");
     assertEquals((await client.lookup(["hung_0"])).outcome, "store_down");
-    master.process.signal("SIGCONT");
+    master.process.resume();
     clock.jump(60_000);
     await eventually(
       async () => (await client.lookup(["hung_0"])).outcome === "ok",
@@ -78,7 +78,7 @@ Deno.test("real mooncake_master: a hung master misses the deadline and opens the
       "127.0.0.2",
     ]);
   } finally {
-    master.process.signal("SIGCONT");
+    master.process.resume();
     await a.close();
     await master.stop();
   }

@@ -10,6 +10,9 @@ export interface RealProcess {
   /** The last `lines` lines of its log. */
   logTail(lines?: number): string;
   signal(signal: Deno.Signal): void;
+  /** SIGSTOP, and resolves once every thread of it is stopped (a hung process). */
+  pause(): Promise<void>;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -59,6 +62,17 @@ export function startRealProcess(
       }
     },
     signal: group,
+    async pause() {
+      group("SIGSTOP");
+      // A thread already running when the signal came may finish one more answer: wait until
+      // the kernel shows every thread stopped.
+      const deadline = performance.now() + 10_000;
+      while (!allThreadsStopped(child.pid)) {
+        if (performance.now() > deadline) throw new Error(`${name} did not stop`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    resume: () => group("SIGCONT"),
     async stop() {
       if (!exited) {
         group("SIGCONT");
@@ -71,4 +85,18 @@ export function startRealProcess(
       await pump;
     },
   };
+}
+
+/** Every thread of `pid` in state T (stopped), from /proc. */
+function allThreadsStopped(pid: number): boolean {
+  try {
+    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/stat`);
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (state !== "T" && state !== "t") return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -76,7 +76,7 @@ async function chat(url: string, doc: number, question: string): Promise<Turn> {
   };
 }
 
-async function agreement(router: Router): Promise<string[]> {
+function agreement(router: Router): string[] {
   const runtime = router.gateway.runtime(REAL.modelName)!;
   return runtime.cluster.entries().map((e) => runtime.agreement.state(e.config.id));
 }
@@ -113,7 +113,7 @@ Deno.test("real vLLM + real mooncake_master: predicted hits equal the engines' c
     );
     assert(followUps.every((t) => t.cached > 0), "every follow-up reused its document");
     assert(agreeing >= 0.95 * followUps.length, JSON.stringify(followUps));
-    await eventually(async () => (await agreement(router!)).includes("agree"), 10_000, "agree");
+    await eventually(() => agreement(router!).includes("agree"), 10_000, "agree");
 
     // The same engines behind a router with the wrong seed: its keys are not the engines'.
     await router.close();
@@ -124,7 +124,7 @@ Deno.test("real vLLM + real mooncake_master: predicted hits equal the engines' c
     for (let round = 0; round < 4; round++) {
       for (let doc = 0; doc < 4; doc++) await chat(wrongUrl, doc, `Again ${round}?`);
     }
-    await eventually(async () => (await agreement(router!)).includes("blind"), 10_000, "blind");
+    await eventually(() => agreement(router!).includes("blind"), 10_000, "blind");
     assertEquals(followUps.length, 24);
   } finally {
     await router?.close();
