@@ -23,6 +23,10 @@ export interface VllmOptions {
   kvHost?: string;
   /** Extra `vllm serve` arguments. */
   args?: string[];
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+  /** `--kv-transfer-config` (a P/D connector); `mooncakeMaster` sets the store connector's. */
+  kvTransfer?: Record<string, unknown>;
   /** Milliseconds to wait for /health (three engines starting at once on two cores: minutes). */
   startTimeoutMs?: number;
 }
@@ -66,6 +70,7 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
     "hermes",
     ...(options.hashAlgo ? ["--prefix-caching-hash-algo", options.hashAlgo] : []),
     ...(options.kvEventsEndpoint ? ["--kv-events-config", kvEventsConfig(options)] : []),
+    ...(options.kvTransfer ? ["--kv-transfer-config", JSON.stringify(options.kvTransfer)] : []),
     ...(options.mooncakeMaster ? ["--kv-transfer-config", storeConnectorConfig()] : []),
     ...(options.args ?? []),
   ];
@@ -78,6 +83,7 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
     VLLM_DO_NOT_TRACK: "1",
   };
   if (options.seed !== undefined) env.PYTHONHASHSEED = options.seed;
+  Object.assign(env, options.env);
   if (options.mooncakeMaster) {
     env.MOONCAKE_CONFIG_PATH = await mooncakeConfigFile(
       options.mooncakeMaster,
