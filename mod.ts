@@ -7,7 +7,13 @@
 export { loadTokenizer } from "./src/tokenize/load_tokenizer.ts";
 export type { LoadedTokenizer } from "./src/tokenize/local_tokenizer.ts";
 export { createKeyScheme, hashBlocks, keysFromHashes } from "./src/hashing/key_scheme.ts";
-export type { ExtraKeys, HashAlgorithm, KeyScheme, KeySchemeOptions } from "./src/hashing/types.ts";
+export type {
+  ExtraKeys,
+  ExtraKeyStyle,
+  HashAlgorithm,
+  KeyScheme,
+  KeySchemeOptions,
+} from "./src/hashing/types.ts";
 export { createRouter, type Router, type RouterOptions } from "./routes/app.ts";
 export { ConfigError, loadConfigFile, parseConfigText, resolveConfig } from "./src/config/load.ts";
 export type { Config, ModelConfig } from "./src/config/schema.ts";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { parseHostPattern } from "./host_allow_list.ts";
 import { hasUserinfo } from "./instance_url.ts";
-import { HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
+import { EXTRA_KEY_STYLES, HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
 import { DECODE_LOAD_SCOPES, EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
 import { checkModel } from "./model_checks.ts";
@@ -135,6 +135,12 @@ export const KvSchema = z.strictObject({
   /** vLLM `hash_block_size` (hybrid models), a divisor of chunkSize. */
   hashBlockSize: z.int().min(1).optional(),
   saveUnfullChunk: z.boolean().default(false),
+  /**
+   * How vLLM hashes a request's LoRA and `cache_salt` (docs/compat.md §2): "tagged" as
+   * `("lora", name, path)` / `("cache_salt", salt)`, vLLM 0.31.0 and later (a LoRA then needs its
+   * `path` in `loras`); "plain" as the bare name / salt, vLLM 0.30 and older.
+   */
+  extraKeys: z.enum(EXTRA_KEY_STYLES).default("tagged"),
   /** A preset (llumnix, vllm-mooncake-store, lmcache, sglang-hicache) or a custom template. */
   keyFormat: z.string().min(1).default("llumnix"),
   keyParams: KeyParamsSchema.prefault({}),
@@ -265,9 +271,16 @@ export const ModelSchema = z.strictObject({
   name: z.string().min(1),
   /** Other names clients may use; `loras` map names to a LoRA adapter (part of the hash). */
   aliases: z.array(z.string().min(1)).default([]),
-  loras: z.array(z.strictObject({ name: z.string().min(1), adapter: z.string().min(1) })).default(
-    [],
-  ),
+  loras: z.array(z.strictObject({
+    name: z.string().min(1),
+    /** The engine's `lora_name`. */
+    adapter: z.string().min(1),
+    /**
+     * The adapter path the engine was given (`--lora-modules name=path`, or `lora_path` of
+     * `/v1/load_lora_adapter`), as written there: `kv.extraKeys` "tagged" hashes it.
+     */
+    path: z.string().min(1).optional(),
+  })).default([]),
   tokenizer: TokenizerSchema.prefault({}),
   kv: KvSchema,
   policy: PolicySchema.default("cache_aware"),

@@ -334,7 +334,12 @@ export class Gateway {
   /** Plans the request; answers 429 itself when admission refuses it. */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
     const extraKeys: ExtraKeys = {};
-    if (flight.loraName) extraKeys.loraName = flight.loraName;
+    if (flight.loraName) {
+      extraKeys.loraName = flight.loraName;
+      // The adapter path: the "tagged" extra keys of vLLM >= 0.31.0 hash it with the name.
+      const lora = flight.runtime!.config.loras.find((l) => l.name === parsed.model);
+      if (lora?.path !== undefined) extraKeys.loraPath = lora.path;
+    }
     if (parsed.cacheSalt) extraKeys.cacheSalt = parsed.cacheSalt;
     const { plan, reservation, decodeReservation } = await planDispatch(flight.runtime!, parsed, {
       now: this.#deps.now,

@@ -1,4 +1,4 @@
-import type { ExtraTuple } from "./extra_tuple.ts";
+import { type ExtraItem, type ExtraTuple, isTupleKey } from "./extra_tuple.ts";
 
 // By Math.clz32(t) for 24 <= t < 2^32: head byte, left shift and encoded size of t.
 const UINT_HEAD = new Uint8Array(33);
@@ -47,8 +47,7 @@ export class CborChainEncoder {
     extra: ExtraTuple,
   ): Uint8Array {
     const n = end - start;
-    let need = this.#tokensAt + 10 + 9 * n;
-    if (extra !== null) { for (const e of extra) need += 9 + e.utf8.length; }
+    const need = this.#tokensAt + 10 + 9 * n + extraSize(extra);
     if (need > this.#buf.length) this.#grow(need);
     const b = this.#buf;
     let p = writeHead(b, this.#tokensAt, 4, n);
@@ -76,10 +75,13 @@ export class CborChainEncoder {
       b[p++] = 0xf6; // null
     } else {
       p = writeHead(b, p, 4, extra.length);
-      for (const e of extra) {
-        p = writeHead(b, p, 3, e.utf8.length);
-        b.set(e.utf8, p);
-        p += e.utf8.length;
+      for (const key of extra) {
+        if (!isTupleKey(key)) {
+          p = writeText(b, p, key);
+          continue;
+        }
+        p = writeHead(b, p, 4, key.length); // a tagged key: tuples are arrays in cbor2
+        for (const e of key) p = writeText(b, p, e);
       }
     }
     return b.subarray(0, p);
@@ -90,6 +92,23 @@ export class CborChainEncoder {
     bigger.set(this.#buf.subarray(0, this.#tokensAt));
     this.#buf = bigger;
   }
+}
+
+/** Upper bound of the encoded size of an extra-keys tuple (9 bytes per head). */
+function extraSize(extra: ExtraTuple): number {
+  if (extra === null) return 1;
+  let size = 9;
+  for (const key of extra) {
+    for (const e of isTupleKey(key) ? key : [key]) size += 9 + e.utf8.length;
+    size += 9;
+  }
+  return size;
+}
+
+function writeText(b: Uint8Array, p: number, e: ExtraItem): number {
+  p = writeHead(b, p, 3, e.utf8.length);
+  b.set(e.utf8, p);
+  return p + e.utf8.length;
 }
 
 /** Canonical CBOR of a text string: the encoding vLLM hashes for the root seed. */

@@ -1,5 +1,5 @@
 import { resolveSeed } from "./seed_policy.ts";
-import type { ExtraKeys, HashAlgorithm } from "./types.ts";
+import type { ExtraKeys, ExtraKeyStyle, HashAlgorithm } from "./types.ts";
 
 /** Every chain algorithm of docs/compat.md §2. */
 export const HASH_ALGORITHMS = [
@@ -10,6 +10,10 @@ export const HASH_ALGORITHMS = [
   "sha256_hex",
   "xxh64_cumulative",
 ] as const satisfies readonly HashAlgorithm[];
+
+/** vLLM's `extra_keys` layouts; "tagged" (vLLM >= 0.31.0) is the default. */
+export const EXTRA_KEY_STYLES = ["tagged", "plain"] as const satisfies readonly ExtraKeyStyle[];
+export const DEFAULT_EXTRA_KEY_STYLE: ExtraKeyStyle = "tagged";
 
 /** What a chain needs: the algorithm, its root seed and how tokens are cut into chunks. */
 export interface ChainOptions {
@@ -23,6 +27,8 @@ export interface ChainOptions {
   /** vLLM `hash_block_size`: the chain runs per this many tokens (docs/compat.md §2). */
   hashBlockSize?: number;
   saveUnfullChunk?: boolean;
+  /** vLLM's `extra_keys` layout (default "tagged"); the other chains have no extra keys. */
+  extraKeys?: ExtraKeyStyle;
 }
 
 /** A chain of docs/compat.md §2 with its root computed once; reuses its buffers across calls. */
@@ -42,7 +48,7 @@ export function chunkCount(length: number, chunkSize: number, saveUnfullChunk: b
 /** Problems with chain options, one sentence each (empty when valid). */
 export function chainOptionProblems(options: Partial<ChainOptions>): string[] {
   const problems: string[] = [];
-  const { hash, seed, chunkSize, saveUnfullChunk, hashBlockSize } = options;
+  const { hash, seed, chunkSize, saveUnfullChunk, hashBlockSize, extraKeys } = options;
   if (!HASH_ALGORITHMS.includes(hash as HashAlgorithm)) {
     problems.push(
       `Unknown hash ${JSON.stringify(hash)}: use one of ${HASH_ALGORITHMS.join(", ")}`,
@@ -64,6 +70,13 @@ export function chainOptionProblems(options: Partial<ChainOptions>): string[] {
   }
   if (hashBlockSize !== undefined) {
     problems.push(...hashBlockSizeProblems(hash, hashBlockSize, chunkSize, saveUnfullChunk));
+  }
+  if (extraKeys !== undefined && !EXTRA_KEY_STYLES.includes(extraKeys)) {
+    problems.push(
+      `extraKeys must be "tagged" (vLLM >= 0.31.0) or "plain" (older), got ${
+        JSON.stringify(extraKeys)
+      }`,
+    );
   }
   return problems;
 }

@@ -64,6 +64,7 @@ function keyParamsOf(scheme: KeySchemeOptions): Record<string, unknown> {
     "presentChunks",
     "saveUnfullChunk",
     "requireAllRanks",
+    "extraKeys", // a kv field, not a key parameter
   ]);
   return Object.fromEntries(
     Object.entries(scheme).filter(([name, value]) => !skip.has(name) && value !== undefined),

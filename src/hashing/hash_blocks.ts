@@ -1,4 +1,9 @@
-import { type ChainHasher, chainOptionProblems, type ChainOptions } from "./chain_hasher.ts";
+import {
+  type ChainHasher,
+  chainOptionProblems,
+  type ChainOptions,
+  DEFAULT_EXTRA_KEY_STYLE,
+} from "./chain_hasher.ts";
 import { hasExtra } from "./extra_tuple.ts";
 import { lastHashOfEachBlock } from "./hash_block_chain.ts";
 import { createSha256HexChain } from "./sha256_hex_chain.ts";
@@ -21,7 +26,8 @@ export function createChainHasher(options: ChainOptions): ChainHasher {
     case "xxhash":
     case "xxhash_cbor": {
       const hashBlockSize = options.hashBlockSize ?? chunkSize;
-      const chain = createVllmChain(hash, seed, hashBlockSize, unfull);
+      const style = options.extraKeys ?? DEFAULT_EXTRA_KEY_STYLE;
+      const chain = createVllmChain(hash, seed, hashBlockSize, unfull, style);
       return lastHashOfEachBlock(chain, chunkSize / hashBlockSize);
     }
     case "sha256_hex":
@@ -48,7 +54,7 @@ function rejectExtra(chain: ChainHasher): ChainHasher {
   const check = (extra: ExtraKeys | undefined) => {
     if (hasExtra(extra)) {
       throw new Error(
-        `Hash "${chain.hash}" has no extra keys (LoRA name / cache_salt are part of vLLM's ` +
+        `Hash "${chain.hash}" has no extra keys (LoRA / cache_salt are part of vLLM's ` +
           `chains only): drop them for this engine or use a vLLM hash`,
       );
     }

@@ -1,4 +1,4 @@
-import { chainOptionProblems } from "./chain_hasher.ts";
+import { chainOptionProblems, DEFAULT_EXTRA_KEY_STYLE } from "./chain_hasher.ts";
 import { createChainHasher } from "./hash_blocks.ts";
 import { compileKeyFormat } from "./key_format.ts";
 import { resolveSeed } from "./seed_policy.ts";
@@ -6,7 +6,7 @@ import type { ExtraKeys, KeyScheme, KeySchemeOptions } from "./types.ts";
 
 export { createChainHasher, hashBlocks } from "./hash_blocks.ts";
 export type { ChainHasher, ChainOptions } from "./chain_hasher.ts";
-export { HASH_ALGORITHMS } from "./chain_hasher.ts";
+export { DEFAULT_EXTRA_KEY_STYLE, EXTRA_KEY_STYLES, HASH_ALGORITHMS } from "./chain_hasher.ts";
 export {
   createKeyFormatter,
   type KeyFormatOptions,
@@ -32,6 +32,8 @@ export class KeySchemeError extends Error {
  * engine's default, and xxhash chains without one are refused (docs/compat.md §2). The seed in
  * use is `options.seed`, its origin `seedSource`. With `keyFormat: "lmcache"` extra keys are
  * ignored, because LMCache hashes `(parent, tokens, None)` whatever the request carries.
+ * `extraKeys` defaults to "tagged", what vLLM >= 0.31.0 hashes; a tagged LoRA request without
+ * `loraPath` throws when hashed.
  */
 export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
   if (options === null || typeof options !== "object") {
@@ -59,6 +61,7 @@ export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
     ...options,
     seed: resolved.seed,
     saveUnfullChunk: unfullChunks,
+    extraKeys: options.extraKeys ?? DEFAULT_EXTRA_KEY_STYLE,
     requireAllRanks: options.requireAllRanks ?? false,
   });
 

@@ -1,4 +1,4 @@
-import type { HashAlgorithm, KeySchemeOptions } from "./types.ts";
+import type { ExtraKeyStyle, HashAlgorithm, KeySchemeOptions } from "./types.ts";
 
 /**
  * The shape of a model's `kv` config block that matters for keys (src/config/schema.ts): chain
@@ -10,6 +10,8 @@ export interface KvKeyBlock {
   chunkSize: number;
   hashBlockSize?: number;
   saveUnfullChunk: boolean;
+  /** vLLM's `extra_keys` layout; omitted, the key scheme's default ("tagged"). */
+  extraKeys?: ExtraKeyStyle;
   keyFormat: string;
   requireAllRanks: boolean;
   keyParams: Omit<
@@ -19,6 +21,7 @@ export interface KvKeyBlock {
     | "chunkSize"
     | "hashBlockSize"
     | "saveUnfullChunk"
+    | "extraKeys"
     | "keyFormat"
     | "requireAllRanks"
   >;
@@ -40,5 +43,6 @@ export function keySchemeOptionsFromKv(kv: KvKeyBlock, modelName: string): KeySc
   };
   if (kv.seed !== undefined) options.seed = kv.seed;
   if (kv.hashBlockSize !== undefined) options.hashBlockSize = kv.hashBlockSize;
+  if (kv.extraKeys !== undefined) options.extraKeys = kv.extraKeys;
   return options;
 }

@@ -1,4 +1,4 @@
-import type { ExtraItem, ExtraTuple } from "./extra_tuple.ts";
+import { type ExtraItem, type ExtraKey, type ExtraTuple, isTupleKey } from "./extra_tuple.ts";
 
 // Pickle opcodes (CPython Lib/pickle.py).
 const PROTO = 0x80;
@@ -116,9 +116,12 @@ export class PickleChainEncoder {
     let content = this.#tokensAt - FRAME_AT - FRAME_HEADER + 10 * n + 8;
     let largeString = false;
     if (extra !== null) {
-      for (const e of extra) {
-        content += e.utf8.length + 7;
-        if (e.utf8.length >= FRAME_SIZE_TARGET) largeString = true;
+      for (const key of extra) {
+        content += 2; // TUPLEn + MEMOIZE of a tagged key
+        for (const e of isTupleKey(key) ? key : [key]) {
+          content += e.utf8.length + 7;
+          if (e.utf8.length >= FRAME_SIZE_TARGET) largeString = true;
+        }
       }
     }
     const need = FRAME_AT + content + FRAME_HEADER * (3 + Math.ceil(content / FRAME_SIZE_TARGET));
@@ -154,25 +157,8 @@ export class PickleChainEncoder {
       this.#memo++;
     }
     this.#boundary(); // save(extra)
-    if (extra === null) {
-      this.#byte(NONE);
-    } else {
-      const firstIndex: number[] = [];
-      for (let k = 0; k < extra.length; k++) {
-        this.#boundary(); // save(str)
-        const dup = cachedDuplicate(extra, k);
-        if (dup >= 0) {
-          this.#openFrame();
-          this.#pos = writeGet(this.#buf, this.#pos, firstIndex[dup]);
-          firstIndex.push(firstIndex[dup]);
-        } else {
-          this.#string(extra[k]);
-          firstIndex.push(this.#memo - 1);
-        }
-      }
-      this.#openFrame();
-      this.#pos = writeTupleEnd(this.#buf, this.#pos, extra.length);
-    }
+    if (extra === null) this.#byte(NONE);
+    else this.#saveExtra(extra);
     this.#byte(TUPLE3);
     this.#byte(MEMOIZE);
     this.#byte(STOP);
@@ -197,6 +183,40 @@ export class PickleChainEncoder {
     return enc.#buf.slice(0, enc.#pos);
   }
 
+  /** The extra-keys tuple, with a `save()` boundary before each tagged key and each string. */
+  #saveExtra(extra: readonly ExtraKey[]): void {
+    const singletons = new Map<string, number>();
+    for (const key of extra) {
+      if (!isTupleKey(key)) {
+        this.#saveString(key, singletons);
+        continue;
+      }
+      this.#boundary(); // save(tagged key)
+      for (const e of key) this.#saveString(e, singletons);
+      this.#tupleEnd(key.length);
+    }
+    this.#tupleEnd(extra.length);
+  }
+
+  /** save(str): a memo GET when it is a singleton already pickled, else the string. */
+  #saveString(e: ExtraItem, singletons: Map<string, number>): void {
+    this.#boundary();
+    const index = singletons.get(e.text);
+    if (index !== undefined) {
+      this.#openFrame();
+      this.#pos = writeGet(this.#buf, this.#pos, index);
+      return;
+    }
+    if (isSingleton(e.text)) singletons.set(e.text, this.#memo);
+    this.#string(e);
+  }
+
+  #tupleEnd(n: number): void {
+    this.#openFrame();
+    this.#pos = writeTupleEnd(this.#buf, this.#pos, n);
+    this.#memo++;
+  }
+
   #string(e: ExtraItem): void {
     const u = e.utf8;
     if (u.length >= FRAME_SIZE_TARGET) {
@@ -210,16 +230,7 @@ export class PickleChainEncoder {
       this.#framing = true;
     } else {
       this.#openFrame();
-      const b = this.#buf;
-      if (u.length <= 0xff) {
-        b[this.#pos++] = SHORT_BINUNICODE;
-        b[this.#pos++] = u.length;
-      } else {
-        b[this.#pos++] = BINUNICODE;
-        this.#pos = writeU32(b, this.#pos, u.length);
-      }
-      b.set(u, this.#pos);
-      this.#pos += u.length;
+      this.#pos = writeUnicode(this.#buf, this.#pos, u);
     }
     this.#byte(MEMOIZE);
     this.#memo++;
@@ -268,15 +279,12 @@ export class PickleChainEncoder {
 }
 
 /**
- * CPython caches one-character Latin-1 strings as singletons, so a LoRA name and a cache_salt
- * that are the same such character are one object, pickled the second time as a memo GET.
- * Returns the index of the earlier identical item, or -1.
+ * CPython keeps "" and the one-character Latin-1 strings as singletons (decoding returns them),
+ * so a LoRA name, path and cache_salt that are the same such string are one object, pickled the
+ * second time as a memo GET. Every other string the engine decodes is an object of its own.
  */
-function cachedDuplicate(extra: readonly ExtraItem[], k: number): number {
-  const text = extra[k].text;
-  if (text.length !== 1 || text.charCodeAt(0) > 0xff) return -1;
-  for (let j = 0; j < k; j++) if (extra[j].text === text) return j;
-  return -1;
+function isSingleton(text: string): boolean {
+  return text.length === 0 || (text.length === 1 && text.charCodeAt(0) <= 0xff);
 }
 
 function writeGet(b: Uint8Array, p: number, index: number): number {
@@ -320,31 +328,44 @@ function writeTokenInts(
 function writeExtraOneFrame(
   b: Uint8Array,
   p: number,
-  extra: readonly ExtraItem[],
+  extra: readonly ExtraKey[],
   memo: number,
 ): number {
-  const firstIndex: number[] = [];
-  for (let k = 0; k < extra.length; k++) {
-    const dup = cachedDuplicate(extra, k);
-    if (dup >= 0) {
-      p = writeGet(b, p, firstIndex[dup]);
-      firstIndex.push(firstIndex[dup]);
+  const singletons = new Map<string, number>();
+  const writeString = (e: ExtraItem) => {
+    const index = singletons.get(e.text);
+    if (index !== undefined) {
+      p = writeGet(b, p, index);
+      return;
+    }
+    if (isSingleton(e.text)) singletons.set(e.text, memo);
+    p = writeUnicode(b, p, e.utf8);
+    b[p++] = MEMOIZE;
+    memo++;
+  };
+  for (const key of extra) {
+    if (!isTupleKey(key)) {
+      writeString(key);
       continue;
     }
-    const u = extra[k].utf8;
-    if (u.length <= 0xff) {
-      b[p++] = SHORT_BINUNICODE;
-      b[p++] = u.length;
-    } else {
-      b[p++] = BINUNICODE;
-      p = writeU32(b, p, u.length);
-    }
-    b.set(u, p);
-    p += u.length;
-    b[p++] = MEMOIZE;
-    firstIndex.push(memo++);
+    for (const e of key) writeString(e);
+    p = writeTupleEnd(b, p, key.length);
+    memo++;
   }
   return writeTupleEnd(b, p, extra.length);
+}
+
+/** SHORT_BINUNICODE or BINUNICODE with the UTF-8 bytes (no MEMOIZE). */
+function writeUnicode(b: Uint8Array, p: number, u: Uint8Array): number {
+  if (u.length <= 0xff) {
+    b[p++] = SHORT_BINUNICODE;
+    b[p++] = u.length;
+  } else {
+    b[p++] = BINUNICODE;
+    p = writeU32(b, p, u.length);
+  }
+  b.set(u, p);
+  return p + u.length;
 }
 
 /** TUPLE1-3 for short tuples, else MARK ... TUPLE (the MARK must already be written). */

@@ -14,9 +14,20 @@ export type KeyFormatPreset = "llumnix" | "vllm-mooncake-store" | "lmcache" | "s
 export interface ExtraKeys {
   /** LoRA adapter name: part of every block's hash. */
   loraName?: string;
+  /**
+   * The LoRA adapter's path as the engine was given it (`--lora-modules name=path`,
+   * `/v1/load_lora_adapter`'s `lora_path`): hashed with the name in the "tagged" style.
+   */
+  loraPath?: string;
   /** `cache_salt`: part of the first block's hash only. */
   cacheSalt?: string;
 }
+
+/**
+ * How vLLM lays out `extra_keys`: "tagged" (vLLM >= 0.31.0) hashes `("lora", name, path)` and
+ * `("cache_salt", salt)` tuples; "plain" (vLLM <= 0.30) hashes the bare name and salt strings.
+ */
+export type ExtraKeyStyle = "tagged" | "plain";
 
 /** A vLLM KV-cache group's kind: how many TP ranks hold the same bytes (docs/compat.md §3). */
 export type KvGroupKind = "attention" | "mla" | "mamba";
@@ -33,6 +44,11 @@ export interface KeySchemeOptions {
   /** vLLM `hash_block_size` (hybrid models): hash per this many tokens; divides chunkSize. */
   hashBlockSize?: number;
   saveUnfullChunk?: boolean;
+  /**
+   * vLLM's `extra_keys` layout (LoRA, cache_salt). Default "tagged", what vLLM >= 0.31.0 hashes;
+   * "plain" for vLLM 0.30 and older. Only vLLM's four chains have extra keys.
+   */
+  extraKeys?: ExtraKeyStyle;
   /** A preset name, or a custom template with `{hex}`, `{model}`, `{tp_rank}` ... placeholders. */
   keyFormat: KeyFormatPreset | string;
   model?: string;

@@ -4,7 +4,7 @@ import { type ExtraTuple, extraTuples } from "./extra_tuple.ts";
 import { PickleChainEncoder } from "./pickle_chain_encoder.ts";
 import { resolveSeed } from "./seed_policy.ts";
 import { type BlockDigest, sha256Digest } from "./sha256_digest.ts";
-import type { ExtraKeys } from "./types.ts";
+import type { ExtraKeys, ExtraKeyStyle } from "./types.ts";
 import { xxh3_128Digest } from "./xxhash_wasm.ts";
 
 /** The chains vLLM's `--prefix-caching-hash-algo` offers (also LMCache and Llumnix's default). */
@@ -19,12 +19,14 @@ interface ChainEncoder {
  * vLLM's `hash_block_tokens`: block i hashes `(parent, tuple(tokens), extra_keys)` serialized
  * as canonical CBOR or pickle protocol 5, where block 0's parent is `NONE_HASH`, the hash of
  * the seed string serialized the same way (an omitted seed is vLLM's default, docs/compat.md §2).
+ * `extraKeys` is the layout of `extra_keys` (tagged from vLLM 0.31.0 on).
  */
 export function createVllmChain(
   hash: VllmHashAlgorithm,
   seed: string | undefined,
   chunkSize: number,
   saveUnfullChunk: boolean,
+  extraKeys: ExtraKeyStyle,
 ): ChainHasher {
   const cbor = hash === "sha256_cbor" || hash === "xxhash_cbor";
   const digest: BlockDigest = hash.startsWith("sha256") ? sha256Digest : xxh3_128Digest;
@@ -44,7 +46,7 @@ export function createVllmChain(
   ): number {
     const n = chunkCount(tokens.length, chunkSize, saveUnfullChunk);
     if (n === 0) return 0;
-    const { first, rest } = extraTuples(extra);
+    const { first, rest } = extraTuples(extra, extraKeys);
     encoder.parent().set(root);
     for (let i = 0; i < n; i++) {
       const start = i * chunkSize;

@@ -16,6 +16,7 @@ const KV_DEFAULTS = {
   hash: "sha256_cbor",
   chunkSize: 256,
   saveUnfullChunk: false,
+  extraKeys: "tagged",
   keyFormat: "llumnix",
   keyParams: {},
   requireAllRanks: false,

@@ -10,8 +10,9 @@ const scheme = createKeyScheme({
 });
 
 Deno.test("a LoRA model name and cache_salt change the keys the router looks up, as vLLM's extra_keys do", async () => {
+  const path = "/models/support-lora-v2";
   const t = await startTestCluster({
-    model: { loras: [{ name: "support-bot", adapter: "support-lora-v2" }] },
+    model: { loras: [{ name: "support-bot", adapter: "support-lora-v2", path }] },
     engine: { loraModules: ["support-bot"] },
   });
   try {
@@ -23,7 +24,7 @@ Deno.test("a LoRA model name and cache_salt change the keys the router looks up,
     assertEquals(lora.headers.get("x-tidegate-hit-tokens"), "0");
     assertEquals(
       [...t.master.requests.at(-1)!.keys].sort(),
-      scheme.keys(prompt, { loraName: "support-lora-v2" }).sort(),
+      scheme.keys(prompt, { loraName: "support-lora-v2", loraPath: path }).sort(),
     );
 
     const salted = await completion(t.url, { prompt, cache_salt: "tenant-7" });
@@ -40,6 +41,33 @@ Deno.test("a LoRA model name and cache_salt change the keys the router looks up,
     );
   } finally {
     await t.close();
+  }
+});
+
+Deno.test("a LoRA without its path is dispatched by load under tagged extra keys, and keyed under plain", async () => {
+  for (const extraKeys of ["tagged", "plain"] as const) {
+    const t = await startTestCluster({
+      model: { loras: [{ name: "support-bot", adapter: "support-lora-v2" }] },
+      kv: { extraKeys },
+      engine: { loraModules: ["support-bot"] },
+    });
+    try {
+      const prompt = range(500, 48);
+      const response = await completion(t.url, { model: "support-bot", prompt });
+      assertEquals(response.status, 200, extraKeys);
+      await response.body?.cancel();
+      if (extraKeys === "tagged") {
+        assertEquals(t.master.count, 0, "vLLM 0.31+ hashes the path: no keys without it");
+      } else {
+        const plain = createKeyScheme({ ...scheme.options, extraKeys: "plain" });
+        assertEquals(
+          [...t.master.requests.at(-1)!.keys].sort(),
+          plain.keys(prompt, { loraName: "support-lora-v2" }).sort(),
+        );
+      }
+    } finally {
+      await t.close();
+    }
   }
 });
 

@@ -62,7 +62,7 @@ Deno.test("CborChainEncoder writes a 16-byte parent (xxhash_cbor) with the one-b
 
 Deno.test("CborChainEncoder writes extra keys as an array of text strings in vLLM's order", () => {
   const parent = new Uint8Array(32);
-  const { first, rest } = extraTuples({ loraName: "lora-a", cacheSalt: "salt-1" });
+  const { first, rest } = extraTuples({ loraName: "lora-a", cacheSalt: "salt-1" }, "plain");
   const head = "835820" + "00".repeat(32) + "84" + "01020304";
   strictEqual(
     encode(parent, [1, 2, 3, 4], first),
@@ -93,7 +93,7 @@ Deno.test("CborChainEncoder matches cbor-x on 300 random blocks of mixed token s
       tokens,
       0,
       length,
-      extra && extraTuples({ loraName: extra[0], cacheSalt: extra[1] }).first,
+      extra && extraTuples({ loraName: extra[0], cacheSalt: extra[1] }, "plain").first,
     );
     strictEqual(
       bytesToHex(got),
@@ -142,6 +142,7 @@ Deno.test("the sha256_cbor chain hashes canonical CBOR of (parent, tokens, extra
     seed: "0",
     chunkSize: 4,
     keyFormat: "{hex}",
+    extraKeys: "plain",
   });
   const tokens = [1, 2, 3, 4, 5, 6, 7, 8];
   deepStrictEqual(scheme.blockHashes(tokens, { cacheSalt: "s" }), [s0, s1]);

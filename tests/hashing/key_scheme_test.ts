@@ -147,15 +147,64 @@ Deno.test("a scheme names its seed and where it came from, for the start-up log"
 Deno.test('a LoRA name (even "") changes every block hash of vLLM chains; an empty salt does not', () => {
   const t = tokens(32);
   for (const hash of ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"] as const) {
-    const scheme = createKeyScheme({ hash, seed: "0", chunkSize: 8, keyFormat: "{hex}" });
-    const plain = scheme.blockHashes(t);
-    const lora = scheme.blockHashes(t, { loraName: "adapter-1" });
-    for (let i = 0; i < 4; i++) notDeepStrictEqual(lora[i], plain[i], `${hash} block ${i}`);
-    deepStrictEqual(scheme.blockHashes(t, { cacheSalt: "" }), plain, hash);
-    notDeepStrictEqual(scheme.blockHashes(t, { loraName: "" }), plain, `${hash}: LoRA "" is ("",)`);
-    deepStrictEqual(scheme.blockHashes(t, {}), plain, hash);
-    notDeepStrictEqual(scheme.blockHashes(t, { loraName: "adapter-2" }), lora, hash);
+    for (const extraKeys of ["tagged", "plain"] as const) {
+      const scheme = createKeyScheme({
+        hash,
+        seed: "0",
+        chunkSize: 8,
+        keyFormat: "{hex}",
+        extraKeys,
+      });
+      const id = `${hash} ${extraKeys}`;
+      const none = scheme.blockHashes(t);
+      const lora = scheme.blockHashes(t, { loraName: "adapter-1", loraPath: "/a" });
+      for (let i = 0; i < 4; i++) notDeepStrictEqual(lora[i], none[i], `${id} block ${i}`);
+      deepStrictEqual(scheme.blockHashes(t, { cacheSalt: "" }), none, id);
+      notDeepStrictEqual(scheme.blockHashes(t, { loraName: "", loraPath: "/a" }), none, id);
+      deepStrictEqual(scheme.blockHashes(t, {}), none, id);
+      notDeepStrictEqual(
+        scheme.blockHashes(t, { loraName: "adapter-2", loraPath: "/a" }),
+        lora,
+        id,
+      );
+    }
   }
+});
+
+Deno.test("tagged extra keys hash the LoRA path, tell a LoRA from a salt, and need the path", () => {
+  const t = tokens(16);
+  for (const hash of ["sha256_cbor", "sha256", "xxhash", "xxhash_cbor"] as const) {
+    const options = { hash, seed: "0", chunkSize: 8, keyFormat: "{hex}" };
+    const tagged = createKeyScheme(options); // the default
+    strictEqual(tagged.options.extraKeys, "tagged");
+    const a = tagged.blockHashes(t, { loraName: "x", loraPath: "/a" });
+    notDeepStrictEqual(tagged.blockHashes(t, { loraName: "x", loraPath: "/b" }), a, hash);
+    // vLLM 0.31.0's fix: a LoRA named X and a salt X no longer share block 0.
+    notDeepStrictEqual(tagged.blockHashes(t, { cacheSalt: "x" })[0], a[0], hash);
+    throws(() => tagged.blockHashes(t, { loraName: "x" }), /LoRA "x" has no adapter path/);
+    throws(() => tagged.blockHashes(t, { loraName: "x", loraPath: "" }), /no adapter path/);
+    const plain = createKeyScheme({ ...options, extraKeys: "plain" });
+    const p = plain.blockHashes(t, { loraName: "x" });
+    deepStrictEqual(plain.blockHashes(t, { loraName: "x", loraPath: "/b" }), p, hash);
+    deepStrictEqual(
+      plain.blockHashes(t, { cacheSalt: "x" })[0],
+      p[0],
+      `${hash}: the old collision`,
+    );
+  }
+});
+
+Deno.test("extraKeys other than tagged / plain is refused with the option's meaning", () => {
+  throws(
+    () =>
+      createKeyScheme({
+        hash: "sha256",
+        chunkSize: 8,
+        keyFormat: "{hex}",
+        extraKeys: "tag" as "tagged",
+      }),
+    /extraKeys must be "tagged" \(vLLM >= 0\.31\.0\) or "plain"/,
+  );
 });
 
 Deno.test("the lmcache layout ignores extra keys because LMCache hashes (parent, tokens, None)", () => {

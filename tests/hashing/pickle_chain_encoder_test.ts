@@ -49,7 +49,7 @@ function tokensOf(b: GoldenBlock): number[] {
 function extraOf(b: GoldenBlock) {
   if (b.extra === null) return null;
   const [lora, salt] = b.extra.map((x) => typeof x === "string" ? x : x.char.repeat(x.n));
-  return extraTuples({ loraName: lora, cacheSalt: salt }).first;
+  return extraTuples({ loraName: lora, cacheSalt: salt }, "plain").first;
 }
 
 /** FRAME opcodes at frame starts, as [offset, length], like the Python generator reports. */
@@ -130,7 +130,13 @@ Deno.test("the sha256 (pickle) chain puts LoRA on every block and cache_salt on 
   const h0 = block(withSalt.bytes!, root);
   const h1 = block(loraOnly.bytes!, h0);
   const h2 = block(loraOnly.bytes!, h1);
-  const scheme = createKeyScheme({ hash: "sha256", seed: "0", chunkSize: 4, keyFormat: "{hex}" });
+  const scheme = createKeyScheme({
+    hash: "sha256",
+    seed: "0",
+    chunkSize: 4,
+    keyFormat: "{hex}",
+    extraKeys: "plain",
+  });
   const tokens = [1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4];
   deepStrictEqual(scheme.blockHashes(tokens, { loraName: "lora-a", cacheSalt: "salt-1" }), [
     h0,
