@@ -4,29 +4,10 @@
  * section and, for what each costs, "Benchmarks").
  */
 import type { Config } from "../src/config/schema.ts";
+import type { Listening, ListenOptions } from "./listening.ts";
 import { listenNode } from "./node_listener.ts";
 
-export interface Listening {
-  hostname: string;
-  port: number;
-  /** Resolves once the listener has closed. */
-  finished: Promise<void>;
-  /** Stops accepting; resolves when the requests in flight have been answered. Idempotent. */
-  shutdown(): Promise<void>;
-  /** Open client connections (the node listener counts them; Deno.serve does not say). */
-  openConnections?: () => number;
-}
-
-export interface ListenOptions {
-  hostname: string;
-  port: number;
-  handler: (request: Request, remoteAddr: Deno.NetAddr) => Response | Promise<Response>;
-  limits: Config["limits"];
-  /** Aborting it shuts the listener down. */
-  signal?: AbortSignal;
-  /** The answer when the handler throws. */
-  onError: (error: unknown) => Response;
-}
+export type { Listening, ListenOptions } from "./listening.ts";
 
 export function listen(
   server: Config["listen"]["server"],

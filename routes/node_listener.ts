@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { openAIErrorBody } from "../src/openai/errors.ts";
-import type { Listening, ListenOptions } from "./listener.ts";
+import type { Listening, ListenOptions } from "./listening.ts";
 
 export function listenNode(options: ListenOptions): Promise<Listening> {
   const { limits } = options;

@@ -1,6 +1,8 @@
 /**
- * The import table of docs/architecture.md ("What may import what"), checked on every relative
- * import of the source tree, so a dependency pointing the wrong way fails here, not in a review.
+ * The import table ("What may import what"), checked on every relative import of the source tree,
+ * so a dependency pointing the wrong way fails here, not in a review. This file holds the only
+ * copy: docs/architecture.md quotes it (`deno run -A tests/architecture_test.ts --write-doc`
+ * rewrites the quote; a test fails when it is stale). Import circles between files fail too.
  */
 import { assertEquals } from "./assert.ts";
 import { dirname, join, relative, resolve } from "node:path";
@@ -10,7 +12,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const CORE = ["src/hashing/", "src/scheduling/", "src/kv/", "src/tokenize/", "src/proxy/"];
 
 /** Folder (or file) prefix → prefixes it may import; the longest matching prefix applies. */
-const MAY_IMPORT: Record<string, string[]> = {
+export const MAY_IMPORT: Record<string, string[]> = {
   "mod.ts": ["cli/", "routes/app.ts", "src/"],
   "cli/": ["cli/", "routes/app.ts", "src/", "tests/fakes/"],
   "routes/": ["routes/", "src/"],
@@ -82,7 +84,7 @@ function rulesFor(file: string): string[] | undefined {
   return owner === undefined ? undefined : MAY_IMPORT[owner];
 }
 
-Deno.test("every import follows docs/architecture.md's table (dependencies point one way)", () => {
+Deno.test("every import follows the import table (dependencies point one way)", () => {
   const wrong: string[] = [];
   for (
     const file of ["mod.ts", ...sourceFiles("cli"), ...sourceFiles("routes"), ...sourceFiles("src")]
@@ -120,3 +122,113 @@ Deno.test("the pure core does no I/O: no Deno APIs, fetch, timers or telemetry i
   );
   assertEquals(found, []);
 });
+
+/** The import graph of the source tree: file → the files it imports. */
+function importGraph(): Map<string, string[]> {
+  const files = ["mod.ts", ...sourceFiles("cli"), ...sourceFiles("routes"), ...sourceFiles("src")];
+  return new Map(files.map((file) => [file, relativeImports(file)]));
+}
+
+/** Every import circle (a strongly connected set of two or more files, or a self-import). */
+export function importCircles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, next);
+    low.set(file, next++);
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file) ?? []) {
+      if (!graph.has(target)) continue;
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, index.get(target)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const members: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      members.push(member);
+    } while (member !== file);
+    if (members.length > 1 || (graph.get(file) ?? []).includes(file)) circles.push(members.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return circles;
+}
+
+Deno.test("no import circle between the source tree's files", () => {
+  assertEquals(importCircles(importGraph()), []);
+});
+
+Deno.test("the circle check finds a circle of three files and a self-import", () => {
+  const graph = new Map([
+    ["a.ts", ["b.ts"]],
+    ["b.ts", ["c.ts"]],
+    ["c.ts", ["a.ts", "d.ts"]],
+    ["d.ts", []],
+    ["e.ts", ["e.ts"]],
+  ]);
+  assertEquals(importCircles(graph), [["a.ts", "b.ts", "c.ts"], ["e.ts"]]);
+});
+
+const TABLE_START = "<!-- import-table: written by tests/architecture_test.ts -->";
+const TABLE_END = "<!-- import-table end -->";
+
+/** MAY_IMPORT as the Markdown table docs/architecture.md shows. */
+export function importTableMarkdown(): string {
+  const rows = Object.entries(MAY_IMPORT).map(([owner, allowed]) =>
+    `| \`${owner}\` | ${allowed.map((p) => `\`${p}\``).join(", ")} |`
+  );
+  return ["| folder or file | may import |", "| --- | --- |", ...rows].join("\n");
+}
+
+function quotedTable(doc: string): string | undefined {
+  const start = doc.indexOf(TABLE_START);
+  const end = doc.indexOf(TABLE_END);
+  if (start < 0 || end < start) return undefined;
+  return doc.slice(start + TABLE_START.length, end).trim();
+}
+
+const DOC = join(ROOT, "docs/architecture.md");
+
+Deno.test("docs/architecture.md quotes this file's import table, current", async () => {
+  const doc = Deno.readTextFileSync(DOC);
+  const expected = await formatted(importTableMarkdown());
+  assertEquals(
+    quotedTable(doc),
+    expected,
+    "run: deno run -A tests/architecture_test.ts --write-doc",
+  );
+});
+
+/** The table as `deno fmt` lays it out (the doc is kept formatted). */
+async function formatted(markdown: string): Promise<string> {
+  const command = new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--ext", "md", "-"],
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const writer = command.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(markdown + "\n"));
+  await writer.close();
+  const { stdout } = await command.output();
+  return new TextDecoder().decode(stdout).trim();
+}
+
+if (import.meta.main && Deno.args.includes("--write-doc")) {
+  const doc = Deno.readTextFileSync(DOC);
+  const start = doc.indexOf(TABLE_START);
+  const end = doc.indexOf(TABLE_END);
+  const table = await formatted(importTableMarkdown());
+  Deno.writeTextFileSync(
+    DOC,
+    `${doc.slice(0, start + TABLE_START.length)}\n\n${table}\n\n${doc.slice(end)}`,
+  );
+}

@@ -9,7 +9,7 @@ import { createKeyScheme, KeySchemeError, keySchemeOptionsFromKv } from "../hash
 import { buildPolicy } from "../scheduling/named_policy.ts";
 import { POLICY_NAMES } from "../scheduling/registry.ts";
 import { didYouMean } from "./did_you_mean.ts";
-import type { ModelSchema } from "./schema.ts";
+import type { ModelSchema } from "./model_schema.ts";
 
 type Model = z.output<typeof ModelSchema>;
 

@@ -27,17 +27,13 @@ import {
   prefillParamsOf,
 } from "../proxy/pd_protocol.ts";
 import { AttemptLeases } from "./attempt_leases.ts";
-import type { ExecuteOptions } from "./execute_dispatch.ts";
+import { clientGone, type ExecuteOptions, fail, finishOnce } from "./execution.ts";
 import { observePrefill, relayResponse } from "./relay_response.ts";
 import type { Reservation } from "./reservation.ts";
 
 export interface PdExecuteOptions extends ExecuteOptions {
   /** The client's decoded body, from which each leg's body is built. */
   requestBody: Record<string, unknown>;
-  /** The request's end: a failure answer (once) or the relayed decode stream's end. */
-  fail: (error: HttpError) => Response;
-  clientGone: () => Response;
-  finishOnce: () => void;
 }
 
 /** The leases of one pairing's two legs (an instance may be tried again in a later pairing). */
@@ -71,7 +67,7 @@ export async function executePd(options: PdExecuteOptions): Promise<Response> {
 }
 
 class PdRun {
-  readonly #o: PdExecuteOptions;
+  readonly #options: PdExecuteOptions;
   readonly #headers: Headers;
   readonly #abort = new AbortController();
   readonly #signal: AbortSignal;
@@ -79,7 +75,7 @@ class PdRun {
   readonly #decodeTargets: ForwardTarget[];
 
   constructor(options: PdExecuteOptions) {
-    this.#o = options;
+    this.#options = options;
     const { plan } = options;
     this.#headers = options.upstreamHeaders;
     this.#headers.set("x-request-id", options.record.requestId);
@@ -98,18 +94,19 @@ class PdRun {
   }
 
   async execute(): Promise<Response> {
-    const { record, plan } = this.#o;
+    const { record, plan } = this.#options;
     if (this.#prefillTargets.length === 0 || this.#decodeTargets.length === 0) {
       record.outcome = "no_instance";
       const side = this.#prefillTargets.length === 0 ? "prefill" : "decode";
-      return this.#o.fail(
+      return fail(
+        this.#options,
         new HttpError(503, `No healthy ${side} instance of model '${record.model}' is available`, {
           code: "no_healthy_instance",
         }),
       );
     }
     const errors: string[] = [];
-    const budget = 1 + this.#o.maxRetries;
+    const budget = 1 + this.#options.maxRetries;
     for (const decode of this.#decodeTargets.slice(0, budget)) {
       const result = plan.decode!.protocol === "vllm-nixl"
         ? await this.#serial(decode)
@@ -119,7 +116,8 @@ class PdRun {
       errors.push(`${decode.id}: ${result.error}`);
     }
     record.outcome = "upstream_failed";
-    return this.#o.fail(
+    return fail(
+      this.#options,
       new HttpError(502, `All ${errors.length} decode attempt(s) failed (${errors.join("; ")})`, {
         code: "upstream_unavailable",
       }),
@@ -128,29 +126,29 @@ class PdRun {
 
   /** Fresh leases for a pairing; the reservations go to the first attempt on their instance. */
   #legs(): Legs {
-    const { runtime, plan, now, trace } = this.#o;
+    const { runtime, plan, now, trace } = this.#options;
     const leases = (reservation: Reservation | undefined, leg: "prefill" | "decode") =>
       new AttemptLeases(runtime, plan, reservation, new Headers(this.#headers), now, trace, leg);
     return {
-      prefill: leases(this.#o.reservation, "prefill"),
-      decode: leases(this.#o.decodeReservation, "decode"),
+      prefill: leases(this.#options.reservation, "prefill"),
+      decode: leases(this.#options.decodeReservation, "decode"),
     };
   }
 
   /** Gives back whatever reservation no attempt took. */
   settle(): void {
-    this.#o.reservation?.cancel();
-    this.#o.decodeReservation?.cancel();
+    this.#options.reservation?.cancel();
+    this.#options.decodeReservation?.cancel();
   }
 
   /** NIXL: the prefill's answer first, then the decode carrying its `kv_transfer_params`. */
   async #serial(decode: ForwardTarget): Promise<PairResult> {
     const pairing: PdPairing = { protocol: "vllm-nixl", bootstrapHost: "", bootstrapPort: 0 };
-    const started = this.#o.now();
+    const started = this.#options.now();
     const legs = this.#legs();
     const prefill = await this.#forward(
       this.#prefillTargets,
-      prefillBody(this.#o.requestBody, pairing),
+      prefillBody(this.#options.requestBody, pairing),
       legs.prefill,
       this.#signal,
     );
@@ -161,11 +159,11 @@ class PdRun {
     }
     const answer = await readBodyText(prefill.response, {
       maxBytes: PREFILL_ANSWER_MAX_BYTES,
-      timeoutMs: this.#o.headersTimeoutMs,
+      timeoutMs: this.#options.headersTimeoutMs,
       signal: this.#signal,
     });
     this.#prefillDone(legs, target.id, started, answer.complete);
-    if (this.#signal.aborted) return { kind: "final", response: this.#o.clientGone() };
+    if (this.#signal.aborted) return { kind: "final", response: clientGone(this.#options) };
     const parsed = answer.complete ? parseJson(answer.text) : undefined;
     if (parsed === undefined) {
       return { kind: "next", error: `prefill ${target.id} gave no readable answer` };
@@ -173,7 +171,7 @@ class PdRun {
     // No params (the one token stopped the request): the decode gets the client's body and
     // prefills it itself, as the toy proxy does.
     pairing.prefillParams = prefillParamsOf(parsed);
-    return this.#decodeOnly(decode, decodeBody(this.#o.requestBody, pairing), target, legs);
+    return this.#decodeOnly(decode, decodeBody(this.#options.requestBody, pairing), target, legs);
   }
 
   /** One decode attempt on `decode`; its prefill (on `prefill`) is done or under way. */
@@ -188,8 +186,8 @@ class PdRun {
     if (outcome.kind === "response") {
       return { kind: "response", response: outcome.response, prefill, decode, legs };
     }
-    if (outcome.kind === "client_gone" && this.#o.clientSignal?.aborted) {
-      return { kind: "final", response: this.#o.clientGone() };
+    if (outcome.kind === "client_gone" && this.#options.clientSignal?.aborted) {
+      return { kind: "final", response: clientGone(this.#options) };
     }
     const last = outcome.attempts.at(-1);
     return { kind: "next", error: last?.error ?? last?.failure ?? "aborted" };
@@ -200,7 +198,7 @@ class PdRun {
    * decode and the pair is retried with the next prefill instance.
    */
   async #concurrent(decode: ForwardTarget): Promise<PairResult> {
-    const budget = 1 + this.#o.maxRetries;
+    const budget = 1 + this.#options.maxRetries;
     let error = "no prefill instance could pair";
     for (const prefill of this.#prefillTargets.slice(0, budget)) {
       const result = await this.#pairWith(prefill, decode);
@@ -232,7 +230,7 @@ class PdRun {
    * back restarted, with new ids); true when the decode failed on an engine id no longer listed.
    */
   async #staleEngineId(pairing: PdPairing, error: string): Promise<boolean> {
-    const ids = this.#o.runtime.bootstrapIds;
+    const ids = this.#options.runtime.bootstrapIds;
     if (pairing.protocol !== "vllm-mooncake" || !ids) return false;
     ids.forget(pairing.bootstrapHost, pairing.bootstrapPort);
     if (error.startsWith("prefill")) return false;
@@ -248,8 +246,8 @@ class PdRun {
   ): Promise<PairResult> {
     const pairAbort = new AbortController();
     const signal = AbortSignal.any([this.#signal, pairAbort.signal]);
-    const body = this.#o.requestBody;
-    const started = this.#o.now();
+    const body = this.#options.requestBody;
+    const started = this.#options.now();
     for (const [name, value] of Object.entries(prefillHeaders(pairing))) {
       legs.prefill.upstreamHeaders.set(name, value);
     }
@@ -264,7 +262,9 @@ class PdRun {
       pairAbort.abort();
       await decodeRun;
       if (first.kind === "response") return this.#prefillVerdict(first.response, prefill, legs);
-      if (this.#o.clientSignal?.aborted) return { kind: "final", response: this.#o.clientGone() };
+      if (this.#options.clientSignal?.aborted) {
+        return { kind: "final", response: clientGone(this.#options) };
+      }
       const last = first.attempts.at(-1);
       return { kind: "next", error: `prefill ${prefill.id}: ${last?.error ?? last?.failure}` };
     }
@@ -291,7 +291,7 @@ class PdRun {
       if (outcome.kind !== "response") return;
       const read = await readBodyText(outcome.response, {
         maxBytes: PREFILL_ANSWER_MAX_BYTES,
-        timeoutMs: this.#o.headersTimeoutMs,
+        timeoutMs: this.#options.headersTimeoutMs,
         signal,
       });
       this.#prefillDone(legs, prefill.id, started, read.complete);
@@ -300,21 +300,21 @@ class PdRun {
 
   /** The pairing of a concurrent protocol with this prefill instance (undefined: cannot pair). */
   async #pairing(prefill: ForwardTarget): Promise<PdPairing | undefined> {
-    const entry = this.#o.plan.entries.get(prefill.id);
+    const entry = this.#options.plan.entries.get(prefill.id);
     // WHATWG URL: an IPv6 host in brackets, as mini_lb (`maybe_wrap_ipv6_address`, sglang
     // 001c2ae0) and sgl-router (`Url::host_str`, worker_builder.rs 9fc56c2e) send it; older SGLang
     // builds `host:port` from it and would fail on a bare "::1".
     const urlHost = new URL(prefill.url).hostname;
     const port = entry?.config.bootstrapPort ?? 8998;
-    const protocol = this.#o.plan.decode!.protocol;
+    const protocol = this.#options.plan.decode!.protocol;
     if (protocol === "sglang") {
       const room = bootstrapRoom(crypto.getRandomValues(new Uint8Array(8)));
       return { protocol, bootstrapHost: urlHost, bootstrapPort: port, room };
     }
     const host = urlHost.replace(/^\[|\]$/g, "");
-    const rank = await this.#o.runtime.bootstrapIds?.pick(prefill.url, host, port);
+    const rank = await this.#options.runtime.bootstrapIds?.pick(prefill.url, host, port);
     if (!rank) return undefined;
-    const transferId = `xfer-${this.#o.record.requestId}-${crypto.randomUUID().slice(0, 8)}`;
+    const transferId = `xfer-${this.#options.record.requestId}-${crypto.randomUUID().slice(0, 8)}`;
     return {
       protocol,
       bootstrapHost: host,
@@ -334,18 +334,18 @@ class PdRun {
     return forwardWithRetries(
       {
         method: "POST",
-        path: this.#o.path,
+        path: this.#options.path,
         headers: leases.upstreamHeaders,
         body: new TextEncoder().encode(body),
         targets,
-        maxAttempts: 1 + this.#o.maxRetries,
-        headersTimeoutMs: this.#o.headersTimeoutMs,
+        maxAttempts: 1 + this.#options.maxRetries,
+        headersTimeoutMs: this.#options.headersTimeoutMs,
         signal,
       },
-      { fetch: leases.tracedFetch(this.#o.fetch), now: this.#o.now },
+      { fetch: leases.tracedFetch(this.#options.fetch), now: this.#options.now },
       leases.hooks(),
     ).then((outcome) => {
-      this.#o.record.attempts.push(...outcome.attempts);
+      this.#options.record.attempts.push(...outcome.attempts);
       return outcome;
     });
   }
@@ -354,18 +354,24 @@ class PdRun {
   #prefillDone(legs: Legs, prefillId: string, started: number, answered: boolean): void {
     legs.prefill.held(prefillId)?.lease.firstToken();
     legs.prefill.release(prefillId);
-    this.#o.decodeReservation?.arrived();
-    if (answered && this.#o.plan.decode!.protocol === "vllm-nixl") {
-      observePrefill(this.#o.runtime, this.#o.plan, prefillId, (this.#o.now() - started) / 1000);
+    this.#options.decodeReservation?.arrived();
+    if (answered && this.#options.plan.decode!.protocol === "vllm-nixl") {
+      observePrefill(
+        this.#options.runtime,
+        this.#options.plan,
+        prefillId,
+        (this.#options.now() - started) / 1000,
+      );
     }
   }
 
   /** Every prefill attempt failed, or the client left: the request's final answer. */
   #legFailed(outcome: Exclude<ForwardOutcome, { kind: "response" }>): Response {
-    if (outcome.kind === "client_gone") return this.#o.clientGone();
+    if (outcome.kind === "client_gone") return clientGone(this.#options);
     const timedOut = outcome.status === 504;
-    this.#o.record.outcome = timedOut ? "upstream_timeout" : "upstream_failed";
-    return this.#o.fail(
+    this.#options.record.outcome = timedOut ? "upstream_timeout" : "upstream_failed";
+    return fail(
+      this.#options,
       new HttpError(outcome.status, `Prefill: ${outcome.message}`, {
         code: timedOut ? "upstream_timeout" : "upstream_unavailable",
       }),
@@ -374,26 +380,28 @@ class PdRun {
 
   /** A prefill's 4xx is the engine's verdict on the request: the client gets it as is. */
   #prefillVerdict(response: Response, prefill: ForwardTarget, legs: Legs): PairResult {
-    this.#o.decodeReservation?.cancel();
+    this.#options.decodeReservation?.cancel();
     return {
       kind: "final",
       response: relayResponse({
-        ...this.#o,
+        ...this.#options,
         target: prefill,
         response,
         leases: legs.prefill,
+        finishOnce: () => finishOnce(this.#options),
       }),
     };
   }
 
   #relay(result: Extract<PairResult, { kind: "response" }>): Response {
-    const { record, now, runtime } = this.#o;
+    const { record, now, runtime } = this.#options;
     const pairAbort = this.#pairAborts.get(result.response);
     return relayResponse({
-      ...this.#o,
+      ...this.#options,
       target: result.decode,
       response: result.response,
       leases: result.legs.decode,
+      finishOnce: () => finishOnce(this.#options),
       prefillInstanceId: result.prefill.id,
       onEnd: (end) => {
         pairAbort?.abort(); // a prefill still running for this stream has no one to serve
