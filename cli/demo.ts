@@ -2,7 +2,7 @@ import { parseCommandArgs, parsePortFlag } from "./args.ts";
 import { resolveConfig } from "../src/config/load.ts";
 import { policyProblems } from "../src/scheduling/named_policy.ts";
 import { createRouter, type Router } from "../routes/app.ts";
-import { type DemoCluster, startDemoCluster } from "../tests/fakes/demo_cluster.ts";
+import { type DemoCluster, startDemoCluster } from "../src/fakes/demo_cluster.ts";
 import type { PdProtocol } from "../src/contracts.ts";
 import { waitForShutdown } from "./start.ts";
 import { resolveLogLevel } from "./log_level.ts";

@@ -13,8 +13,8 @@ const CORE = ["src/hashing/", "src/scheduling/", "src/kv/", "src/tokenize/", "sr
 
 /** Folder (or file) prefix → prefixes it may import; the longest matching prefix applies. */
 export const MAY_IMPORT: Record<string, string[]> = {
-  "mod.ts": ["cli/", "routes/app.ts", "src/"],
-  "cli/": ["cli/", "routes/app.ts", "src/", "tests/fakes/"],
+  "mod.ts": ["routes/app.ts", "src/"],
+  "cli/": ["cli/", "routes/app.ts", "src/"],
   "routes/": ["routes/", "src/"],
   "src/gateway/": [
     "src/gateway/",
@@ -54,6 +54,7 @@ export const MAY_IMPORT: Record<string, string[]> = {
     "src/config/",
     "src/contracts.ts",
   ],
+  "src/fakes/": ["src/fakes/", "src/hashing/", "src/scheduling/", "src/tokenize/"],
   "src/contracts.ts": ["src/config/", "src/cluster/", "src/openai/", "src/experiment/", ...CORE],
   "src/admin/": ["src/admin/", "src/openai/errors.ts"],
   "src/dashboard/": ["src/dashboard/", "src/admin/", "src/openai/errors.ts"],

@@ -52,3 +52,10 @@ export function predictTbtS(
   if (runningRequestsPerInstance.length === 0) return undefined;
   return decodeStepS(model, Math.min(...runningRequestsPerInstance) + 1);
 }
+
+/** The largest batch whose step (at `kvTokensPerRequest` each) stays within the SLO; at least 1. */
+export function maxBatchWithin(model: DecodeModel, sloS: number): number {
+  let n = 1;
+  while (n < 100_000 && decodeStepS(model, n + 1) <= sloS) n++;
+  return n;
+}

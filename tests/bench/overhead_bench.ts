@@ -13,7 +13,7 @@
  * - nginx: the reverse proxy (the reference a router is measured against);
  * - deno-bare: a bare Deno server that parses the JSON body and forwards it with fetch
  *   (tests/bench/overhead/bare_proxy.ts): the runtime's floor;
- * - tidegate: `deno run -A mod.ts start` (a fresh process per mix) with cache-aware dispatch,
+ * - tidegate: `deno run -A cli/main.ts start` (a fresh process per mix) with cache-aware dispatch,
  *   the Qwen3 tokenizer, sha256_cbor keys and the store lookup against the stub master (every key
  *   absent). Its lookup deadline is 1000 ms here (`--kv-timeout-ms`): at saturation the config's
  *   50 ms is missed, the store is then skipped for its down-window, and the run would measure
@@ -474,7 +474,7 @@ async function startRouter(
     "run",
     "-A",
     ...denoFlags,
-    "mod.ts",
+    "cli/main.ts",
     "start",
     "--config",
     config,

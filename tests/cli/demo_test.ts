@@ -3,7 +3,7 @@ import { demoChat, runDemoBurst } from "../../cli/demo.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter } from "../../routes/app.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
-import { startDemoCluster } from "../fakes/demo_cluster.ts";
+import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
 
 Deno.test("demo: a long shared-prefix chat lands on the instance that holds the prefix, and says so", async () => {
   const cluster = await startDemoCluster({ engines: 3 });
@@ -54,7 +54,7 @@ Deno.test("demo: a long shared-prefix chat lands on the instance that holds the 
 
 async function runDemoProcess(...args: string[]) {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../../mod.ts", import.meta.url).pathname, "demo", ...args],
+    args: ["run", "-A", new URL("../../cli/main.ts", import.meta.url).pathname, "demo", ...args],
     env: { NO_COLOR: "1" },
     stdout: "piped",
     stderr: "piped",
@@ -113,6 +113,7 @@ Deno.test("demo --pd: follow-ups go to the prefill instance holding their docume
   for (const protocol of ["vllm-nixl", "sglang"] as const) {
     const cluster = await startDemoCluster({ pd: { protocol, prefill: 2, decode: 2 } });
     const router = await createRouter(resolveConfig(cluster.routerConfig()), { log: () => {} });
+    assert(await router.warm(), "worker threads loaded");
     const { port } = await router.serve({ port: 0 });
     const url = `http://127.0.0.1:${port}`;
     try {

@@ -2,7 +2,10 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { runKeys } from "../../cli/keys.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import type { KeySchemeOptions } from "../../src/hashing/types.ts";
-import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
 
 const MODEL = "Qwen/Qwen3-8B";
 /** A configured kv block unlike any of the engines' below. */

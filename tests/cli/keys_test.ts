@@ -1,7 +1,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { runKeys } from "../../cli/keys.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 
 async function withConfig(
   masterUrl: string,

@@ -12,7 +12,7 @@ async function writeConfig(config: unknown): Promise<string> {
 
 async function start(args: string[], env: Record<string, string> = {}) {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "mod.ts", "start", ...args],
+    args: ["run", "-A", "cli/main.ts", "start", ...args],
     cwd: ROOT,
     env: { NO_COLOR: "1", ...env },
     stdin: "null",

@@ -78,7 +78,7 @@ Deno.test("start --log-level warn writes no info lines: no access log", async ()
     args: [
       "run",
       "-A",
-      "mod.ts",
+      "cli/main.ts",
       "start",
       "--config",
       await configFile(port),

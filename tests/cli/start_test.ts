@@ -23,7 +23,7 @@ Deno.test("start names the address it cannot bind and exits 1", async () => {
   try {
     const path = await configFile({ host: "127.0.0.1", port });
     const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "mod.ts", "start", "--config", path],
+      args: ["run", "-A", "cli/main.ts", "start", "--config", path],
       cwd: ROOT,
       stdout: "null",
       stderr: "piped",

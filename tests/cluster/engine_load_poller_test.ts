@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { EngineLoadPoller, type LoadPollTarget } from "../../src/cluster/engine_load_poller.ts";
 import { LoadAccount } from "../../src/cluster/load_account.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { ManualTime, settle } from "./manual_time.ts";
 
 const getLoad = (waiting: number, pending: number) =>

@@ -5,7 +5,7 @@ import {
   readSglangMetrics,
   readVllmMetrics,
 } from "../../src/cluster/engine_load.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 
 const VLLM_NEW = `# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CircuitBreaker } from "../../src/cluster/circuit_breaker.ts";
 import { HealthProber, type ProbeResult } from "../../src/cluster/health_prober.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { ManualTime, settle } from "./manual_time.ts";
 import { TEST_HEALTH, testCluster, testInstance } from "./test_cluster.ts";
 

@@ -4,7 +4,7 @@ import { EngineLoadPoller } from "../../src/cluster/engine_load_poller.ts";
 import { type InstanceLoad, LoadAccount, type LoadLease } from "../../src/cluster/load_account.ts";
 import { RecentPrefillSizes } from "../../src/cluster/recent_prefill_sizes.ts";
 import { reconcileLoad } from "../../src/cluster/reconcile.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { ManualTime } from "./manual_time.ts";
 
 const load = (

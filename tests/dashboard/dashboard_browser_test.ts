@@ -20,7 +20,7 @@ import { parsePrometheusText, type PromSample } from "../../src/cluster/promethe
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter } from "../../routes/app.ts";
 import { assert, assertEquals } from "../assert.ts";
-import { startDemoCluster } from "../fakes/demo_cluster.ts";
+import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
 
 // The page-side callbacks below run in Chromium; Deno's type library has no DOM.
 // deno-lint-ignore no-explicit-any

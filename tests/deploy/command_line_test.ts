@@ -1,11 +1,11 @@
 /**
  * The command line the pod runs: the image's ENTRYPOINT (deploy/Dockerfile's last stage) followed
  * by the Deployment's `args` (Kubernetes replaces CMD with them), parsed by the router's own
- * dispatch (mod.ts) and `start` flag parser. It must be `start` with `--config` naming the file
+ * dispatch (cli/main.ts) and `start` flag parser. It must be `start` with `--config` naming the file
  * the ConfigMap mounts.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { resolveCommand } from "../../mod.ts";
+import { resolveCommand } from "../../cli/main.ts";
 import { parseStartArgs } from "../../cli/start.ts";
 import type { K8sObject } from "./kustomize.ts";
 import { configMount, KUSTOMIZATIONS, render } from "./manifests.ts";
@@ -70,7 +70,7 @@ for (const name of KUSTOMIZATIONS) {
 
 Deno.test("the old command line (deno run args appended to a deno ENTRYPOINT) is rejected", () => {
   const oldEntrypoint = ["start", "--config", "/etc/tidegate/router.json"];
-  const oldArgs = ["run", "-A", "mod.ts", "start", "--config", "/etc/tidegate/router.yaml"];
+  const oldArgs = ["run", "-A", "cli/main.ts", "start", "--config", "/etc/tidegate/router.yaml"];
   const resolved = resolveCommand([...oldEntrypoint, ...oldArgs]);
   assertEquals(resolved?.command, "start");
   const errors: unknown[] = [];

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { type OpenAiBody, roughTokenCount, startFakeEngine } from "./fake_engine.ts";
-import { prefillSeconds } from "./prefill_time.ts";
+import { type OpenAiBody, roughTokenCount, startFakeEngine } from "../../src/fakes/fake_engine.ts";
+import { prefillSeconds } from "../../src/fakes/prefill_time.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 
 interface SseRead {

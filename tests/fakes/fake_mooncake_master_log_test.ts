@@ -1,5 +1,5 @@
 import { assertEquals } from "../assert.ts";
-import { startFakeMooncakeMaster } from "./fake_mooncake_master.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 
 // Regression: the log kept every request of the master's life, so the 10-minute demo soak grew
 // by one entry (its keys and raw query) per request: +40 % RSS (tests/soak, README).

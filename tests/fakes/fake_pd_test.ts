@@ -9,10 +9,10 @@ import {
   type FakeEngineOptions,
   type OpenAiBody,
   startFakeEngine,
-} from "./fake_engine.ts";
-import { PdRegistry } from "./pd_registry.ts";
-import { parseBody } from "./pd_protocol.ts";
-import { startDemoCluster } from "./demo_cluster.ts";
+} from "../../src/fakes/fake_engine.ts";
+import { PdRegistry } from "../../src/fakes/pd_registry.ts";
+import { parseBody } from "../../src/fakes/pd_protocol.ts";
+import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
 
 interface Sse {
   events: Record<string, unknown>[];

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { startKillableProxy } from "../fakes/killable_proxy.ts";
 import { completion, eventually, loadOnlyModel, range, startRouter } from "./harness.ts";
 

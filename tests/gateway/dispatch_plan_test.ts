@@ -10,7 +10,7 @@ import type { ParsedRequest } from "../../src/openai/request.ts";
 import type { NamedPolicy } from "../../src/scheduling/named_policy.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import type { Candidate, ScheduleRequest } from "../../src/scheduling/types.ts";
-import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 import { range } from "./harness.ts";
 
 const CHUNK = 16;

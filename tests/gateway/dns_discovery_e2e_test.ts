@@ -2,7 +2,7 @@ import { assert, assertEquals } from "../assert.ts";
 import type { ResolveDns } from "../../src/cluster/dns_discovery.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter } from "../../routes/app.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { completion, eventually, loadOnlyModel, range, startRouter } from "./harness.ts";
 
 const MODEL = "dns-model";

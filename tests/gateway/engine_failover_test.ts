@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import type { AttemptRecord } from "../../src/proxy/forward.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { startKillableProxy } from "../fakes/killable_proxy.ts";
 import {
   breakerTo,

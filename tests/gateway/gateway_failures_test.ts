@@ -1,6 +1,6 @@
 /** Failures inside the router's own request path, and the answers around them. */
 import { assert, assertEquals } from "../assert.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import type { RequestTrace, RequestTracer } from "../../src/contracts.ts";

@@ -1,10 +1,10 @@
 /**
  * Shutdown in the order load balancers need: `/readyz` fails first while requests are still
  * served, in-flight answers drain up to a deadline, what is left ends with an error event (the
- * engine not charged, every lease released), and `mod.ts start` exits 0 on SIGTERM.
+ * engine not charged, every lease released), and `cli/main.ts start` exits 0 on SIGTERM.
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
 import { startRouterProcess, writeRouterConfig } from "./router_process.ts";
 
@@ -97,7 +97,7 @@ Deno.test("a request still waiting for the engine's headers at the cut gets a 50
   }
 });
 
-/** `mod.ts start` with `shutdown` settings in front of one engine that stalls every stream. */
+/** `cli/main.ts start` with `shutdown` settings in front of one engine that stalls every stream. */
 async function stalledRouterProcess(shutdown: Record<string, number>) {
   const engine = startFakeEngine({ id: "e0", model: MODEL, timeScale: 0.001 });
   const config = await writeRouterConfig({
@@ -122,7 +122,7 @@ async function stalledRouterProcess(shutdown: Record<string, number>) {
   };
 }
 
-Deno.test("mod.ts start on SIGTERM ends a hung stream with an error event and exits 0 within its drain deadline", async () => {
+Deno.test("cli/main.ts start on SIGTERM ends a hung stream with an error event and exits 0 within its drain deadline", async () => {
   const { router, close } = await stalledRouterProcess({ readyDelayMs: 100, drainTimeoutMs: 300 });
   try {
     const streaming = await completion(router.url, { prompt: PROMPT, stream: true });

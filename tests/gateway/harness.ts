@@ -7,8 +7,15 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter, type Router, type RouterOptions } from "../../routes/app.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import { type FakeEngine, type FakeEngineOptions, startFakeEngine } from "../fakes/fake_engine.ts";
-import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import {
+  type FakeEngine,
+  type FakeEngineOptions,
+  startFakeEngine,
+} from "../../src/fakes/fake_engine.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
 
 export const MODEL = "test-model";
 export const CHUNK = 16;

@@ -3,7 +3,7 @@ import { watchConfigFile } from "../../cli/start.ts";
 import { loadConfigFile } from "../../src/config/load.ts";
 import { createRouter, type Router } from "../../routes/app.ts";
 import type { AttemptRecord } from "../../src/proxy/forward.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { eventually } from "./harness.ts";
 import { steadyLoad } from "./steady_load.ts";
 

@@ -8,7 +8,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import type { KvAgreementState } from "../../src/kv/kv_agreement.ts";
 import type { KeySchemeOptions } from "../../src/hashing/types.ts";
-import { EngineKvCache } from "../fakes/engine_kv_cache.ts";
+import { EngineKvCache } from "../../src/fakes/engine_kv_cache.ts";
 import {
   completion,
   MODEL,

@@ -17,10 +17,13 @@ import {
   type FakeEngineOptions,
   type FakePdOptions,
   startFakeEngine,
-} from "../fakes/fake_engine.ts";
-import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
-import type { PdProtocol } from "../fakes/pd_protocol.ts";
-import { PdRegistry } from "../fakes/pd_registry.ts";
+} from "../../src/fakes/fake_engine.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
+import type { PdProtocol } from "../../src/fakes/pd_protocol.ts";
+import { PdRegistry } from "../../src/fakes/pd_registry.ts";
 import { eventually, range } from "./harness.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { BootstrapEngineIds } from "../../src/proxy/mooncake_bootstrap.ts";

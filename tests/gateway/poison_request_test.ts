@@ -4,7 +4,7 @@
  * engine whose 5xx another instance then serves is still charged.
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { type OpenAiBody, roughTokenCount } from "../fakes/fake_engine.ts";
+import { type OpenAiBody, roughTokenCount } from "../../src/fakes/fake_engine.ts";
 import { type ChokingProxy, startChokingProxy } from "../fakes/choking_proxy.ts";
 import { completion, MODEL, range, startTestCluster } from "./harness.ts";
 

@@ -3,7 +3,7 @@ import { loadConfigFile, resolveConfig } from "../../src/config/load.ts";
 import { planReload } from "../../src/gateway/reload.ts";
 import { createRouter } from "../../routes/app.ts";
 import { watchConfigFile } from "../../cli/start.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import {
   completion,
   eventually,

@@ -1,4 +1,4 @@
-/** A router as users run it: `deno run -A mod.ts start --config FILE` in its own process. */
+/** A router as users run it: `deno run -A cli/main.ts start --config FILE` in its own process. */
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -27,7 +27,7 @@ export async function writeRouterConfig(
 }
 
 /**
- * Starts `mod.ts start` (with `args` after the config) and reads its bound URL from the
+ * Starts `cli/main.ts start` (with `args` after the config) and reads its bound URL from the
  * "tidegate listening" log line.
  */
 export async function startRouterProcess(
@@ -35,7 +35,7 @@ export async function startRouterProcess(
   args: string[] = [],
 ): Promise<RouterProcess> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "mod.ts", "start", "--config", configPath, ...args],
+    args: ["run", "-A", "cli/main.ts", "start", "--config", configPath, ...args],
     cwd: ROOT,
     stdin: "null",
     stdout: "null",

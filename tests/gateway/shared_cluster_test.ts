@@ -1,9 +1,9 @@
 /**
- * Two router processes (`deno run -A mod.ts start`) in front of one fake cluster: each sees its
+ * Two router processes (`deno run -A cli/main.ts start`) in front of one fake cluster: each sees its
  * own dispatches at once and the other's through the engines' load reports.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { completion, eventually, loadOnlyModel, range } from "./harness.ts";
 import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";
 

@@ -1,10 +1,10 @@
 /**
  * A request that ends while Redis is down: its end never reaches the other replicas. When Redis
  * comes back (same port), they catch up and their load view of the instance agrees again.
- * Two `mod.ts start` replicas, a real redis-server stopped and restarted by the test.
+ * Two `cli/main.ts start` replicas, a real redis-server stopped and restarted by the test.
  */
 import { assertEquals } from "../assert.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { redisServerOrSkip } from "../support/redis_server.ts";
 import { completion, loadOnlyModel, range } from "./harness.ts";
 import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";

@@ -1,11 +1,11 @@
 /**
- * Three router processes (`mod.ts start`) sharing their dispatch-time facts through a real
+ * Three router processes (`cli/main.ts start`) sharing their dispatch-time facts through a real
  * redis-server (cluster.sharedState), in front of one fake cluster whose store never learns the
  * new prefix: only the shared predictions can tell the replicas where it is being written.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
-import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 import { redisServerOrSkip } from "../support/redis_server.ts";
 import { completion, eventually, range } from "./harness.ts";
 import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";

@@ -5,7 +5,10 @@ import type { Config } from "../../src/config/schema.ts";
 import { ModelRuntime } from "../../src/gateway/model_runtime.ts";
 import { checkStoreShape } from "../../src/gateway/store_shape_check.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
 import { eventually } from "./harness.ts";
 
 type Logs = { message: string; fields?: Record<string, unknown> }[];

@@ -13,7 +13,7 @@ import {
   startRouter,
   startTestCluster,
 } from "./harness.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 
 async function ttftCount(url: string): Promise<number> {
   const samples = parsePrometheusText(await (await fetch(`${url}/metrics`)).text()).samples;

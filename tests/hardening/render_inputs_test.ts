@@ -6,8 +6,8 @@
  * one long step on the router's main loop (its `tidegate_event_loop_lag_seconds` says so).
  */
 import { assert, assertEquals } from "../assert.ts";
-import { type FakeEngine, startFakeEngine } from "../fakes/fake_engine.ts";
-import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { type FakeEngine, startFakeEngine } from "../../src/fakes/fake_engine.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 import { startRouterProcess, writeRouterConfig } from "../gateway/router_process.ts";
 import { MODEL } from "./probe_input.ts";
 import { renderInputs } from "./render_inputs.ts";

@@ -7,7 +7,10 @@
  * `/metrics/summary` carries request rates per second.
  */
 import { ok, strictEqual } from "node:assert/strict";
-import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
 import {
   loadRecording,
   pathOf,

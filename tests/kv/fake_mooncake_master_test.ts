@@ -1,5 +1,5 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
-import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 
 async function get(url: string): Promise<{ status: number; body: string; type: string | null }> {
   const response = await fetch(url);

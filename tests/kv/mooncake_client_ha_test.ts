@@ -6,7 +6,10 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { MooncakeClient, type MooncakeClientOptions } from "../../src/kv/mooncake_client.ts";
 import { StoreHealth } from "../../src/kv/store_health.ts";
-import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
 
 /** A serving leader and a standby sharing its store; `fn` gets [standby, leader]. */
 async function withPair(

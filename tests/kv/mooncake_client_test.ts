@@ -1,7 +1,10 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import { MooncakeClient, type MooncakeClientOptions } from "../../src/kv/mooncake_client.ts";
 import { StoreHealth } from "../../src/kv/store_health.ts";
-import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
 
 /** A monotonic clock the test can jump forward (to cross a 30 s down-window instantly). */
 function jumpClock() {

@@ -1,7 +1,7 @@
 import { assertEquals } from "../assert.ts";
 import { RecentPrompts } from "../../src/kv/recent_prompts.ts";
 import { readKeySample } from "../../src/kv/key_sample.ts";
-import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 
 Deno.test("RecentPrompts keeps the newest prompts, newest first, each cut to maxTokens", () => {
   const ring = new RecentPrompts({ capacity: 3, maxTokens: 4 });

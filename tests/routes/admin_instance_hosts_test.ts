@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../assert.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { MODEL, startTestCluster } from "../gateway/harness.ts";
 
 const json = { "content-type": "application/json" };

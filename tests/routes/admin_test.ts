@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import type { ConnectionEnv } from "../../src/admin/auth.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { completion, MODEL, range, startTestCluster } from "../gateway/harness.ts";
 
 const json = { "content-type": "application/json" };

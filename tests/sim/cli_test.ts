@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../assert.ts";
-import { runSimCli } from "../../src/sim/cli.ts";
+import { runSimCli } from "../../cli/sim.ts";
 import { quietly } from "./quietly.ts";
 
 const TRACE = new URL("../data/conversation_trace.jsonl", import.meta.url).pathname;

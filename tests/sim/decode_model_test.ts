@@ -6,7 +6,7 @@ import {
 } from "../../src/scheduling/decode_model.ts";
 import { SimDecodeEngine } from "../../src/sim/decode_engine.ts";
 import { GapHistogram } from "../../src/sim/gap_histogram.ts";
-import { maxBatchWithin } from "../../src/sim/pd_cli.ts";
+import { maxBatchWithin } from "../../src/scheduling/decode_model.ts";
 
 const KV = { baseS: 0.03, perRequestS: 0.0005, perKvTokenS: 4e-8 };
 

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import { stickyArm } from "../../src/experiment/assign.ts";
-import { runSimCli } from "../../src/sim/cli.ts";
+import { runSimCli } from "../../cli/sim.ts";
 import { parseExperimentFile, splitTrace } from "../../src/sim/experiment.ts";
 import { parseMooncakeTrace } from "../../src/sim/trace.ts";
 import { quietly } from "./quietly.ts";

@@ -7,7 +7,7 @@ import { assert, assertEquals } from "../assert.ts";
 import type { DecodeLoadScope } from "../../src/scheduling/pd_admission.ts";
 import { MOONCAKE_PREFILL_MODEL } from "../../src/scheduling/prefill_model.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
-import { maxBatchWithin } from "../../src/sim/pd_cli.ts";
+import { maxBatchWithin } from "../../src/scheduling/decode_model.ts";
 import {
   type PdAdmission,
   type PdConfig,

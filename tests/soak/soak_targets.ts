@@ -5,14 +5,14 @@
  *          engines with a real tokenizer, prefix caches, a fake Mooncake master; chat prompts
  *          sharing long documents). The process measured is this one.
  *   fakes: fake engines and a fake Mooncake master in this process, the router in its own
- *          (`mod.ts start`); token-id prompts. The process measured is the router's.
+ *          (`cli/main.ts start`); token-id prompts. The process measured is the router's.
  */
 import { demoChat } from "../../cli/demo.ts";
 import { createRouter, type Router } from "../../routes/app.ts";
 import { resolveConfig } from "../../src/config/load.ts";
-import { startDemoCluster } from "../fakes/demo_cluster.ts";
-import { type FakeEngine, startFakeEngine } from "../fakes/fake_engine.ts";
-import { startFakeMooncakeMaster } from "../fakes/fake_mooncake_master.ts";
+import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
+import { type FakeEngine, startFakeEngine } from "../../src/fakes/fake_engine.ts";
+import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 import { startRouterProcess } from "../gateway/router_process.ts";
 import type { SoakRequestOf } from "./soak_traffic.ts";
 

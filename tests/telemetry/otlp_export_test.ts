@@ -3,7 +3,7 @@
  * built-in exporter ships spans over OTLP/HTTP (JSON here) to a receiver written in this test.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { startFakeEngine } from "../fakes/fake_engine.ts";
+import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 
 interface OtlpSpan {
   traceId: string;
@@ -83,7 +83,7 @@ async function startTracedRouter(
     args: [
       "run",
       "-A",
-      new URL("../../mod.ts", import.meta.url).pathname,
+      new URL("../../cli/main.ts", import.meta.url).pathname,
       "start",
       "--config",
       config,

@@ -4,9 +4,9 @@
  * holds, and the truthful `cached_tokens` that follows (whole chunks from token 0). Written
  * chunks can be published (e.g. to a fake Mooncake master on the engine's KV host).
  */
-import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import type { KeyScheme, KeySchemeOptions } from "../../src/hashing/types.ts";
-import type { OpenAiBody } from "./fake_engine.ts";
+import { createKeyScheme } from "../hashing/key_scheme.ts";
+import type { KeyScheme, KeySchemeOptions } from "../hashing/types.ts";
+import type { OpenAiBody } from "./openai_body.ts";
 
 export interface EngineKvCacheOptions {
   /** The engine's hashing (default: the test harness's router: sha256_cbor, seed "0", llumnix). */

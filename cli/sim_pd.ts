@@ -1,9 +1,9 @@
 /** The simulator CLI's prefill/decode mode: flags, the runs, and the files it writes. */
-import { type DecodeModel, decodeStepS } from "../scheduling/decode_model.ts";
-import { DECODE_POLICY_NAMES, type DecodePolicyName } from "../scheduling/decode_policy.ts";
-import { DECODE_LOAD_SCOPES, type DecodeLoadScope } from "../scheduling/pd_admission.ts";
-import { isPolicyName, POLICY_NAMES } from "../scheduling/registry.ts";
-import { instanceLoadSvg, poolLoadSvg, ttftCdfSvg } from "./charts.ts";
+import { type DecodeModel, maxBatchWithin } from "../src/scheduling/decode_model.ts";
+import { DECODE_POLICY_NAMES, type DecodePolicyName } from "../src/scheduling/decode_policy.ts";
+import { DECODE_LOAD_SCOPES, type DecodeLoadScope } from "../src/scheduling/pd_admission.ts";
+import { isPolicyName, POLICY_NAMES } from "../src/scheduling/registry.ts";
+import { instanceLoadSvg, poolLoadSvg, ttftCdfSvg } from "../src/sim/charts.ts";
 import {
   PD_ADMISSIONS,
   type PdAdmission,
@@ -12,12 +12,12 @@ import {
   type PdRun,
   type PdTopology,
   simulatePd,
-} from "./pd_simulator.ts";
-import { pdResultsMarkdown } from "./pd_report.ts";
-import { type PdSummary, summarizePd, topologyLabel } from "./pd_summary.ts";
-import { describeModel, rounded } from "./report.ts";
-import type { SimConfig } from "./simulator.ts";
-import type { TraceRequest } from "./trace.ts";
+} from "../src/sim/pd_simulator.ts";
+import { pdResultsMarkdown } from "../src/sim/pd_report.ts";
+import { type PdSummary, summarizePd, topologyLabel } from "../src/sim/pd_summary.ts";
+import { describeModel, rounded } from "../src/sim/report.ts";
+import type { SimConfig } from "../src/sim/simulator.ts";
+import type { TraceRequest } from "../src/sim/trace.ts";
 
 export const PD_USAGE = `
 Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --decode, and/or
@@ -179,13 +179,6 @@ function parseDecodeModel(raw: string | undefined, problems: string[]): DecodeMo
     return fallback;
   }
   return { baseS: parts[0], perRequestS: parts[1], perKvTokenS: parts[2] ?? 0 };
-}
-
-/** The largest batch whose step (at `kvTokensPerRequest` each) stays within the SLO; at least 1. */
-export function maxBatchWithin(model: DecodeModel, sloS: number): number {
-  let n = 1;
-  while (n < 100_000 && decodeStepS(model, n + 1) <= sloS) n++;
-  return n;
 }
 
 /** The P/D runs' config from the shared simulator config and the P/D options. */

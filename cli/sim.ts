@@ -1,13 +1,18 @@
-import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
-import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../scheduling/prefill_model.ts";
-import { isPolicyName, POLICY_NAMES, resolveTtftParams } from "../scheduling/registry.ts";
-import type { PrefillModelCoefficients } from "../scheduling/types.ts";
-import { instanceLoadSvg, ttftCdfSvg } from "./charts.ts";
-import { experimentReportText } from "../experiment/report.ts";
-import type { ExperimentConfig } from "../config/schema.ts";
-import { armPolicy, parseExperimentFile, simExperimentReport, splitTrace } from "./experiment.ts";
-import { type NumberReader, parsePdOptions, PD_USAGE, type PdCliOptions, runPd } from "./pd_cli.ts";
-import { describeModel, resultsMarkdown, rounded } from "./report.ts";
+import { DEFAULT_DECODE_MODEL } from "../src/scheduling/decode_model.ts";
+import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../src/scheduling/prefill_model.ts";
+import { isPolicyName, POLICY_NAMES, resolveTtftParams } from "../src/scheduling/registry.ts";
+import type { PrefillModelCoefficients } from "../src/scheduling/types.ts";
+import { instanceLoadSvg, ttftCdfSvg } from "../src/sim/charts.ts";
+import { experimentReportText } from "../src/experiment/report.ts";
+import type { ExperimentConfig } from "../src/config/schema.ts";
+import {
+  armPolicy,
+  parseExperimentFile,
+  simExperimentReport,
+  splitTrace,
+} from "../src/sim/experiment.ts";
+import { type NumberReader, parsePdOptions, PD_USAGE, type PdCliOptions, runPd } from "./sim_pd.ts";
+import { describeModel, resultsMarkdown, rounded } from "../src/sim/report.ts";
 import {
   type AdmissionMode,
   type KvPoolMode,
@@ -15,9 +20,9 @@ import {
   type SimConfig,
   type SimResult,
   simulate,
-} from "./simulator.ts";
-import { type PolicySummary, summarize } from "./summary.ts";
-import { parseMooncakeTrace, type TraceRequest } from "./trace.ts";
+} from "../src/sim/simulator.ts";
+import { type PolicySummary, summarize } from "../src/sim/summary.ts";
+import { parseMooncakeTrace, type TraceRequest } from "../src/sim/trace.ts";
 
 const USAGE = `Replays a Mooncake trace through the scheduling policies on a simulated cluster.
 

@@ -3,8 +3,8 @@
  * (src/scheduling/prefill_model.ts, fitted to docs/compat.md §8), so a simulated engine is exactly as
  * fast as the TTFT policy believes unless a test gives it other coefficients.
  */
-import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../../src/scheduling/prefill_model.ts";
-import type { PrefillModelCoefficients } from "../../src/scheduling/types.ts";
+import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../scheduling/prefill_model.ts";
+import type { PrefillModelCoefficients } from "../scheduling/types.ts";
 
 export { MOONCAKE_PREFILL_MODEL };
 

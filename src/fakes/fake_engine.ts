@@ -16,9 +16,10 @@
  * publishes its KV to an in-process registry (pd_registry.ts), a decode claims it (waiting, for
  * the concurrent protocols) and is charged a KV transfer instead of a prefill.
  */
-import type { PrefillModelCoefficients } from "../../src/scheduling/types.ts";
-import { DEFAULT_TTFT_PARAMS } from "../../src/scheduling/ttft_estimate.ts";
+import type { PrefillModelCoefficients } from "../scheduling/types.ts";
+import { DEFAULT_TTFT_PARAMS } from "../scheduling/ttft_estimate.ts";
 import type { EngineKvCache } from "./engine_kv_cache.ts";
+import type { OpenAiBody } from "./openai_body.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillSeconds } from "./prefill_time.ts";
 import {
   checkPdRequest,
@@ -78,8 +79,7 @@ export type RequestOutcome =
   /** P/D: the KV hand-over failed (no prefill, timeout, dead peer, mismatch): 500 as upstream. */
   | "kv_transfer_failed";
 
-/** An OpenAI request body as received (validated only as far as the fake needs). */
-export type OpenAiBody = Record<string, unknown>;
+export type { OpenAiBody } from "./openai_body.ts";
 
 /** How the P/D part of a request ended (`RequestRecord.pd.outcome`). */
 export type PdOutcome =

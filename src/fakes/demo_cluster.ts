@@ -9,10 +9,10 @@
  * P/D protocol (docs/compat.md §7), meeting in a registry of their own. The prefill engines hold the
  * KV cache and write the store as above; the decode engines only receive KV.
  */
-import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import type { KeyScheme } from "../../src/hashing/types.ts";
-import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
-import type { PromptTokenizer } from "../../src/tokenize/types.ts";
+import { createKeyScheme } from "../hashing/key_scheme.ts";
+import type { KeyScheme } from "../hashing/types.ts";
+import { loadTokenizer } from "../tokenize/load_tokenizer.ts";
+import type { PromptTokenizer } from "../tokenize/types.ts";
 import { type FakeEngine, type OpenAiBody, startFakeEngine } from "./fake_engine.ts";
 import { type FakeMooncakeMaster, startFakeMooncakeMaster } from "./fake_mooncake_master.ts";
 import type { PdProtocol, PdRole } from "./pd_protocol.ts";
