@@ -7,7 +7,7 @@ import type { ParsedRequest } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
 import type { NamedPolicy } from "../scheduling/named_policy.ts";
-import { estimateTtft } from "../scheduling/ttft_estimate.ts";
+import { choosePrefill } from "../scheduling/prefill_choice.ts";
 import type { DecodeCandidate } from "../scheduling/decode_policy.ts";
 import type { Candidate, Decision } from "../scheduling/types.ts";
 import { TokenizeInputError } from "../tokenize/errors.ts";
@@ -61,6 +61,8 @@ interface Scheduled {
   entries: DispatchPlan["entries"];
   poolPrefixTokens: number;
   decision: Decision;
+  /** The policy's TTFT for its first choice, else the TTFT model's. */
+  predictedTtftS?: number;
   kvLoadOnly?: string;
 }
 
@@ -96,12 +98,7 @@ export async function planDispatch(
   const scheduleStart = now();
   const scheduled = schedule(runtime, chunkKeys, lookup, tokenized.promptTokens, context);
   const admissionStart = now();
-  const { admission, predictedTtftS, decode } = admitRequest(
-    runtime,
-    scheduled,
-    tokenized,
-    context,
-  );
+  const { admission, predictedTtftS, decode } = admitRequest(runtime, scheduled);
   const end = now();
   const { decodeCandidates: _decode, ...chosen } = scheduled;
   const plan: DispatchPlan = {
@@ -197,17 +194,23 @@ function schedule(
   const seen = kvLoadOnly ? candidates.map((c) => ({ ...c, localPrefixTokens: 0 })) : candidates;
   const entryMap = new Map(entries.map((e) => [e.config.id, e]));
   const { prefillSide, decode } = splitByRole(runtime, seen, entryMap);
-  const decision = context.policy.policy.select({ promptTokens, poolPrefixTokens }, prefillSide, {
-    random: context.random,
-    sequence: runtime.sequence++,
-  });
+  // The router cannot make an engine load the pool's part of a prefix: the estimate never counts
+  // on it (the simulator's replays, which can, share this step: src/scheduling/prefill_choice.ts).
+  const choice = choosePrefill(
+    { promptTokens, poolPrefixTokens },
+    prefillSide,
+    context.policy.policy,
+    { random: context.random, sequence: runtime.sequence++ },
+    { ttft: context.policy.ttftParams, poolUse: "never" },
+  );
   return {
     hits,
     candidates: prefillSide,
     decodeCandidates: decode,
     entries: entryMap,
     poolPrefixTokens,
-    decision,
+    decision: choice.decision,
+    predictedTtftS: choice.predictedTtftS,
     ...(kvLoadOnly ? { kvLoadOnly } : {}),
   };
 }
@@ -229,18 +232,9 @@ function loadOnlyReason(runtime: ModelRuntime): string | undefined {
 function admitRequest(
   runtime: ModelRuntime,
   scheduled: Scheduled,
-  tokenized: Tokenized,
-  context: PlanContext,
 ): { admission: AdmissionVerdict; predictedTtftS?: number; decode?: DecodePlan } {
-  const { decision, candidates, poolPrefixTokens } = scheduled;
+  const { decision, candidates, predictedTtftS } = scheduled;
   const best = candidates.find((c) => c.id === decision.ranking[0]);
-  let predictedTtftS = decision.predictedTtftS;
-  if (predictedTtftS === undefined && best) {
-    const scheduleRequest = { promptTokens: tokenized.promptTokens, poolPrefixTokens };
-    predictedTtftS = estimateTtft(scheduleRequest, best, context.policy.ttftParams, {
-      allowTransfer: false,
-    }).totalS;
-  }
   const prefillRole = best && scheduled.entries.get(best.id)?.config.role === "prefill";
   if (scheduled.decodeCandidates && (prefillRole || !best)) {
     const pd = planDecode(runtime, scheduled.decodeCandidates, best?.id, predictedTtftS);

@@ -25,7 +25,8 @@ import {
 } from "../scheduling/pd_admission.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy } from "../scheduling/registry.ts";
-import { estimateQueueS, estimateTtft } from "../scheduling/ttft_estimate.ts";
+import { estimateQueueS } from "../scheduling/ttft_estimate.ts";
+import { choosePrefill } from "../scheduling/prefill_choice.ts";
 import type { Candidate, Decision, Policy, ScheduleRequest } from "../scheduling/types.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
 import { EventQueue } from "./event_queue.ts";
@@ -34,7 +35,7 @@ import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { SimNeutralEngine } from "./neutral_engine.ts";
 import { newPrefillJob, type PrefillJob, type SimPrefillEngine } from "./prefill_engine.ts";
 import { seededRandom } from "./rng.ts";
-import { prefillEngines, type SimConfig } from "./simulator.ts";
+import { poolUseOf, prefillEngines, type SimConfig } from "./simulator.ts";
 import type { TraceRequest } from "./trace.ts";
 
 /**
@@ -375,25 +376,18 @@ class PdReplay {
       poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
     };
     const candidates = this.#prefillCandidates((name) => tokens(hits.localChunks.get(name) ?? 0));
-    const decision = this.#policy.select(scheduleRequest, candidates, {
+    const choice = choosePrefill(scheduleRequest, candidates, this.#policy, {
       random: this.#random,
       sequence: this.#sequence++,
-    });
-    this.#keepExampleDecision(i, scheduleRequest, candidates, decision);
-    const prefillId = decision.ranking[0];
-    const k = this.#indexOf.get(prefillId)!;
-    const plannedTransfer = decision.scores.find((s) => s.id === prefillId)?.transferTokens ?? 0;
-    const usePool = config.kvPool === "always" ||
-      (config.kvPool === "planned" && plannedTransfer > 0);
-    const estimate = estimateTtft(scheduleRequest, candidates[k], config.ttft, {
-      allowTransfer: usePool,
-    });
+    }, { ttft: config.ttft, poolUse: poolUseOf(config.kvPool) });
+    this.#keepExampleDecision(i, scheduleRequest, candidates, choice.decision);
+    const prefillId = choice.decision.ranking[0];
     return {
       prefillId,
-      engine: k,
-      usePool,
-      reusedTokens: estimate.reusedTokens,
-      predictedTtftS: decision.predictedTtftS ?? estimate.totalS,
+      engine: this.#indexOf.get(prefillId)!,
+      usePool: choice.usePool,
+      reusedTokens: choice.reusedTokens,
+      predictedTtftS: choice.predictedTtftS!,
     };
   }
 

@@ -5,7 +5,8 @@ import { type AdmissionVerdict, admit, admitByLoad } from "../scheduling/admissi
 import { type DecodeModel, predictTbtS } from "../scheduling/decode_model.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy } from "../scheduling/registry.ts";
-import { estimateTtft, type TtftModelParams } from "../scheduling/ttft_estimate.ts";
+import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
+import { choosePrefill, type PoolUse } from "../scheduling/prefill_choice.ts";
 import type { Candidate, Decision, Policy, PrefillModelCoefficients } from "../scheduling/types.ts";
 import { BlockCache } from "./block_cache.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
@@ -23,6 +24,11 @@ import type { TraceRequest } from "./trace.ts";
  * - `off`: local caches only, and policies are told there is no pool.
  */
 export type KvPoolMode = "planned" | "always" | "off";
+
+/** How the chosen engine uses the pool (src/scheduling/prefill_choice.ts) in each `kvPool` mode. */
+export function poolUseOf(mode: KvPoolMode): PoolUse {
+  return mode === "off" ? "never" : mode;
+}
 export type AdmissionMode = "off" | "ttft" | "load";
 
 export interface SimConfig {
@@ -233,10 +239,11 @@ class ClusterReplay {
     };
     const candidates = this.#candidates(hits, tokens);
     const planner = this.#run.arms ? this.#armPolicies[this.#run.arms.of[i]] : this.#policy;
-    const decision = planner.select(scheduleRequest, candidates, {
+    const choice = choosePrefill(scheduleRequest, candidates, planner, {
       random: this.#random,
       sequence: this.#sequence++,
-    });
+    }, { ttft: config.ttft, poolUse: poolUseOf(config.kvPool) });
+    const decision = choice.decision;
     // A representative explanation: past the warm-up, a prefix to reuse, instances busy.
     if (
       result.exampleDecision === undefined && i >= this.#trace.length / 2 &&
@@ -244,13 +251,8 @@ class ClusterReplay {
     ) result.exampleDecision = decision;
     const chosenId = decision.ranking[0];
     const k = this.#indexOf.get(chosenId)!;
-    const plannedTransfer = decision.scores.find((s) => s.id === chosenId)?.transferTokens ?? 0;
-    const usePool = config.kvPool === "always" ||
-      (config.kvPool === "planned" && plannedTransfer > 0);
-    const estimate = estimateTtft(scheduleRequest, candidates[k], config.ttft, {
-      allowTransfer: usePool,
-    });
-    const predicted = decision.predictedTtftS ?? estimate.totalS;
+    const usePool = choice.usePool;
+    const predicted = choice.predictedTtftS!;
     result.predictedTtftS[i] = predicted;
 
     const verdict = this.#admit(predicted, chosenId, candidates);
@@ -259,7 +261,7 @@ class ClusterReplay {
       return;
     }
     // account: the uncomputed tokens the router expects, released at the first token.
-    this.#leases[i] = this.#account.lease(chosenId, prompt - estimate.reusedTokens);
+    this.#leases[i] = this.#account.lease(chosenId, prompt - choice.reusedTokens);
     result.instance[i] = k;
     this.#engines[k].enqueue(newPrefillJob(i, prompt, request.hashIds, usePool));
     this.#startPrefill(k);
