@@ -85,6 +85,9 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
   if (options.seed !== undefined) env.PYTHONHASHSEED = options.seed;
   Object.assign(env, options.env);
   if (options.mooncakeMaster) {
+    // The store client publishes its segment under VLLM_HOST_IP (else the machine's outbound
+    // address), not the config file's local_hostname: this override names the engine's kvHost.
+    env.MOONCAKE_REQUESTER_LOCAL_HOSTNAME = options.kvHost ?? "127.0.0.1";
     env.MOONCAKE_CONFIG_PATH = await mooncakeConfigFile(
       options.mooncakeMaster,
       options.kvHost ?? "127.0.0.1",

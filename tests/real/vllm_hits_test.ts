@@ -55,6 +55,7 @@ function document(n: number): string {
 }
 
 interface Turn {
+  requestId: string;
   predicted: number;
   cached: number;
   instance: string;
@@ -77,6 +78,7 @@ async function chat(url: string, doc: number, question: string): Promise<Turn> {
   const body = await response.json();
   if (response.status !== 200) throw new Error(`${response.status}: ${JSON.stringify(body)}`);
   return {
+    requestId: response.headers.get("x-request-id")!,
     predicted: Number(response.headers.get("x-tidegate-hit-tokens")),
     cached: body.usage.prompt_tokens_details?.cached_tokens ?? 0,
     instance: response.headers.get("x-tidegate-instance")!,
@@ -136,7 +138,13 @@ Deno.test("real vLLM + real mooncake_master: predicted hits equal the engines' c
         } tokens`,
     );
     const misses = followUps.filter((t) => t.predicted !== t.cached);
-    if (misses.length > 0) console.log(`predicted != cached: ${JSON.stringify(misses)}`);
+    if (misses.length > 0) {
+      // What the router saw for them: its store lookup and every candidate's terms.
+      const seen = router.decisions.recent(200).filter((d) =>
+        misses.some((m) => m.requestId === d.requestId)
+      );
+      console.log(`predicted != cached: ${JSON.stringify(misses)}\n${JSON.stringify(seen)}`);
+    }
     assert(followUps.every((t) => t.cached > 0), "every follow-up reused its document");
     assert(agreeing >= 0.95 * followUps.length, JSON.stringify(followUps));
     await eventually(() => agreement(router!).includes("agree"), 10_000, "agree");
