@@ -1,7 +1,7 @@
 import { parseCommandArgs } from "./args.ts";
 import { ConfigError, loadConfigFile } from "../src/config/load.ts";
 import type { Config, ModelConfig } from "../src/config/schema.ts";
-import { ModelRuntime } from "../src/gateway/model_runtime.ts";
+import { ModelRuntime } from "../src/runtime/model_runtime.ts";
 import { jsonLog } from "../src/telemetry/json_log.ts";
 import { computePrefixHits, normalizeHost } from "../src/kv/prefix.ts";
 import type { ChatMessage } from "../src/tokenize/types.ts";

@@ -1,6 +1,6 @@
 import { describeScheme, kvBlockText } from "../src/hashing/detect_report.ts";
-import type { ModelRuntime } from "../src/gateway/model_runtime.ts";
-import { detectForRuntime } from "../src/gateway/runtime_detect.ts";
+import type { ModelRuntime } from "../src/runtime/model_runtime.ts";
+import { detectForRuntime } from "../src/diagnostics/runtime_detect.ts";
 
 /**
  * `keys --detect`: which key schemes the store holds for this prompt, best first, and the `kv`

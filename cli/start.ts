@@ -2,10 +2,10 @@ import { basename, dirname, resolve } from "node:path";
 import { parseCommandArgs, parsePortFlag } from "./args.ts";
 import { ConfigError, loadConfigFile } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
-import type { ReloadResult } from "../src/gateway/reload.ts";
+import type { ReloadResult } from "../src/runtime/reload.ts";
 import { createRouter, type Router } from "../routes/app.ts";
 import { createJsonLog, jsonLog, type LogFn, type LogLevel } from "../src/telemetry/json_log.ts";
-import { checkConfigFile } from "../src/gateway/config_check.ts";
+import { checkConfigFile } from "./config_check.ts";
 import { resolveLogLevel } from "./log_level.ts";
 
 const USAGE = `Usage: deno task start --config FILE [--host HOST] [--port PORT]

@@ -3,8 +3,8 @@ import type { InstanceStatus } from "../src/cluster/model_cluster.ts";
 import { urlHost } from "../src/config/instance_url.ts";
 import { formatPath } from "../src/config/load.ts";
 import { type InstanceConfig, InstanceSchema } from "../src/config/schema.ts";
-import type { Gateway } from "../src/gateway/gateway.ts";
-import { adminInstanceHosts } from "../src/gateway/instance_host_policy.ts";
+import type { ModelRegistry } from "../src/runtime/model_registry.ts";
+import { adminInstanceHosts } from "../src/runtime/instance_host_policy.ts";
 import { HttpError } from "../src/openai/errors.ts";
 import { readJsonBody } from "./json_body.ts";
 import { bodyBounds } from "./read_body.ts";
@@ -25,12 +25,12 @@ export interface AdminRoutesOptions {
  *
  * A model name holding "/" is sent URL-encoded (`Qwen%2FQwen3-8B`); aliases work too.
  */
-export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono {
+export function adminRoutes(models: ModelRegistry, options: AdminRoutesOptions): Hono {
   const app = new Hono();
 
   app.get("/instances", (c) => {
     const wanted = c.req.query("model");
-    const runtimes = wanted === undefined ? gateway.runtimes() : [gateway.requireModel(wanted)];
+    const runtimes = wanted === undefined ? models.runtimes() : [models.require(wanted)];
     return c.json({
       models: runtimes.map((runtime) => ({
         model: runtime.config.name,
@@ -39,11 +39,11 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
     });
   });
 
-  app.post("/instances", (c) => addInstance(c, gateway, options));
+  app.post("/instances", (c) => addInstance(c, models, options));
 
   app.post("/instances/:model/:id/drain", (c) => {
     const { model, id } = c.req.param();
-    const runtime = gateway.requireModel(model);
+    const runtime = models.require(model);
     if (!runtime.cluster.drain(id)) throw notFoundInstance(model, id);
     options.log("admin: instance drained", { model: runtime.config.name, instance: id });
     const status = runtime.cluster.status().find((s) => s.id === id);
@@ -52,7 +52,7 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
 
   app.delete("/instances/:model/:id", (c) => {
     const { model, id } = c.req.param();
-    const runtime = gateway.requireModel(model);
+    const runtime = models.require(model);
     const active = runtime.cluster.get(id)?.active ?? 0;
     if (!runtime.cluster.remove(id)) throw notFoundInstance(model, id);
     options.log("admin: instance removed", { model: runtime.config.name, instance: id, active });
@@ -71,13 +71,13 @@ export function adminRoutes(gateway: Gateway, options: AdminRoutesOptions): Hono
 /** `POST /instances`: adds or updates an instance and answers with its first probe's verdict. */
 async function addInstance(
   c: Context,
-  gateway: Gateway,
+  models: ModelRegistry,
   options: AdminRoutesOptions,
 ): Promise<Response> {
   const body = await readJsonBody(
     c,
     "{model, instance: {id, url, ...}}",
-    bodyBounds(gateway.config),
+    bodyBounds(models.config),
   );
   const { model, instance } = (body ?? {}) as { model?: unknown; instance?: unknown };
   if (typeof model !== "string") {
@@ -86,9 +86,9 @@ async function addInstance(
       code: "invalid_value",
     });
   }
-  const runtime = gateway.requireModel(model);
+  const runtime = models.require(model);
   const config = parseInstance(instance);
-  refuseDisallowedHost(gateway, config.url);
+  refuseDisallowedHost(models, config.url);
   if (config.role !== "neutral" && !runtime.config.disaggregation) {
     throw new HttpError(
       400,
@@ -131,15 +131,15 @@ function parseInstance(instance: unknown): InstanceConfig {
 }
 
 /** 400 unless `admin.allowedInstanceHosts` (or its default) lets instances use the URL's host. */
-function refuseDisallowedHost(gateway: Gateway, url: string): void {
+function refuseDisallowedHost(models: ModelRegistry, url: string): void {
   const host = urlHost(url) ?? "";
-  const discovered = gateway.runtimes().flatMap((runtime) =>
+  const discovered = models.runtimes().flatMap((runtime) =>
     runtime.cluster.status().filter((s) => s.origin === "discovery").flatMap((s) =>
       urlHost(s.url) ?? []
     )
   );
-  if (adminInstanceHosts(gateway.config, discovered).allows(host)) return;
-  const configured = gateway.config.admin.allowedInstanceHosts !== undefined;
+  if (adminInstanceHosts(models.config, discovered).allows(host)) return;
+  const configured = models.config.admin.allowedInstanceHosts !== undefined;
   throw new HttpError(
     400,
     `Invalid instance: host '${host}' is not allowed for instances (admin.allowedInstanceHosts${

@@ -7,19 +7,20 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { Hono } from "hono";
 import { adminAuth } from "../src/admin/auth.ts";
 import type { ResolveDns } from "../src/cluster/dns_discovery.ts";
-import { discoveryHostFilter } from "../src/gateway/instance_host_policy.ts";
+import { discoveryHostFilter } from "../src/runtime/instance_host_policy.ts";
 import { systemTimers, type Timers } from "../src/cluster/timers.ts";
 import type { Config } from "../src/config/schema.ts";
 import type { RequestObserver } from "../src/contracts.ts";
 import { ExperimentArms, experimentProblems } from "../src/experiment/experiment_arms.ts";
 import { ExperimentStats } from "../src/experiment/experiment_stats.ts";
-import { BackgroundWork } from "../src/gateway/background_work.ts";
-import { buildRuntimes } from "../src/gateway/build_runtimes.ts";
+import { BackgroundWork } from "../src/runtime/background_work.ts";
+import { buildRuntimes } from "../src/runtime/build_runtimes.ts";
 import { Gateway, type GatewayDeps } from "../src/gateway/gateway.ts";
-import { instanceSamples, modelSamples } from "../src/gateway/gauge_samples.ts";
-import { ModelRuntime } from "../src/gateway/model_runtime.ts";
-import { applyReload, type ReloadResult } from "../src/gateway/reload.ts";
-import { StoreShapeChecks } from "../src/gateway/store_shape_check.ts";
+import { ModelRegistry } from "../src/runtime/model_registry.ts";
+import { instanceSamples, modelSamples } from "../src/runtime/gauge_samples.ts";
+import { ModelRuntime } from "../src/runtime/model_runtime.ts";
+import { applyReload, type ReloadResult } from "../src/runtime/reload.ts";
+import { StoreShapeChecks } from "../src/diagnostics/store_shape_check.ts";
 import { HttpError, openAIError } from "../src/openai/errors.ts";
 import { accessLogObserver } from "../src/telemetry/access_log.ts";
 import { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
@@ -65,7 +66,7 @@ export interface RouterOptions {
   observers?: readonly RequestObserver[];
   /**
    * Read a sample of each store's keys at start and warn when the configured layout is absent
-   * (src/gateway/store_shape_check.ts); in the background, bounded. Default: as `background`.
+   * (src/diagnostics/store_shape_check.ts); in the background, bounded. Default: as `background`.
    */
   storeShapeCheck?: boolean | { timeoutMs?: number; maxBytes?: number };
   /** The config file this router runs from (`start`), named in the commands its logs suggest. */
@@ -75,6 +76,8 @@ export interface RouterOptions {
 export interface Router {
   readonly config: Config;
   readonly gateway: Gateway;
+  /** The running config and one runtime per model, by name, alias or LoRA name. */
+  readonly registry: ModelRegistry;
   readonly metrics: GatewayMetrics;
   /** The most recent dispatch decisions with every candidate's terms. */
   readonly decisions: DecisionLog;
@@ -94,7 +97,7 @@ export interface Router {
     overrides?: { hostname?: string; port?: number; signal?: AbortSignal },
   ): Promise<{ hostname: string; port: number; finished: Promise<void> }>;
   /**
-   * Applies a new validated config without dropping requests (src/gateway/reload.ts); an
+   * Applies a new validated config without dropping requests (src/runtime/reload.ts); an
    * invalid one is rejected with the reasons and the running config kept. Calls are serialized.
    */
   reload(config: Config): Promise<ReloadResult>;
@@ -121,6 +124,7 @@ type RouterDeps = GatewayDeps & {
 /** The router's parts, built once; the routes and the lifecycle share them. */
 interface RouterParts {
   gateway: Gateway;
+  registry: ModelRegistry;
   metrics: GatewayMetrics;
   decisions: DecisionLog;
   arms: ExperimentArms;
@@ -157,10 +161,10 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     deps.requestWorkers = new RequestWorkerPool({ size: 1, timeoutMs: 10_000, log: deps.log });
   }
   // Facts that arrive before the gateway exists find no model: the next ones will.
-  const built: { gateway?: Gateway } = {};
+  const built: { registry?: ModelRegistry } = {};
   const shared = createSharedState(config.cluster.sharedState, {
     viewOf: (model) => {
-      const runtime = built.gateway?.runtime(model);
+      const runtime = built.registry?.runtime(model);
       return runtime && { account: runtime.cluster.account, predicted: runtime.predicted };
     },
     now: deps.now,
@@ -168,7 +172,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     log: deps.log,
   });
   const parts = assembleParts(config, runtimes, { ...deps, shared }, options);
-  built.gateway = parts.gateway;
+  built.registry = parts.registry;
   for (const runtime of runtimes.values()) attachShared(shared, runtime);
   shared?.start();
   const app = createApp(parts, deps);
@@ -184,7 +188,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     now: deps.now,
     timers: deps.timers,
     log: deps.log,
-    allowsHost: (host) => discoveryHostFilter(parts.gateway.config)?.(host) ?? true,
+    allowsHost: (host) => discoveryHostFilter(parts.registry.config)?.(host) ?? true,
   });
   for (const runtime of runtimes.values()) background.start(runtime);
   const shapeChecks = new StoreShapeChecks();
@@ -212,12 +216,12 @@ function assembleParts(
   deps: RouterDeps,
   options: RouterOptions,
 ): RouterParts {
-  // The gauges and the arms' admin token read `gateway` (declared below) when called, i.e. once
-  // it exists.
+  const registry = new ModelRegistry(config, runtimes, deps.wallNow);
+  // The router gauges read `gateway` (declared below) when called, i.e. once it exists.
   const connections: RouterParts["connections"] = {};
   const metrics = new GatewayMetrics(
-    () => instanceSamples(gateway.runtimes(), deps.now),
-    () => modelSamples(gateway.runtimes()),
+    () => instanceSamples(registry.runtimes(), deps.now),
+    () => modelSamples(registry.runtimes()),
     () => ({
       sharedState: deps.shared?.samples(),
       inFlight: gateway.inFlight,
@@ -228,7 +232,7 @@ function assembleParts(
     random: deps.random,
     wallNow: deps.wallNow,
     log: deps.log,
-    adminToken: () => gateway.config.admin.token,
+    adminToken: () => registry.config.admin.token,
     onChange: (model) => metrics.armChanges.inc({ model }),
   });
   arms.sync(runtimes.values(), config);
@@ -237,7 +241,7 @@ function assembleParts(
   const traffic = new DashboardTraffic();
   const timeline = new TtftTimeline();
   const epochOffsetMs = deps.wallNow() - deps.now();
-  const gateway: Gateway = new Gateway(config, runtimes, deps, {
+  const gateway: Gateway = new Gateway(registry, deps, {
     observers: [
       metricsObserver(metrics),
       accessLogObserver(deps.log),
@@ -255,25 +259,25 @@ function assembleParts(
     arms,
     requestWorkers: deps.requestWorkers,
   });
-  return { gateway, metrics, decisions, arms, stats, traffic, timeline, connections };
+  return { gateway, registry, metrics, decisions, arms, stats, traffic, timeline, connections };
 }
 
 /** Mounts every route; an HttpError thrown anywhere becomes its OpenAI-shaped answer. */
 function createApp(parts: RouterParts, deps: RouterDeps): Hono {
-  const { gateway } = parts;
+  const { gateway, registry } = parts;
   const app = new Hono();
   app.use("*", requestIds());
   // Every /admin route, whoever adds it, sits behind the admin token (or loopback) check.
-  const adminGuard = adminAuth({ token: () => gateway.config.admin.token });
+  const adminGuard = adminAuth({ token: () => registry.config.admin.token });
   app.use("/admin", adminGuard);
   app.use("/admin/*", adminGuard);
-  app.route("/admin", adminRoutes(gateway, { log: deps.log }));
-  app.route("/admin", kvDetectRoutes(gateway));
-  app.route("/admin", experimentRoutes(gateway, { arms: parts.arms, stats: parts.stats }));
-  app.route("/", healthRoutes(gateway));
+  app.route("/admin", adminRoutes(registry, { log: deps.log }));
+  app.route("/admin", kvDetectRoutes(registry));
+  app.route("/admin", experimentRoutes(registry, { arms: parts.arms, stats: parts.stats }));
+  app.route("/", healthRoutes(registry, gateway.shutdown));
   app.route("/", metricsRoutes(parts.metrics));
-  app.route("/", openaiRoutes(gateway));
-  app.route("/", dashboardRoutes(gateway, { ...parts, wallNow: deps.wallNow, now: deps.now }));
+  app.route("/", openaiRoutes(gateway, registry));
+  app.route("/", dashboardRoutes(registry, { ...parts, wallNow: deps.wallNow, now: deps.now }));
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
     return openAIError(404, `No route for ${c.req.method} ${path}`, { code: "not_found" });
@@ -294,7 +298,7 @@ function routerHandle(
   deps: RouterDeps,
 ): Router {
   const { background, shapeChecks } = work;
-  const { gateway, metrics, arms } = parts;
+  const { gateway, registry, metrics, arms } = parts;
   let reloading: Promise<unknown> = Promise.resolve();
   let listening: Listening | undefined;
   let stopping: Promise<void> | undefined;
@@ -302,9 +306,10 @@ function routerHandle(
   const stopServing = () => stopping ??= listening?.shutdown() ?? Promise.resolve();
   return {
     get config() {
-      return gateway.config;
+      return registry.config;
     },
     gateway,
+    registry,
     metrics,
     decisions: parts.decisions,
     experiments: { arms, stats: parts.stats },
@@ -318,7 +323,7 @@ function routerHandle(
       return loaded.every(Boolean);
     },
     async serve(overrides = {}) {
-      listening = await serve(app, gateway.config, overrides, deps.log);
+      listening = await serve(app, registry.config, overrides, deps.log);
       parts.connections.open = listening.openConnections;
       const { hostname, port, finished } = listening;
       return { hostname, port, finished };
@@ -326,7 +331,17 @@ function routerHandle(
     reload(next) {
       const done = reloading.then(() =>
         applyReload({
-          gateway,
+          models: {
+            get config() {
+              return registry.config;
+            },
+            runtimes: () => registry.runtimes(),
+            runtime: (model) => registry.runtime(model),
+            replace(config, runtimes) {
+              registry.replace(config, runtimes);
+              gateway.configChanged(config);
+            },
+          },
           background,
           buildRuntime: async (model) =>
             attachShared(deps.shared, await ModelRuntime.create(model, deps)),
@@ -335,9 +350,9 @@ function routerHandle(
         }, next)
       ).then((result) => {
         metrics.reloads.inc({ outcome: result.ok ? "applied" : "rejected" });
-        // Gateway.replace() already synced; the config is passed so that a kept runtime (built
-        // from the old config) never brings back an old experiment section.
-        if (result.ok) arms.sync(gateway.runtimes(), gateway.config);
+        // The config is passed so that a kept runtime (built from the old config) never brings
+        // back an old experiment section.
+        if (result.ok) arms.sync(registry.runtimes(), registry.config);
         return result;
       });
       reloading = done.catch(() => {});
@@ -347,7 +362,7 @@ function routerHandle(
     async close() {
       await reloading;
       await shapeChecks.close();
-      await Promise.all(gateway.runtimes().map((r) => background.stop(r)));
+      await Promise.all(registry.runtimes().map((r) => background.stop(r)));
       await stopServing();
       deps.tokenizerPools.close();
       deps.requestWorkers?.close();

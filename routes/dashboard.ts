@@ -8,7 +8,7 @@ import {
 import { adminAuth } from "../src/admin/auth.ts";
 import { dashboardAuth } from "../src/dashboard/dashboard_auth.ts";
 import type { LiveExperiment } from "../src/experiment/experiment_arms.ts";
-import type { Gateway } from "../src/gateway/gateway.ts";
+import type { ModelRegistry } from "../src/runtime/model_registry.ts";
 import {
   assembleDashboardData,
   type DashboardModelInput,
@@ -56,9 +56,9 @@ const PAGE_HEADERS = {
  * (the JSON the page polls every second: polling rather than SSE, so no stream outlives a
  * request or holds up a graceful shutdown).
  */
-export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions): Hono {
+export function dashboardRoutes(models: ModelRegistry, options: DashboardRouteOptions): Hono {
   const sources: DashboardSources = {
-    models: () => dashboardModels(gateway, options.arms),
+    models: () => dashboardModels(models, options.arms),
     traffic: options.traffic,
     timeline: options.timeline,
     decisions: options.decisions,
@@ -67,7 +67,7 @@ export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions
   };
 
   const app = new Hono();
-  const token = () => gateway.config.admin.token;
+  const token = () => models.config.admin.token;
   const guard = dashboardAuth({ token, adminAuth: options.adminAuth ?? adminAuth({ token }) });
   app.use("/dashboard", guard);
   app.use("/dashboard/*", guard);
@@ -100,10 +100,10 @@ export function dashboardRoutes(gateway: Gateway, options: DashboardRouteOptions
 
 /** Every served model's live state, as the dashboard shows it. */
 function dashboardModels(
-  gateway: Gateway,
+  models: ModelRegistry,
   arms: DashboardRouteOptions["arms"],
 ): DashboardModelInput[] {
-  return gateway.runtimes().map((runtime) => {
+  return models.runtimes().map((runtime) => {
     const instances = runtime.cluster.status();
     return {
       name: runtime.config.name,

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import type { ExperimentArms, LiveExperiment } from "../src/experiment/experiment_arms.ts";
 import { ExperimentError } from "../src/experiment/experiment_arms.ts";
 import type { ExperimentStats } from "../src/experiment/experiment_stats.ts";
-import type { Gateway } from "../src/gateway/gateway.ts";
+import type { ModelRegistry } from "../src/runtime/model_registry.ts";
 import { HttpError, openAIErrorBody } from "../src/openai/errors.ts";
 import { readJsonBody } from "./json_body.ts";
 import { bodyBounds } from "./read_body.ts";
@@ -17,7 +17,7 @@ import { bodyBounds } from "./read_body.ts";
  * - `DELETE /experiments/:model`: ends it (the model's own `policy` serves everything again).
  */
 export function experimentRoutes(
-  gateway: Gateway,
+  models: ModelRegistry,
   experiments: { arms: ExperimentArms; stats: ExperimentStats },
 ): Hono {
   const app = new Hono();
@@ -25,7 +25,7 @@ export function experimentRoutes(
   app.get("/experiments", (c) => c.json({ experiments: experiments.stats.report() }));
 
   app.get("/experiments/:model", (c) => {
-    const runtime = gateway.requireModel(c.req.param("model"));
+    const runtime = models.require(c.req.param("model"));
     const [report] = experiments.stats.report(runtime.config.name);
     if (!report) {
       throw new HttpError(404, `Model '${runtime.config.name}' runs no experiment.`, {
@@ -36,11 +36,11 @@ export function experimentRoutes(
   });
 
   app.put("/experiments/:model", async (c) => {
-    const runtime = gateway.requireModel(c.req.param("model"));
+    const runtime = models.require(c.req.param("model"));
     const body = await readJsonBody(
       c,
       "an experiment {key, arms: [...]}",
-      bodyBounds(gateway.config),
+      bodyBounds(models.config),
     );
     try {
       const live = experiments.arms.apply(runtime, body ?? undefined, "admin");
@@ -54,7 +54,7 @@ export function experimentRoutes(
   });
 
   app.delete("/experiments/:model", (c) => {
-    const runtime = gateway.requireModel(c.req.param("model"));
+    const runtime = models.require(c.req.param("model"));
     experiments.arms.apply(runtime, undefined, "admin");
     return c.json({ model: runtime.config.name, experiment: null });
   });

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { kvBlockText } from "../src/hashing/detect_report.ts";
-import type { Gateway } from "../src/gateway/gateway.ts";
-import type { ModelRuntime } from "../src/gateway/model_runtime.ts";
-import { detectForRuntime } from "../src/gateway/runtime_detect.ts";
+import type { ModelRegistry } from "../src/runtime/model_registry.ts";
+import type { ModelRuntime } from "../src/runtime/model_runtime.ts";
+import { detectForRuntime } from "../src/diagnostics/runtime_detect.ts";
 import { HttpError } from "../src/openai/errors.ts";
 import type { ChatMessage } from "../src/tokenize/types.ts";
 import { readJsonBody } from "./json_body.ts";
@@ -25,14 +25,14 @@ interface DetectBody {
  * model's store holds for the given prompt, or for the last `recent` prompts this router
  * dispatched, best first (as `keys --detect`), with the best one's `kv` block.
  */
-export function kvDetectRoutes(gateway: Gateway): Hono {
+export function kvDetectRoutes(models: ModelRegistry): Hono {
   const app = new Hono();
   app.post("/kv/detect", async (c) => {
-    const body = ((await readJsonBody(c, SHAPE, bodyBounds(gateway.config))) ?? {}) as DetectBody;
+    const body = ((await readJsonBody(c, SHAPE, bodyBounds(models.config))) ?? {}) as DetectBody;
     if (typeof body.model !== "string") {
       throw invalid("'model' must be a configured model", "model");
     }
-    const runtime = gateway.requireModel(body.model);
+    const runtime = models.require(body.model);
     const kv = runtime.config.kv;
     if (kv.store !== "mooncake" || !kv.url) {
       throw new HttpError(400, `Model '${runtime.config.name}' has no KV store configured`, {

@@ -1,18 +1,22 @@
 import { type Context, Hono } from "hono";
 import type { ConnectionEnv } from "../src/admin/auth.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
+import type { ModelRegistry } from "../src/runtime/model_registry.ts";
 import { bodyBounds, ClientLeftError, readBody } from "./read_body.ts";
 
 type ConnectionBindings = { Bindings: ConnectionEnv };
 
 /** The OpenAI-compatible surface: completions, chat completions (stream or not), models. */
-export function openaiRoutes(gateway: Gateway): Hono<ConnectionBindings> {
+export function openaiRoutes(
+  gateway: Pick<Gateway, "handleInference">,
+  models: ModelRegistry,
+): Hono<ConnectionBindings> {
   const app = new Hono<ConnectionBindings>();
   const inference =
     (endpoint: "completions" | "chat") => async (c: Context<ConnectionBindings>) => {
       let bytes: Uint8Array<ArrayBuffer>;
       try {
-        bytes = await readBody(c.req.raw, bodyBounds(gateway.config));
+        bytes = await readBody(c.req.raw, bodyBounds(models.config));
       } catch (error) {
         // Nobody is left to answer: counted as the client's, not logged as the router's fault.
         if (error instanceof ClientLeftError) return new Response(null, { status: 499 });
@@ -28,6 +32,6 @@ export function openaiRoutes(gateway: Gateway): Hono<ConnectionBindings> {
     };
   app.post("/v1/completions", inference("completions"));
   app.post("/v1/chat/completions", inference("chat"));
-  app.get("/v1/models", (c) => c.json(gateway.listModels()));
+  app.get("/v1/models", (c) => c.json(models.listModels()));
   return app;
 }

@@ -8,7 +8,7 @@ import type {
   ForwardOutcome,
   ForwardTarget,
 } from "../proxy/forward.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import { decodeLease, forgetPredictions, type Reservation, reserve } from "./reservation.ts";
 
 const BREAKER_KIND: Record<AttemptFailure, FailureKind> = {

@@ -13,7 +13,7 @@ import type { Candidate, Decision } from "../scheduling/types.ts";
 import { TokenizeInputError } from "../tokenize/errors.ts";
 import { chatInputSize } from "../tokenize/input_size.ts";
 import { tryTokenize } from "../tokenize/try_tokenize.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import { planDecode, splitByRole } from "./pd_plan.ts";
 import { type Reservation, reserveDecode, reserveFirstChoice } from "./reservation.ts";
 

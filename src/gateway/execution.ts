@@ -7,7 +7,7 @@
 import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts";
 import { HttpError } from "../openai/errors.ts";
 import type { BodyLimits } from "../proxy/observed_body.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import type { Reservation } from "./reservation.ts";
 import type { LogFn } from "../telemetry/json_log.ts";
 

@@ -12,14 +12,15 @@ import type {
   RequestTracer,
 } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
-import { HttpError, quoted } from "../openai/errors.ts";
+import { HttpError } from "../openai/errors.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { requestStreamUsage } from "../proxy/stream_usage.ts";
 import { planDispatch } from "./dispatch_plan.ts";
 import { parseRequest } from "./parse_request.ts";
 import type { RequestWorkerPool } from "./request_worker_pool.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
+import type { ModelRegistry } from "../runtime/model_registry.ts";
 import type { Reservation } from "./reservation.ts";
 import { refuseOverlongPrompt, refuseOversizedPrompt } from "./prompt_limits.ts";
 import { ShutdownState } from "./shutdown_state.ts";
@@ -34,6 +35,12 @@ export interface GatewayDeps {
   random: () => number;
   log: (message: string, fields?: Record<string, unknown>) => void;
 }
+
+/** What the request path reads of the model registry (src/runtime/model_registry.ts). */
+export type GatewayModels = Pick<
+  ModelRegistry,
+  "config" | "resolve" | "unknownModel" | "promptLimits"
+>;
 
 /** What watches and steers each request, given once at construction. */
 export interface GatewayCollaborators {
@@ -90,10 +97,7 @@ const DEFAULT_ARMS: ArmSelector = {
  * Never throws: every failure becomes an OpenAI-shaped error response.
  */
 export class Gateway {
-  #config: Config;
-  #runtimes: Map<string, ModelRuntime>;
-  /** Request model name → runtime (+ the LoRA adapter the name stands for). */
-  #names = new Map<string, { runtime: ModelRuntime; loraName?: string }>();
+  readonly #registry: GatewayModels;
   readonly #deps: GatewayDeps;
   readonly #observers: readonly RequestObserver[];
   readonly #tracing: RequestTracer;
@@ -108,21 +112,18 @@ export class Gateway {
   #shares = new WeakMap<RequestRecord, () => void>();
 
   constructor(
-    config: Config,
-    runtimes: Map<string, ModelRuntime>,
+    registry: GatewayModels,
     deps: GatewayDeps,
     collaborators: GatewayCollaborators = {},
   ) {
-    this.#config = config;
-    this.#runtimes = runtimes;
+    this.#registry = registry;
     this.#deps = deps;
     this.#observers = [...(collaborators.observers ?? [])];
     this.#tracing = collaborators.tracing ?? { begin: () => NO_TRACE };
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#requestWorkers = collaborators.requestWorkers;
-    this.#tenants = new TenantGate(config.tenants, deps.now);
-    this.#trustedProxies = new HostAllowList(config.listen.trustedProxies);
-    this.#indexNames();
+    this.#tenants = new TenantGate(registry.config.tenants, deps.now);
+    this.#trustedProxies = new HostAllowList(registry.config.listen.trustedProxies);
   }
 
   readonly #tenants: TenantGate;
@@ -133,66 +134,14 @@ export class Gateway {
     return this.#inFlight;
   }
 
-  get config(): Config {
-    return this.#config;
-  }
-
-  runtimes(): ModelRuntime[] {
-    return [...this.#runtimes.values()];
-  }
-
-  runtime(model: string): ModelRuntime | undefined {
-    return this.#runtimes.get(model);
-  }
-
-  /** Swaps in a new configuration's runtimes (hot reload); in-flight requests keep their own. */
-  replace(config: Config, runtimes: Map<string, ModelRuntime>): void {
-    this.#config = config;
-    this.#runtimes = runtimes;
+  /** The registry took a new config (hot reload): tenants and trusted proxies follow it. */
+  configChanged(config: Config): void {
     this.#tenants.sync(config.tenants);
     this.#trustedProxies = new HostAllowList(config.listen.trustedProxies);
-    this.#indexNames();
-    this.#arms.sync?.(runtimes.values(), config);
   }
 
-  resolveModel(name: string): { runtime: ModelRuntime; loraName?: string } | undefined {
-    return this.#names.get(name);
-  }
-
-  /** The runtime serving a model name or alias; throws the OpenAI 404 when there is none. */
-  requireModel(name: string): ModelRuntime {
-    const resolved = this.#names.get(name);
-    if (!resolved) throw this.unknownModel(name);
-    return resolved.runtime;
-  }
-
-  /** The 404 for a model name no runtime serves (inference and admin routes alike). */
-  unknownModel(name: string): HttpError {
-    return new HttpError(
-      404,
-      `The model '${quoted(name)}' does not exist: use one of ${
-        [...this.#names.keys()].join(", ")
-      }.`,
-      { param: "model", code: "model_not_found" },
-    );
-  }
-
-  /** `GET /v1/models` in OpenAI's shape, aliases and LoRA names included. */
-  listModels(): {
-    object: "list";
-    data: { id: string; object: "model"; created: number; owned_by: string; root: string }[];
-  } {
-    const created = Math.floor(this.#deps.wallNow() / 1000);
-    return {
-      object: "list",
-      data: [...this.#names.entries()].map(([id, { runtime }]) => ({
-        id,
-        object: "model" as const,
-        created,
-        owned_by: "tidegate",
-        root: runtime.config.name,
-      })),
-    };
+  get #config(): Config {
+    return this.#registry.config;
   }
 
   async handleInference(
@@ -293,20 +242,20 @@ export class Gateway {
         endpoint,
         body,
         this.#requestWorkers,
-        () => this.#promptLimits(),
+        () => this.#registry.promptLimits(),
       ));
     } catch (error) {
       // A refusal is counted under the model it names, when the router serves that model.
       const named = error instanceof InvalidRequestError ? error.model : undefined;
-      record.model = (named && this.resolveModel(named)?.runtime.config.name) || "unknown";
+      record.model = (named && this.#registry.resolve(named)?.runtime.config.name) || "unknown";
       throw error;
     }
     record.stream = parsed.stream;
-    const resolved = this.resolveModel(parsed.model);
+    const resolved = this.#registry.resolve(parsed.model);
     if (!resolved) {
       // Not the client's string: metric labels must stay a bounded set.
       record.model = "unknown";
-      throw this.unknownModel(parsed.model);
+      throw this.#registry.unknownModel(parsed.model);
     }
     flight.runtime = resolved.runtime;
     record.model = resolved.runtime.config.name;
@@ -320,15 +269,6 @@ export class Gateway {
     flight.selection = selection;
     flight.loraName = resolved.loraName;
     return { parsed, bytes };
-  }
-
-  /** Each served model name's (aliases and LoRA names too) `limits.maxPromptChars`. */
-  #promptLimits(): Map<string, number> {
-    const limits = new Map<string, number>();
-    for (const [name, { runtime }] of this.#names) {
-      limits.set(name, runtime.config.limits.maxPromptChars);
-    }
-    return limits;
   }
 
   /** Plans the request; answers 429 itself when admission refuses it. */
@@ -486,16 +426,5 @@ export class Gateway {
         });
       }
     }
-  }
-
-  #indexNames(): void {
-    const names = new Map<string, { runtime: ModelRuntime; loraName?: string }>();
-    for (const runtime of this.#runtimes.values()) {
-      const model = runtime.config;
-      names.set(model.name, { runtime });
-      for (const alias of model.aliases) names.set(alias, { runtime });
-      for (const lora of model.loras) names.set(lora.name, { runtime, loraName: lora.adapter });
-    }
-    this.#names = names;
   }
 }

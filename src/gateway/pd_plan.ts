@@ -12,7 +12,7 @@ import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
 import { type DecodeCandidate, selectDecode } from "../scheduling/decode_policy.ts";
 import { admitPd, poolForecast } from "../scheduling/pd_admission.ts";
 import type { Candidate } from "../scheduling/types.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
 
 /** Prefill-side candidates (prefill and neutral instances) and the decode instances apart. */
 export function splitByRole(

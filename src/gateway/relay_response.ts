@@ -6,7 +6,7 @@ import { type BodyLimits, observeBody, UpstreamStalledError } from "../proxy/obs
 import { usageChunkFilter } from "../proxy/usage_chunk_filter.ts";
 import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import { scoreOf } from "./reservation.ts";
 import { RouterShutdownError } from "./shutdown_state.ts";
 import type { LogFn } from "../telemetry/json_log.ts";

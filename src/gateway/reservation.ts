@@ -1,7 +1,7 @@
 import type { LoadLease } from "../cluster/load_account.ts";
 import type { DispatchPlan } from "../contracts.ts";
 import type { CandidateScore } from "../scheduling/types.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
 
 /**
  * The load lease on the first choice, taken in the same synchronous step as the decision so

@@ -2,7 +2,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { ConfigError, resolveConfig } from "../../src/config/load.ts";
 import { problemsOf } from "./config_problems.ts";
-import { buildRuntimes } from "../../src/gateway/build_runtimes.ts";
+import { buildRuntimes } from "../../src/runtime/build_runtimes.ts";
 
 const model = (fields: Record<string, unknown>) => ({
   name: "m",

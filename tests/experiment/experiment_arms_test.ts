@@ -6,7 +6,7 @@ import {
   experimentProblems,
   OPERATOR_TOKEN_HEADER,
 } from "../../src/experiment/experiment_arms.ts";
-import { ModelRuntime } from "../../src/gateway/model_runtime.ts";
+import { ModelRuntime } from "../../src/runtime/model_runtime.ts";
 import { HttpError } from "../../src/openai/errors.ts";
 
 const EXPERIMENT = {

@@ -23,7 +23,7 @@ async function rawCompletion(url: string, prompt: number[]): Promise<Deno.TcpCon
 }
 
 function leasesOn(t: TestCluster, instance: string): number {
-  const load = t.router.gateway.runtime(MODEL)!.cluster.account.load(instance);
+  const load = t.router.registry.runtime(MODEL)!.cluster.account.load(instance);
   return load.prefillRequests + load.decodeRequests + load.prefillTokens;
 }
 
@@ -50,7 +50,7 @@ Deno.test("a client gone before the engine's headers frees its lease at once, wi
       10_000,
       "the router let it go",
     );
-    const breaker = t.router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker.snapshot();
+    const breaker = t.router.registry.runtime(MODEL)!.cluster.get("e0")!.breaker.snapshot();
     assertEquals(breaker.lastFailure, undefined);
   } finally {
     await t.close();

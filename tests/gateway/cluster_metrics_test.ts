@@ -28,7 +28,7 @@ Deno.test("/metrics shows each instance's health, breaker, in-flight prefill, en
       { id: "dead", url: dead.url, engine: "vllm" },
     ],
   })]);
-  const cluster = router.gateway.runtime(MODEL)!.cluster;
+  const cluster = router.registry.runtime(MODEL)!.cluster;
   const pending: Promise<unknown>[] = [];
   try {
     await eventually(

@@ -5,7 +5,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { type PlanContext, planDispatch } from "../../src/gateway/dispatch_plan.ts";
-import { ModelRuntime, type RuntimeDeps } from "../../src/gateway/model_runtime.ts";
+import { ModelRuntime, type RuntimeDeps } from "../../src/runtime/model_runtime.ts";
 import type { ParsedRequest } from "../../src/openai/request.ts";
 import type { NamedPolicy } from "../../src/scheduling/named_policy.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";

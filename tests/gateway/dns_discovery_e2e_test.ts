@@ -28,7 +28,7 @@ Deno.test("a model given as a DNS name gets its instances from the resolver, and
   const groupA = { name: "a", hostname: "pool-a.svc", port: engines[0].port, intervalMs: 100 };
   const groupB = { name: "b", hostname: "pool-b.svc", port: engines[1].port, intervalMs: 100 };
   const { router, url } = await startRouter([model([groupA, groupB])], { resolveDns });
-  const cluster = router.gateway.runtime(MODEL)!.cluster;
+  const cluster = router.registry.runtime(MODEL)!.cluster;
   const ids = () => cluster.entries().map((e) => e.config.id).sort();
   const idA = `a-127.0.0.1:${engines[0].port}`;
   const idB = `b-127.0.0.1:${engines[1].port}`;
@@ -79,7 +79,7 @@ Deno.test("with admin.allowedInstanceHosts, discovered addresses outside it are 
   const router = await createRouter(config, { log: () => {}, resolveDns });
   try {
     const { port } = await router.serve({ port: 0 });
-    const cluster = router.gateway.runtime(MODEL)!.cluster;
+    const cluster = router.registry.runtime(MODEL)!.cluster;
     await eventually(() => cluster.entries().length > 0, 2_000, "the allowed address to join");
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     assert(

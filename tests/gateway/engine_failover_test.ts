@@ -50,7 +50,7 @@ Deno.test("a killed engine loses its traffic within one probe interval, no reque
   const load = steadyLoad(url, { model: MODEL, workers: 6 });
   const onE0 = (from: number, to = Infinity) =>
     attempts.filter((a) => a.instanceId === "e0" && a.startedAt >= from && a.startedAt < to);
-  const breaker = () => router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker;
+  const breaker = () => router.registry.runtime(MODEL)!.cluster.get("e0")!.breaker;
   try {
     await eventually(
       () => onE0(0).some((a) => a.status === 200),
@@ -140,7 +140,7 @@ Deno.test("an engine still loading at start (503 from /health) gets no traffic u
     health: { intervalMs: 100, timeoutMs: 2_000 },
     instances: engines.map((e) => ({ id: e.id, url: e.url })),
   })], { fetch: timeline.fetch, log: timeline.log });
-  const cluster = router.gateway.runtime(MODEL)!.cluster;
+  const cluster = router.registry.runtime(MODEL)!.cluster;
   const load = steadyLoad(url, { model: MODEL, workers: 2 });
   try {
     const starting = await waitFor(

@@ -9,7 +9,7 @@ import { resolveConfig } from "../../src/config/load.ts";
 import type { RequestRecord } from "../../src/contracts.ts";
 import { planDispatch } from "../../src/gateway/dispatch_plan.ts";
 import { executeDispatch, type ExecuteOptions } from "../../src/gateway/execute_dispatch.ts";
-import { ModelRuntime } from "../../src/gateway/model_runtime.ts";
+import { ModelRuntime } from "../../src/runtime/model_runtime.ts";
 import { range } from "./harness.ts";
 
 const IDS = ["e0", "e1", "e2"];

@@ -4,8 +4,9 @@ import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import type { RequestTrace, RequestTracer } from "../../src/contracts.ts";
+import { ModelRegistry } from "../../src/runtime/model_registry.ts";
 import { Gateway } from "../../src/gateway/gateway.ts";
-import { ModelRuntime } from "../../src/gateway/model_runtime.ts";
+import { ModelRuntime } from "../../src/runtime/model_runtime.ts";
 import {
   completion,
   loadOnlyModel,
@@ -33,7 +34,8 @@ async function runtimeAndGateway(tracing: RequestTracer) {
     log: quiet,
   };
   const runtime = await ModelRuntime.create(config.models[0], deps);
-  const gateway = new Gateway(config, new Map([["m", runtime]]), deps, { tracing });
+  const registry = new ModelRegistry(config, new Map([["m", runtime]]), deps.wallNow);
+  const gateway = new Gateway(registry, deps, { tracing });
   return { runtime, gateway };
 }
 
@@ -63,7 +65,7 @@ Deno.test("with a TBT SLO and no healthy instance the answer is 503 no_healthy_i
     instances: [{ id: "e0", url: "http://127.0.0.1:9" }],
   })], { background: false });
   try {
-    router.gateway.runtime("m")!.cluster.get("e0")!.breaker.recordFailure("probe", "connect");
+    router.registry.runtime("m")!.cluster.get("e0")!.breaker.recordFailure("probe", "connect");
     const response = await completion(url, { model: "m", prompt: [1, 2, 3] });
     assertEquals(response.status, 503);
     const { error } = await response.json();

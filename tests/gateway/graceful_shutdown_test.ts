@@ -65,7 +65,7 @@ Deno.test("past the drain deadline a stalled stream ends with an error event, th
     assert(performance.now() - started < 5_000, "the deadline bounds the drain");
     const text = await rest(reader);
     assertMatch(text, /"code":"router_shutting_down"/);
-    const runtime = t.router.gateway.runtime(MODEL)!;
+    const runtime = t.router.registry.runtime(MODEL)!;
     assertEquals(runtime.cluster.get("e0")!.breaker.snapshot().lastFailure, undefined);
     const account = runtime.cluster.account;
     await eventually(

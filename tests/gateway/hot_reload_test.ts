@@ -43,13 +43,13 @@ Deno.test("editing the config file adds and removes an instance under steady loa
     log: (message) => {
       if (message !== "config reloaded") return;
       appliedAt = performance.now();
-      runningOnE0 = router.gateway.runtime(MODEL)!.cluster.get("e0")?.active ?? 0;
+      runningOnE0 = router.registry.runtime(MODEL)!.cluster.get("e0")?.active ?? 0;
     },
     observers: [{ onFinished: (r) => attempts.push(...r.attempts) }],
   });
   const watch = watchConfigFile({ path, router, debounceMs: 50, log: () => {} });
   const { port } = await router.serve({ port: 0 });
-  const cluster = router.gateway.runtime(MODEL)!.cluster;
+  const cluster = router.registry.runtime(MODEL)!.cluster;
   const load = steadyLoad(`http://127.0.0.1:${port}`, { model: MODEL, workers: 6, maxTokens: 3 });
   try {
     await eventually(

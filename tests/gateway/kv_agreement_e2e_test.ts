@@ -50,7 +50,7 @@ async function startAgreementCluster(
 const promptOf = (n: number) => [...range(100_000 + (n % 2) * 1_000, 160), ...range(n * 100, 40)];
 
 function states(t: TestCluster): Record<string, KvAgreementState> {
-  const agreement = t.router.gateway.runtime(MODEL)!.agreement;
+  const agreement = t.router.registry.runtime(MODEL)!.agreement;
   return Object.fromEntries(t.engines.map((e) => [e.id, agreement.state(e.id)]));
 }
 
@@ -154,7 +154,7 @@ Deno.test("engines that report no usage stay unknown: no alarm, no log line", as
 async function holderTest(t: AgreementCluster, base: number) {
   const prompt = range(base, 200);
   t.hold(1, prompt, 12);
-  const lease = t.router.gateway.runtime(MODEL)!.cluster.account.lease("e1", 50);
+  const lease = t.router.registry.runtime(MODEL)!.cluster.account.lease("e1", 50);
   try {
     const response = await send(t, prompt);
     const [decision] = t.router.decisions.recent(1);

@@ -138,7 +138,7 @@ function send(url: string, body: Record<string, unknown>, signal?: AbortSignal) 
 
 /** Every lease of the model back to zero (prefill tokens, prefill and decode requests). */
 function leasesOut(t: PdCluster): number {
-  const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+  const cluster = t.router.registry.runtime(MODEL)!.cluster;
   return [...t.prefill, ...t.decode].reduce((sum, e) => {
     const load = cluster.account.load(e.id);
     return sum + load.prefillTokens + load.prefillRequests + load.decodeRequests;
@@ -180,7 +180,7 @@ for (const protocol of PROTOCOLS) {
       const prompt = range(500, 128);
       t.hold(1, prompt, 6);
       // Two requests decoding on d0 (held by the router's own account): d1 is the less loaded.
-      const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+      const account = t.router.registry.runtime(MODEL)!.cluster.account;
       const busy = [account.lease("d0", 0), account.lease("d0", 0)];
       for (const lease of busy) lease.firstToken();
       const response = await send(t.url, { prompt });
@@ -209,7 +209,7 @@ for (const protocol of PROTOCOLS) {
 
       await t.decode[0].setFailure("refuse");
       await t.decode[1].setFailure("none");
-      const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+      const account = t.router.registry.runtime(MODEL)!.cluster.account;
       const busy = account.lease("d1", 0);
       busy.firstToken(); // d0 is the first choice now, and it is dead
       const second = await send(t.url, { prompt: range(2000, 64) });
@@ -446,7 +446,7 @@ Deno.test("early rejection answers 429 before any prefill request is sent", asyn
   });
   try {
     // 30 ms + 0.5 ms per request: 60 decoding requests on each decode instance break 50 ms.
-    const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
     const busy = ["d0", "d1"].flatMap((id) => range(0, 60).map(() => account.lease(id, 0)));
     for (const lease of busy) lease.firstToken();
     const response = await send(t.url, { prompt: range(1, 64) });
@@ -471,7 +471,7 @@ Deno.test("decodeLoad: the decode pool's mean is judged, or with `instance` the 
     try {
       // 30 ms + 0.5 ms per request: d0 with 60 and d1 with 21 average 40.5 (over 50 ms), while
       // d1, the least running and so the one chosen, stays within it with this request.
-      const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+      const account = t.router.registry.runtime(MODEL)!.cluster.account;
       const busy = [...range(0, 60).map(() => "d0"), ...range(0, 21).map(() => "d1")]
         .map((id) => account.lease(id, 0));
       for (const lease of busy) lease.firstToken();
@@ -544,7 +544,7 @@ Deno.test("the admin API refuses a prefill instance for a model that serves whol
     assertEquals(response.status, 400);
     const { error } = await response.json();
     assertEquals(error.param, "instance.role");
-    assertEquals(router.gateway.runtime("whole")!.cluster.get("p9"), undefined);
+    assertEquals(router.registry.runtime("whole")!.cluster.get("p9"), undefined);
   } finally {
     await router.close();
     await engine.close();
@@ -589,7 +589,7 @@ Deno.test("/readyz needs a healthy prefill and decode pair for a disaggregated m
       return [response.status, body.models[0].ready];
     };
     assertEquals(await ready(), [200, true]);
-    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    const cluster = t.router.registry.runtime(MODEL)!.cluster;
     for (const id of ["d0", "d1"]) cluster.get(id)!.breaker.recordFailure("probe", "connect");
     assertEquals(await ready(), [503, false], "prefill instances alone cannot serve");
   } finally {

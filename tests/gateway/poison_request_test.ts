@@ -30,7 +30,7 @@ Deno.test("poison requests are tried on two instances only and open no breaker, 
       assertEquals(legit.status, 200);
       await legit.body?.cancel();
     }
-    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    const cluster = t.router.registry.runtime(MODEL)!.cluster;
     for (const engine of t.engines) {
       assertEquals(cluster.get(engine.id)!.breaker.snapshot().state, "closed", engine.id);
     }
@@ -43,7 +43,7 @@ Deno.test("an engine answering 5xx to requests another instance then serves is s
   const t = await startTestCluster({ engines: 2 });
   try {
     await t.engines[0].setFailure("http500", { allEndpoints: false });
-    const breaker = t.router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker;
+    const breaker = t.router.registry.runtime(MODEL)!.cluster.get("e0")!.breaker;
     for (let i = 0; i < 3; i++) {
       const prompt = range(1000 * (i + 1), 200);
       t.hold(0, prompt, 12); // e0 ranks first for this prompt
@@ -78,7 +78,7 @@ Deno.test("a request every engine drops the connection on is tried on two instan
       await legit.body?.cancel();
     }
     assertEquals(proxies.reduce((sum, p) => sum + p.dropped, 0), 12, "two tries each");
-    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    const cluster = t.router.registry.runtime(MODEL)!.cluster;
     for (const engine of t.engines) {
       assertEquals(cluster.get(engine.id)!.breaker.snapshot().state, "closed", engine.id);
     }
@@ -99,7 +99,7 @@ Deno.test("an engine that drops a request another instance then serves is still 
     },
   });
   try {
-    const breaker = t.router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker;
+    const breaker = t.router.registry.runtime(MODEL)!.cluster.get("e0")!.breaker;
     for (let i = 0; i < 3; i++) {
       const prompt = range(3000 * (i + 1), 200);
       t.hold(0, prompt, 12); // e0 ranks first for this prompt

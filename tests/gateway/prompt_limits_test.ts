@@ -64,7 +64,7 @@ Deno.test("a prompt over limits.maxPromptTokens gets OpenAI's context_length_exc
     const error = (await over.json()).error;
     assertEquals(error.code, "context_length_exceeded");
     assertMatch(error.message, /maximum context length is 256 tokens.*257 tokens/);
-    const load = t.router.gateway.runtime(MODEL)!.cluster.account.load("e0");
+    const load = t.router.registry.runtime(MODEL)!.cluster.account.load("e0");
     assertEquals([load.prefillRequests, load.prefillTokens, load.decodeRequests], [0, 0, 0]);
     assertEquals(t.engines[0].stats.requests.length, 0);
     const fits = await completion(t.url, { prompt: range(1, 256) });

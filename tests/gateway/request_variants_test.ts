@@ -119,7 +119,7 @@ Deno.test("mooncake_ttft runs in the live router: it predicts TTFT and plans a p
   try {
     const prompt = range(7_000, 160); // 10 chunks
     t.hold(1, prompt, 10);
-    const busy = t.router.gateway.runtime(MODEL)!.cluster.account.lease("e1", 400_000); // e1 queues minutes of work
+    const busy = t.router.registry.runtime(MODEL)!.cluster.account.lease("e1", 400_000); // e1 queues minutes of work
     const response = await completion(t.url, { prompt });
     assertEquals(response.status, 200);
     await response.body?.cancel();

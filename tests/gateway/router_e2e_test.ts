@@ -44,7 +44,7 @@ Deno.test("with equal hits the less loaded instance wins", async () => {
     await t.engines[0].setFailure("slow_first_byte", { delayMs: 1500 });
     const busy = completion(t.url, { prompt: other });
     await eventually(() =>
-      t.router.gateway.runtime(MODEL)!.cluster.account.load("e0").prefillTokens > 0
+      t.router.registry.runtime(MODEL)!.cluster.account.load("e0").prefillTokens > 0
     );
     // Equal hits on e0 and e1: the load decides.
     t.hold(0, PROMPT, 6);
@@ -89,7 +89,7 @@ Deno.test("an instance failing three times in a row is taken out until /health p
     model: { health: { intervalMs: 60_000, timeoutMs: 300, openCooldownMs: 60_000 } },
   });
   try {
-    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    const cluster = t.router.registry.runtime(MODEL)!.cluster;
     // Three prompts only e0 holds: e0 is each one's first choice, and each attempt is refused.
     const prompts = [0, 1, 2].map((i) => range(20_000 + 1000 * i, 64));
     for (const prompt of prompts) t.hold(0, prompt, 4);
@@ -206,7 +206,7 @@ Deno.test("the router's header namespace is its own: client x-tidegate-* never r
 Deno.test("every lease is released exactly once: on completion, client abort and mid-stream failure", async () => {
   const t = await startTestCluster({ engine: { decodeSecondsPerToken: 0.05, timeScale: 1 } });
   try {
-    const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
     const idle = () =>
       t.engines.every((e) => {
         const load = account.load(e.id);
@@ -293,7 +293,7 @@ Deno.test("upstream failures map to 502, 503 and 504", async () => {
       await engine.setFailure("none");
       engine.setReady(false);
     }
-    await t.router.gateway.runtime(MODEL)!.cluster.refresh();
+    await t.router.registry.runtime(MODEL)!.cluster.refresh();
     const none = await completion(t.url, { prompt: PROMPT });
     assertEquals(none.status, 503);
     assertEquals((await none.json()).error.code, "no_healthy_instance");

@@ -19,9 +19,9 @@ Deno.test("a stream that goes silent ends with an error event after the idle tim
     assertMatch(text, /^data: \{/);
     assertMatch(text, /"code":"upstream_stream_failed"/);
     assertMatch(text, /sent nothing for 300 ms/);
-    const breaker = t.router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker;
+    const breaker = t.router.registry.runtime(MODEL)!.cluster.get("e0")!.breaker;
     assertEquals(breaker.snapshot().lastFailure?.kind, "timeout");
-    const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
     await eventually(() => account.load("e0").decodeRequests === 0, 2_000, "lease released");
   } finally {
     await t.close();
@@ -35,7 +35,7 @@ Deno.test("a non-streamed answer cut by the idle timeout reaches the client brok
     const response = await completion(t.url, { prompt: PROMPT, max_tokens: 8 });
     assertEquals(response.status, 200);
     await assertRejects(() => response.text());
-    const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
     await eventually(
       () => account.load("e0").decodeRequests === 0 && account.load("e0").prefillRequests === 0,
       2_000,
@@ -53,7 +53,7 @@ Deno.test("a non-streamed body the engine cuts short is cut short for the client
     const response = await completion(t.url, { prompt: PROMPT, max_tokens: 8 });
     assertEquals(response.status, 200);
     await assertRejects(() => response.text());
-    const breaker = t.router.gateway.runtime(MODEL)!.cluster.get("e0")!.breaker;
+    const breaker = t.router.registry.runtime(MODEL)!.cluster.get("e0")!.breaker;
     assertEquals(breaker.snapshot().lastFailure?.kind, "other");
   } finally {
     await t.close();

@@ -62,7 +62,7 @@ const HA_KV = {
 };
 
 function storeUrl(t: TestCluster): string | undefined {
-  return t.router.gateway.runtime(MODEL)?.store?.url;
+  return t.router.registry.runtime(MODEL)?.store?.url;
 }
 
 Deno.test("an HA handover while requests flow: every request succeeds and every lookup hits", async () => {
@@ -96,7 +96,7 @@ Deno.test("an HA handover while requests flow: every request succeeds and every 
 Deno.test("an HA failover with a moment without leader: requests go on by load, then hits resume on the new leader", async () => {
   const t = await startTestCluster({ standbys: 1, kv: { ...HA_KV, downWindowMs: 600_000 } });
   const [standby] = t.standbys;
-  const store = () => t.router.gateway.runtime(MODEL)!.store!;
+  const store = () => t.router.registry.runtime(MODEL)!.store!;
   try {
     t.hold(1, PROMPT, 12);
     const traffic = flow(t);

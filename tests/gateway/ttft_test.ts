@@ -29,7 +29,7 @@ Deno.test("a non-streamed answer records its duration but no TTFT, and does not 
     assertEquals(response.status, 200);
     await response.json();
     assertEquals(await ttftCount(t.url), 0, "tidegate_ttft_seconds has no sample");
-    const runtime = t.router.gateway.runtime(MODEL)!;
+    const runtime = t.router.registry.runtime(MODEL)!;
     assertEquals(runtime.prefillEstimators.get("e0")?.sampleCount ?? 0, 0);
     assertEquals(runtime.cluster.get("e0")!.recentTtftS.length, 0);
 
@@ -80,7 +80,7 @@ Deno.test("estimated token counts never train the prefill model: only tokenized 
     { background: false },
   );
   try {
-    const runtime = router.gateway.runtime("m")!;
+    const runtime = router.registry.runtime("m")!;
     const text = await completion(url, { model: "m", prompt: "x".repeat(4000), stream: true });
     await text.text();
     assertEquals(runtime.prefillEstimators.get("e0")?.sampleCount ?? 0, 0, "estimate: no sample");

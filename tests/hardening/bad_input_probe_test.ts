@@ -29,7 +29,7 @@ Deno.test("5,000 seeded bad inputs get OpenAI-shaped errors or valid answers, ne
     assertEquals(probes.failed, 0, "/healthz always answered 200");
     assert(probes.answered >= 2, `/healthz answered ${probes.answered} times during the run`);
     assert(probes.slowestMs < 5_000, `slowest /healthz ${probes.slowestMs.toFixed(0)} ms`);
-    const account = t.router.gateway.runtime(MODEL)!.cluster.account;
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
     await eventually(
       () =>
         t.engines.every((e) => {

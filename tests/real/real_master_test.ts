@@ -114,7 +114,7 @@ Deno.test("real mooncake_master: the router dispatches by its hits, fails no req
     holder = await startStoreClient(t.kvHost(1), master);
     await holder.put(scheme.keys(prompt));
     await eventually(async () => await served() === "e1", 15_000, "hits from the restarted master");
-    assertEquals(MODEL, t.router.gateway.runtimes()[0].config.name);
+    assertEquals(MODEL, t.router.registry.runtimes()[0].config.name);
   } finally {
     await holder.close();
     await t.close();

@@ -86,7 +86,7 @@ async function chat(url: string, doc: number, question: string): Promise<Turn> {
 }
 
 function agreement(router: Router): string[] {
-  const runtime = router.gateway.runtime(REAL.modelName)!;
+  const runtime = router.registry.runtime(REAL.modelName)!;
   return runtime.cluster.entries().map((e) => runtime.agreement.state(e.config.id));
 }
 
@@ -109,7 +109,7 @@ Deno.test("real vLLM + real mooncake_master: predicted hits equal the engines' c
     const followUps: Turn[] = [];
     for (let doc = 0; doc < 4; doc++) await chat(url, doc, "Start.");
     // The engines wrote their KV under the keys the router computes for these chats.
-    const runtime = router.gateway.runtime(REAL.modelName)!;
+    const runtime = router.registry.runtime(REAL.modelName)!;
     const tokenizer = await loadTokenizer(REAL.model);
     for (let doc = 0; doc < 4; doc++) {
       const tokens = tokenizer.encodeChat(messagesOf(doc, "Start."));

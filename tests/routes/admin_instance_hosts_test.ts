@@ -33,7 +33,7 @@ Deno.test("by default the admin API takes only the configured instances' hosts",
       assertEquals([error.param, error.code], ["instance.url", "instance_host_not_allowed"]);
       assert(error.message.includes("admin.allowedInstanceHosts"), error.message);
     }
-    const ids = t.router.gateway.runtime(MODEL)!.cluster.entries().map((e) => e.config.id);
+    const ids = t.router.registry.runtime(MODEL)!.cluster.entries().map((e) => e.config.id);
     assertEquals(ids.sort(), ["e0", "extra"]);
   } finally {
     await extra.close();

@@ -8,7 +8,7 @@ const json = { "content-type": "application/json" };
 Deno.test("GET /admin/instances shows health, breaker, load, the engine report with its age, and recent TTFT", async () => {
   const t = await startTestCluster({ engines: 2 });
   try {
-    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    const cluster = t.router.registry.runtime(MODEL)!.cluster;
     await (await completion(t.url, { prompt: range(1, 64), stream: true })).text();
     await cluster.refresh();
     const response = await fetch(`${t.url}/admin/instances`);
@@ -93,7 +93,7 @@ Deno.test("POST /admin/instances adds an instance that takes traffic once its /h
 Deno.test("drain stops new requests to an instance and DELETE forgets it once idle", async () => {
   const t = await startTestCluster({ engines: 2 });
   try {
-    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    const cluster = t.router.registry.runtime(MODEL)!.cluster;
     const drained = await fetch(`${t.url}/admin/instances/${MODEL}/e0/drain`, { method: "POST" });
     assertEquals(drained.status, 200);
     assertEquals((await drained.json()).instance.draining, true);
@@ -192,7 +192,7 @@ Deno.test("an instance id over 128 characters is refused by the admin API and th
     const error = (await response.json()).error;
     assert(error.message.includes("instance.id"), error.message);
     assert(error.message.length < 1_000, "the id is not echoed back whole");
-    const ids = t.router.gateway.runtime(MODEL)!.cluster.entries().map((e) => e.config.id);
+    const ids = t.router.registry.runtime(MODEL)!.cluster.entries().map((e) => e.config.id);
     assertEquals(ids, ["e0"]);
     const atLimit = await fetch(`${t.url}/admin/instances`, {
       method: "POST",

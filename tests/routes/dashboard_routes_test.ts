@@ -163,7 +163,7 @@ Deno.test("an admin middleware given to dashboardRoutes decides what the cookie 
   const router = await quietRouter();
   const app = new Hono().route(
     "/",
-    dashboardRoutes(router.gateway, {
+    dashboardRoutes(router.registry, {
       decisions: router.decisions,
       traffic: new DashboardTraffic(),
       timeline: new TtftTimeline(),

@@ -3,7 +3,7 @@ import { readKeySampleFromMasters } from "../kv/key_sample.ts";
 import { masterUrls } from "../config/kv_masters.ts";
 import { MooncakeClient } from "../kv/mooncake_client.ts";
 import { detectKeySchemes, type DetectResult } from "./kv_detect.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
 
 /** Keys per request: a probe asks thousands, but Deno's fetch refuses URLs over 64 KiB. */
 const DETECT_BATCH = 384;

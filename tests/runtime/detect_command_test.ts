@@ -1,5 +1,5 @@
 import { assertEquals } from "../assert.ts";
-import { detectCommand } from "../../src/gateway/detect_command.ts";
+import { detectCommand } from "../../src/runtime/detect_command.ts";
 
 Deno.test("detectCommand names the config file and model as one shell word each", () => {
   assertEquals(

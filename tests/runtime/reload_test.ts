@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { loadConfigFile, resolveConfig } from "../../src/config/load.ts";
-import { planReload } from "../../src/gateway/reload.ts";
+import { planReload } from "../../src/runtime/reload.ts";
 import { createRouter } from "../../routes/app.ts";
 import { watchConfigFile } from "../../cli/start.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
@@ -11,7 +11,7 @@ import {
   MODEL,
   range,
   startTestCluster,
-} from "./harness.ts";
+} from "../gateway/harness.ts";
 
 const model = (name: string, extra: Record<string, unknown> = {}) =>
   loadOnlyModel(name, { instances: [{ id: "a", url: "http://127.0.0.1:9" }], ...extra });
@@ -56,7 +56,7 @@ Deno.test("planReload() keeps a model whose only change is its members, and rebu
 Deno.test("reload() changes membership in place: breakers and leases stay, new instances wait for /health, removed ones drain", async () => {
   const t = await startTestCluster({ engines: 3 });
   try {
-    const runtime = t.router.gateway.runtime(MODEL)!;
+    const runtime = t.router.registry.runtime(MODEL)!;
     const breaker = runtime.cluster.get("e1")!.breaker;
     const lease = runtime.cluster.account.lease("e1", 500);
     const busy = runtime.cluster.begin("e0");
@@ -77,7 +77,7 @@ Deno.test("reload() changes membership in place: breakers and leases stay, new i
       updated: [],
       removed: ["e0"],
     }]);
-    assert(t.router.gateway.runtime(MODEL) === runtime, "same runtime");
+    assert(t.router.registry.runtime(MODEL) === runtime, "same runtime");
     assert(runtime.cluster.get("e1")!.breaker === breaker, "same breaker");
     assertEquals(runtime.cluster.account.load("e1").prefillTokens, 500, "lease untouched");
     assertEquals(runtime.cluster.get("e0b")!.breaker.state, "starting");
@@ -101,7 +101,7 @@ Deno.test("reload() changes membership in place: breakers and leases stay, new i
 Deno.test("reload() rebuilds a model whose settings changed, adds and removes models", async () => {
   const t = await startTestCluster({ engines: 1 });
   try {
-    const old = t.router.gateway.runtime(MODEL)!;
+    const old = t.router.registry.runtime(MODEL)!;
     const base = t.router.config.models[0];
     const rebuilt = await t.router.reload(resolveConfig({
       ...t.router.config,
@@ -109,7 +109,7 @@ Deno.test("reload() rebuilds a model whose settings changed, adds and removes mo
     }));
     assert(rebuilt.ok);
     assertEquals(rebuilt.plan.rebuild, [MODEL]);
-    const fresh = t.router.gateway.runtime(MODEL)!;
+    const fresh = t.router.registry.runtime(MODEL)!;
     assert(fresh !== old);
     assertEquals(fresh.config.kv.chunkSize, 32);
     const served = await completion(t.url, { prompt: range(1, 8), stream: true });
@@ -154,7 +154,7 @@ Deno.test("reload() rejects a config it cannot build with the reasons and keeps 
     assert(!badTokenizer.ok);
     assertMatch(badTokenizer.problems[0], /^models\[1\] \(m2\): /);
     assert(router.config === config, "the running config stays");
-    assertEquals(router.gateway.runtimes().map((r) => r.config.name), ["m1"]);
+    assertEquals(router.registry.runtimes().map((r) => r.config.name), ["m1"]);
     assertEquals(
       logs.filter((l) => l.message === "config reload rejected, keeping the running config")
         .length,
@@ -190,7 +190,7 @@ Deno.test("watchConfigFile() reloads on a file change and on SIGHUP, and rejects
   const log = (message: string) => logs.push(message);
   const router = await createRouter(await loadConfigFile(path), { background: false, log });
   const watch = watchConfigFile({ path, router, debounceMs: 30, log });
-  const ids = () => router.gateway.runtime("m1")!.cluster.entries().map((e) => e.config.id);
+  const ids = () => router.registry.runtime("m1")!.cluster.entries().map((e) => e.config.id);
   try {
     await write([{ id: "a", url: engine.url }, { id: "b", url: engine.url }]);
     await eventually(() => ids().includes("b"), 3_000, "the file change to apply");
@@ -236,7 +236,7 @@ Deno.test("a rebuilding reload keeps the instances the admin API added and the d
     }));
     assert(result.ok);
     assertEquals(result.plan.rebuild, [MODEL]);
-    const cluster = t.router.gateway.runtime(MODEL)!.cluster;
+    const cluster = t.router.registry.runtime(MODEL)!.cluster;
     assertEquals(cluster.get("extra")?.origin, "admin", "the admin-added instance is still there");
     assertEquals(cluster.get("e0")?.draining, true, "the drained instance stays drained");
     assertEquals(cluster.get("e1")?.draining, false);

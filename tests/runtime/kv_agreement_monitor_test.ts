@@ -1,6 +1,6 @@
 import { assertEquals, assertMatch } from "../assert.ts";
 import type { RequestRecord } from "../../src/contracts.ts";
-import { agreementSampleOf, KvAgreementMonitor } from "../../src/gateway/kv_agreement_monitor.ts";
+import { agreementSampleOf, KvAgreementMonitor } from "../../src/runtime/kv_agreement_monitor.ts";
 
 /** A finished request on `instance`: 200 prompt tokens, `local` chunks of 16 predicted there. */
 function record(

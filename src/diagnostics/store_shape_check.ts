@@ -2,8 +2,8 @@ import { countKeyShapes, type KeyShape, keyShape, shapeMismatch } from "../hashi
 import { readKeySampleFromMasters } from "../kv/key_sample.ts";
 import { masterUrls } from "../config/kv_masters.ts";
 import { untracedFetch } from "../telemetry/tracing.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
-import { detectCommand } from "./detect_command.ts";
+import type { ModelRuntime } from "../runtime/model_runtime.ts";
+import { detectCommand } from "../runtime/detect_command.ts";
 
 export interface ShapeCheckOptions {
   fetch?: typeof fetch;

@@ -16,7 +16,6 @@
  */
 import type { Config, ModelConfig } from "../config/schema.ts";
 import type { BackgroundWork } from "./background_work.ts";
-import type { Gateway } from "./gateway.ts";
 import { policyProblems } from "../scheduling/named_policy.ts";
 import type { ModelCluster } from "../cluster/model_cluster.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
@@ -84,8 +83,17 @@ export function runtimeSettings(model: ModelConfig): string {
   return stableJson({ ...settings, ...extra });
 }
 
+/** What a reload reads and swaps: the running models (src/runtime/model_registry.ts). */
+export interface ReloadTarget {
+  readonly config: Config;
+  runtimes(): ModelRuntime[];
+  runtime(model: string): ModelRuntime | undefined;
+  /** Puts the new config and its runtimes in place, for every part that follows them. */
+  replace(config: Config, runtimes: Map<string, ModelRuntime>): void;
+}
+
 export interface ReloadHost {
-  gateway: Gateway;
+  models: ReloadTarget;
   background: BackgroundWork;
   buildRuntime(model: ModelConfig): Promise<ModelRuntime>;
   /** Problems beyond the schema's and the policies' (e.g. experiment arms). */
@@ -95,21 +103,21 @@ export interface ReloadHost {
 
 /** Validates and applies `next` (see the file comment). Never throws. */
 export async function applyReload(host: ReloadHost, next: Config): Promise<ReloadResult> {
-  const { gateway, log } = host;
+  const { models, log } = host;
   const reject = (problems: string[]): ReloadResult => {
     log("config reload rejected, keeping the running config", { level: "warn", problems });
     return { ok: false, problems };
   };
   const problems = [...policyProblems(next), ...(host.validate?.(next) ?? [])];
   if (problems.length) return reject(problems);
-  const plan = planReload(gateway.config, next);
+  const plan = planReload(models.config, next);
   const built = await buildFresh(host, next, [...plan.rebuild, ...plan.add]);
   if (!built.ok) return reject(built.errors);
   const fresh = built.runtimes;
 
   const { runtimes, membership } = nextRuntimes(host, next, fresh);
-  const retired = gateway.runtimes().filter((r) => runtimes.get(r.config.name) !== r);
-  gateway.replace(next, runtimes);
+  const retired = models.runtimes().filter((r) => runtimes.get(r.config.name) !== r);
+  models.replace(next, runtimes);
   for (const [name, runtime] of fresh) {
     host.background.start(runtime, retired.find((r) => r.config.name === name));
   }
@@ -165,7 +173,7 @@ function nextRuntimes(
   const runtimes = new Map<string, ModelRuntime>();
   const membership: MembershipChange[] = [];
   for (const model of next.models) {
-    const running = host.gateway.runtime(model.name);
+    const running = host.models.runtime(model.name);
     const built = fresh.get(model.name);
     if (built) {
       if (running) carryOperatorState(running.cluster, built.cluster, host.log);

@@ -2,14 +2,14 @@ import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { createRouter } from "../../routes/app.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import type { Config } from "../../src/config/schema.ts";
-import { ModelRuntime } from "../../src/gateway/model_runtime.ts";
-import { checkStoreShape } from "../../src/gateway/store_shape_check.ts";
+import { ModelRuntime } from "../../src/runtime/model_runtime.ts";
+import { checkStoreShape } from "../../src/diagnostics/store_shape_check.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import {
   type FakeMooncakeMaster,
   startFakeMooncakeMaster,
 } from "../../src/fakes/fake_mooncake_master.ts";
-import { eventually } from "./harness.ts";
+import { eventually } from "../gateway/harness.ts";
 
 type Logs = { message: string; fields?: Record<string, unknown> }[];
 

@@ -3,11 +3,11 @@
  * contacting anything: the schema and per-model checks, environment values, policies and
  * experiment arms, tokenizer files and key schemes (each model's runtime is built, then dropped).
  */
-import { ConfigError, loadConfigFile } from "../config/load.ts";
-import type { Config } from "../config/schema.ts";
-import { experimentProblems } from "../experiment/experiment_arms.ts";
-import { buildRuntimes } from "./build_runtimes.ts";
-import type { ModelRuntime } from "./model_runtime.ts";
+import { ConfigError, loadConfigFile } from "../src/config/load.ts";
+import type { Config } from "../src/config/schema.ts";
+import { experimentProblems } from "../src/experiment/experiment_arms.ts";
+import { buildRuntimes } from "../src/runtime/build_runtimes.ts";
+import type { ModelRuntime } from "../src/runtime/model_runtime.ts";
 
 export type ConfigCheck = { ok: true; summary: string[] } | { ok: false; problems: string[] };
 
