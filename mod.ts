@@ -31,12 +31,18 @@ export { ConfigError, loadConfigFile, parseConfigText, resolveConfig } from "./s
 export type { Config, ModelConfig } from "./src/config/schema.ts";
 export {
   admit,
+  buildDecision,
   createPolicy,
   estimateTtft,
   MOONCAKE_PREFILL_MODEL,
   POLICY_NAMES,
+  policyFactory,
+  policyNames,
   prefillTimeS,
+  registerPolicy,
+  scorers,
 } from "./src/scheduling/mod.ts";
+export type { PolicyFactory } from "./src/scheduling/mod.ts";
 export type {
   Candidate,
   Decision,

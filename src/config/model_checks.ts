@@ -7,7 +7,7 @@ import type { z } from "zod";
 import { KEY_FORMAT_PRESETS } from "../hashing/key_format.ts";
 import { createKeyScheme, KeySchemeError, keySchemeOptionsFromKv } from "../hashing/key_scheme.ts";
 import { buildPolicy } from "../scheduling/named_policy.ts";
-import { POLICY_NAMES } from "../scheduling/registry.ts";
+import { isPolicyName, policyNames } from "../scheduling/registry.ts";
 import { didYouMean } from "./did_you_mean.ts";
 import type { ModelSchema } from "./model_schema.ts";
 
@@ -41,9 +41,7 @@ function checkPolicy(
     buildPolicy(spec, model);
   } catch (error) {
     const name = typeof spec === "string" ? spec : spec.name;
-    const hint = (POLICY_NAMES as readonly string[]).includes(name)
-      ? ""
-      : didYouMean(name, POLICY_NAMES);
+    const hint = isPolicyName(name) ? "" : didYouMean(name, policyNames());
     addIssue(ctx, path, `${(error as Error).message}${hint}`);
   }
 }

@@ -1,7 +1,18 @@
 /** The scheduling core's public surface: policies, the prefill-time model, admission. Pure. */
 export type * from "./types.ts";
-export { createPolicy, isPolicyName, POLICY_NAMES, resolveTtftParams } from "./registry.ts";
+export {
+  createPolicy,
+  isPolicyName,
+  POLICY_NAMES,
+  policyNames,
+  policyParamKeys,
+  registerPolicy,
+  resolveTtftParams,
+} from "./registry.ts";
 export type { PolicyName, PolicyParams } from "./registry.ts";
+export { type PolicyFactory, policyFactory } from "./policy_factory.ts";
+export * as scorers from "./scorers.ts";
+export { buildDecision } from "./policies/rank.ts";
 export {
   fitPrefillModel,
   MOONCAKE_PREFILL_MODEL,

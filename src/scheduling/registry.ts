@@ -1,16 +1,40 @@
-import { cacheAware } from "./policies/cache_aware.ts";
-import { dynamoKv } from "./policies/dynamo_kv.ts";
-import { kvHitLen } from "./policies/kv_hit_len.ts";
-import { leastLoad } from "./policies/least_load.ts";
-import { llmdDefault } from "./policies/llmd_default.ts";
-import { mooncakeTtft } from "./policies/mooncake_ttft.ts";
-import { powerOfTwo } from "./policies/power_of_two.ts";
-import { randomPolicy } from "./policies/random.ts";
-import { roundRobin } from "./policies/round_robin.ts";
-import { sglangCacheAware } from "./policies/sglang_cache_aware.ts";
+/**
+ * The scheduling policies by name: the built-in ones (the router's and the peers' as their
+ * sources define them) and any a library user registers. Each declares its own parameters; every
+ * policy also takes the TTFT model's (TTFT_PARAMS), which the planning step predicts with.
+ * Unknown names and parameters are refused with what is valid.
+ */
+import { z } from "zod";
+import type { PolicyFactory } from "./policy_factory.ts";
+import { cacheAwarePolicy } from "./policies/cache_aware.ts";
+import { dynamoKvPolicy } from "./policies/dynamo_kv.ts";
+import { kvHitLenPolicy } from "./policies/kv_hit_len.ts";
+import { leastLoadPolicy } from "./policies/least_load.ts";
+import { llmdDefaultPolicy } from "./policies/llmd_default.ts";
+import { mooncakeTtftPolicy } from "./policies/mooncake_ttft.ts";
+import { powerOfTwoPolicy } from "./policies/power_of_two.ts";
+import { randomPolicyFactory } from "./policies/random.ts";
+import { roundRobinPolicy } from "./policies/round_robin.ts";
+import { sglangCacheAwarePolicy } from "./policies/sglang_cache_aware.ts";
 import { DEFAULT_TTFT_PARAMS, type TtftModelParams } from "./ttft_estimate.ts";
-import type { Policy, PrefillModelCoefficients } from "./types.ts";
+import type { Policy } from "./types.ts";
 
+export type { PolicyFactory } from "./policy_factory.ts";
+
+const BUILT_IN: readonly PolicyFactory[] = [
+  roundRobinPolicy,
+  randomPolicyFactory,
+  leastLoadPolicy,
+  cacheAwarePolicy,
+  kvHitLenPolicy,
+  powerOfTwoPolicy,
+  mooncakeTtftPolicy,
+  dynamoKvPolicy,
+  llmdDefaultPolicy,
+  sglangCacheAwarePolicy,
+];
+
+/** The built-in policies' names (a type for them; `policyNames()` adds registered ones). */
 export const POLICY_NAMES = [
   "round_robin",
   "random",
@@ -26,78 +50,98 @@ export const POLICY_NAMES = [
 
 export type PolicyName = typeof POLICY_NAMES[number];
 
-/** Every knob any policy reads; each policy ignores the ones it does not use. */
-export interface PolicyParams extends Partial<TtftModelParams> {
-  /** cache_aware / kv_hit_len: Llumnix's prefill-load filter in tokens (off when unset). */
-  loadFilterTokens?: number;
-  /** dynamo_kv: weight of the prefill blocks against the decode blocks (default 1). */
-  overlapScoreWeight?: number;
-  /** dynamo_kv: softmax sampling temperature, 0 for the lowest cost (default 0). */
-  routerTemperature?: number;
-  /** dynamo_kv / llmd_default: KV tokens a decoding request is taken to hold (default 8192). */
-  runningRequestTokens?: number;
-  /** llmd_default: scorer weights (defaults 3, 2, 2) and the KV capacity in tokens (1.5M). */
-  prefixCacheWeight?: number;
-  queueWeight?: number;
-  kvCacheUtilizationWeight?: number;
-  kvCapacityTokens?: number;
-  /** sglang_cache_aware: match rate for cache routing and the imbalance thresholds. */
-  cacheThreshold?: number;
-  balanceAbsThreshold?: number;
-  balanceRelThreshold?: number;
+/** Parameters as configured: the policy's own and the TTFT model's, by name. */
+export type PolicyParams = Record<string, unknown>;
+
+const nonNegative = z.number().min(0);
+
+/** The TTFT model's parameters (ttft_estimate.ts), which every policy takes. */
+export const TTFT_PARAMS = z.strictObject({
+  prefillModel: z.strictObject({
+    linear: nonNegative,
+    quadratic: nonNegative,
+    cachedLinear: nonNegative.optional(),
+    constant: nonNegative.optional(),
+  }).optional(),
+  kvBytesPerToken: z.number().positive().optional(),
+  transferBytesPerS: z.number().positive().optional(),
+  /** A pool prefix is loaded only when pool / local exceeds it: a ratio, at least 1. */
+  balancingThreshold: z.number().min(1).optional(),
+  queueReferenceTokens: z.number().positive().optional(),
+});
+
+const factories = new Map<string, PolicyFactory>(BUILT_IN.map((f) => [f.name, f]));
+
+/** Adds a policy (a library user's, or a composition of the shared scorers); names are unique. */
+export function registerPolicy(factory: PolicyFactory): void {
+  if (factories.has(factory.name)) {
+    throw new Error(`A scheduling policy named "${factory.name}" is already registered.`);
+  }
+  factories.set(factory.name, factory);
 }
 
-export function isPolicyName(name: string): name is PolicyName {
-  return (POLICY_NAMES as readonly string[]).includes(name);
+/** Every policy by name: built-in, then registered. */
+export function policyNames(): string[] {
+  return [...factories.keys()];
 }
 
-/** Builds a policy by name; unknown names and bad parameters throw, listing what is valid. */
+export function isPolicyName(name: string): boolean {
+  return factories.has(name);
+}
+
+/** The factory behind a name (its summary and parameters), undefined for an unknown name. */
+export function policyFactoryOf(name: string): PolicyFactory | undefined {
+  return factories.get(name);
+}
+
+/** The parameter names a policy takes: its own, then the TTFT model's. */
+export function policyParamKeys(name: string): string[] {
+  const own = factories.get(name)?.params;
+  const ownKeys = own instanceof z.ZodObject ? Object.keys(own.shape) : [];
+  return [...ownKeys, ...Object.keys(TTFT_PARAMS.shape)];
+}
+
+/** Builds a policy by name; unknown names and bad or unknown parameters throw with what is valid. */
 export function createPolicy(name: string, params: PolicyParams = {}): Policy {
-  if (!isPolicyName(name)) {
+  const factory = factories.get(name);
+  if (!factory) {
     throw new Error(
-      `Unknown scheduling policy "${name}": use one of ${POLICY_NAMES.join(", ")}.`,
+      `Unknown scheduling policy "${name}": use one of ${policyNames().join(", ")}.`,
     );
   }
-  const problems = validateParams(params);
+  const own: PolicyParams = {};
+  const ttft: PolicyParams = {};
+  const ttftKeys = new Set(Object.keys(TTFT_PARAMS.shape));
+  for (const [key, value] of Object.entries(params)) (ttftKeys.has(key) ? ttft : own)[key] = value;
+  const problems = [
+    ...issuesOf(factory.params.safeParse(own), name),
+    ...issuesOf(TTFT_PARAMS.safeParse(ttft), name),
+  ];
   if (problems.length > 0) {
     throw new Error(`Invalid parameters for policy "${name}": ${problems.join("; ")}.`);
   }
-  switch (name) {
-    case "round_robin":
-      return roundRobin();
-    case "random":
-      return randomPolicy();
-    case "least_load":
-      return leastLoad();
-    case "cache_aware":
-      return cacheAware({ loadFilterTokens: params.loadFilterTokens });
-    case "kv_hit_len":
-      return kvHitLen({ loadFilterTokens: params.loadFilterTokens });
-    case "power_of_two":
-      return powerOfTwo();
-    case "mooncake_ttft":
-      return mooncakeTtft(resolveTtftParams(params));
-    case "dynamo_kv":
-      return dynamoKv({
-        overlapScoreWeight: params.overlapScoreWeight,
-        routerTemperature: params.routerTemperature,
-        runningRequestTokens: params.runningRequestTokens,
-      });
-    case "llmd_default":
-      return llmdDefault({
-        prefixCacheWeight: params.prefixCacheWeight,
-        queueWeight: params.queueWeight,
-        kvCacheUtilizationWeight: params.kvCacheUtilizationWeight,
-        kvCapacityTokens: params.kvCapacityTokens,
-        runningRequestTokens: params.runningRequestTokens,
-      });
-    case "sglang_cache_aware":
-      return sglangCacheAware({
-        cacheThreshold: params.cacheThreshold,
-        balanceAbsThreshold: params.balanceAbsThreshold,
-        balanceRelThreshold: params.balanceRelThreshold,
-      });
-  }
+  return factory.create(factory.params.parse(own), resolveTtftParams(ttft));
+}
+
+/** The parameters a caller holds for several policies, narrowed to what `name` takes. */
+export function paramsFor(name: string, params: PolicyParams): PolicyParams {
+  const keys = new Set(policyParamKeys(name));
+  return Object.fromEntries(Object.entries(params).filter(([key]) => keys.has(key)));
+}
+
+function issuesOf(
+  result: { success: true } | { success: false; error: z.ZodError },
+  name: string,
+): string[] {
+  if (result.success) return [];
+  return result.error.issues.map((issue) => {
+    if (issue.code === "unrecognized_keys") {
+      return `it takes no parameter ${issue.keys.map((k) => `"${k}"`).join(", ")} (it takes: ${
+        policyParamKeys(name).join(", ")
+      })`;
+    }
+    return `${issue.path.join(".") || "params"} ${issue.message}`;
+  });
 }
 
 /** Defaults filled in; the prefill model is copied so callers cannot mutate a shared one. */
@@ -109,57 +153,4 @@ export function resolveTtftParams(params: Partial<TtftModelParams> = {}): TtftMo
     balancingThreshold: params.balancingThreshold ?? DEFAULT_TTFT_PARAMS.balancingThreshold,
     queueReferenceTokens: params.queueReferenceTokens ?? DEFAULT_TTFT_PARAMS.queueReferenceTokens,
   };
-}
-
-function validateParams(params: PolicyParams): string[] {
-  const problems: string[] = [];
-  const positive = (key: string, value: number | undefined) => {
-    if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
-      problems.push(`${key} must be a positive number (got ${value})`);
-    }
-  };
-  positive("kvBytesPerToken", params.kvBytesPerToken);
-  positive("transferBytesPerS", params.transferBytesPerS);
-  positive("queueReferenceTokens", params.queueReferenceTokens);
-  positive("loadFilterTokens", params.loadFilterTokens);
-  positive("runningRequestTokens", params.runningRequestTokens);
-  positive("kvCapacityTokens", params.kvCapacityTokens);
-  const atLeast = (key: string, value: number | undefined, low: number, high = Infinity) => {
-    if (value !== undefined && !(Number.isFinite(value) && value >= low && value <= high)) {
-      const range = high === Infinity ? `at least ${low}` : `between ${low} and ${high}`;
-      problems.push(`${key} must be a number ${range} (got ${value})`);
-    }
-  };
-  atLeast("overlapScoreWeight", params.overlapScoreWeight, 0);
-  atLeast("routerTemperature", params.routerTemperature, 0);
-  atLeast("prefixCacheWeight", params.prefixCacheWeight, 0);
-  atLeast("queueWeight", params.queueWeight, 0);
-  atLeast("kvCacheUtilizationWeight", params.kvCacheUtilizationWeight, 0);
-  atLeast("cacheThreshold", params.cacheThreshold, 0, 1);
-  atLeast("balanceAbsThreshold", params.balanceAbsThreshold, 0);
-  atLeast("balanceRelThreshold", params.balanceRelThreshold, 0);
-  if (
-    params.balancingThreshold !== undefined &&
-    !(Number.isFinite(params.balancingThreshold) && params.balancingThreshold >= 1)
-  ) {
-    problems.push(
-      `balancingThreshold must be a ratio of at least 1 (got ${params.balancingThreshold})`,
-    );
-  }
-  if (params.prefillModel !== undefined) {
-    problems.push(...validatePrefillModel(params.prefillModel));
-  }
-  return problems;
-}
-
-function validatePrefillModel(model: PrefillModelCoefficients): string[] {
-  const problems: string[] = [];
-  for (const key of ["linear", "quadratic", "cachedLinear", "constant"] as const) {
-    const value = model[key];
-    if (value === undefined && (key === "cachedLinear" || key === "constant")) continue;
-    if (!(typeof value === "number" && Number.isFinite(value) && value >= 0)) {
-      problems.push(`prefillModel.${key} must be a non-negative number (got ${value})`);
-    }
-  }
-  return problems;
 }

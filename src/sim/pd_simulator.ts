@@ -24,7 +24,7 @@ import {
   poolForecast,
 } from "../scheduling/pd_admission.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
-import { createPolicy } from "../scheduling/registry.ts";
+import { createPolicy, paramsFor } from "../scheduling/registry.ts";
 import { estimateQueueS } from "../scheduling/ttft_estimate.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
 import type { Candidate, Decision, Policy, ScheduleRequest } from "../scheduling/types.ts";
@@ -221,10 +221,10 @@ class PdReplay {
     this.#config = config;
     this.#run = run;
     this.#pd = topology.kind === "pd";
-    this.#policy = createPolicy(run.policy, {
-      ...config.ttft,
-      loadFilterTokens: config.loadFilterTokens,
-    });
+    this.#policy = createPolicy(
+      run.policy,
+      paramsFor(run.policy, { ...config.ttft, loadFilterTokens: config.loadFilterTokens }),
+    );
     this.#random = seededRandom(config.seed);
     const nowMs = () => this.#nowS * 1000;
     this.#account = new LoadAccount({ now: nowMs, expireAfterMs: Number.POSITIVE_INFINITY });

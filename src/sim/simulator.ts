@@ -4,7 +4,7 @@ import type { PrefixHits } from "../kv/types.ts";
 import { type AdmissionVerdict, admit, admitByLoad } from "../scheduling/admission.ts";
 import { type DecodeModel, predictTbtS } from "../scheduling/decode_model.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
-import { createPolicy } from "../scheduling/registry.ts";
+import { createPolicy, paramsFor } from "../scheduling/registry.ts";
 import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
 import { choosePrefill, type PoolUse } from "../scheduling/prefill_choice.ts";
 import type { Candidate, Decision, Policy, PrefillModelCoefficients } from "../scheduling/types.ts";
@@ -141,16 +141,10 @@ class ClusterReplay {
     this.#trace = trace;
     this.#config = config;
     this.#run = run;
-    this.#policy = createPolicy(run.policy, {
-      ...config.ttft,
-      loadFilterTokens: config.loadFilterTokens,
-    });
+    const shared = { ...config.ttft, loadFilterTokens: config.loadFilterTokens };
+    this.#policy = createPolicy(run.policy, paramsFor(run.policy, shared));
     this.#armPolicies = (run.arms?.policies ?? []).map((arm) =>
-      createPolicy(arm.name, {
-        ...config.ttft,
-        loadFilterTokens: config.loadFilterTokens,
-        ...arm.params,
-      })
+      createPolicy(arm.name, { ...paramsFor(arm.name, shared), ...arm.params })
     );
     this.#random = seededRandom(config.seed);
     this.#account = new LoadAccount({

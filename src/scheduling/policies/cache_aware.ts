@@ -1,6 +1,9 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { loadFilterTerm } from "./load_filter.ts";
 import { buildDecision } from "./rank.ts";
+import { prefixMissTokens } from "../scorers.ts";
 
 export interface CacheAwareOptions {
   /** Llumnix load filter: waiting prefill tokens at or above this are demoted (off when unset). */
@@ -17,7 +20,7 @@ export function cacheAware(options: CacheAwareOptions = {}): Policy {
     name: "cache_aware",
     select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
       const prompt = Math.max(0, request.promptTokens);
-      const miss = (c: Candidate) => prompt - Math.min(prompt, Math.max(0, c.localPrefixTokens));
+      const miss = (c: Candidate) => prefixMissTokens(prompt, c);
       const demote = loadFilterTerm(
         candidates,
         options.loadFilterTokens,
@@ -39,3 +42,13 @@ export function cacheAware(options: CacheAwareOptions = {}): Policy {
     },
   };
 }
+
+export const cacheAwarePolicy = policyFactory({
+  name: "cache_aware",
+  summary: "Llumnix: the fewest tokens to compute plus waiting prefill tokens",
+  params: z.strictObject({
+    /** Llumnix's prefill-load filter in tokens (off when unset). */
+    loadFilterTokens: z.number().positive().optional(),
+  }),
+  create: (params) => cacheAware(params),
+});

@@ -1,5 +1,8 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision, demotionPenalty, healthyOf } from "./rank.ts";
+import { kvTokens, prefixHitTokens } from "../scorers.ts";
 
 export interface DynamoKvOptions {
   /** `overlap_score_weight`: weight of the prefill blocks against the decode blocks (default 1). */
@@ -45,12 +48,11 @@ export function dynamoKv(options: DynamoKvOptions = {}): Policy {
       const prompt = Math.max(0, request.promptTokens);
       const healthy = healthyOf(candidates);
       const parts = (c: Candidate) => {
-        const cached = Math.min(prompt, Math.max(0, c.localPrefixTokens));
+        const cached = prefixHitTokens(prompt, c);
         const newTokens = prompt - cached;
         const inFlight = Math.max(0, c.waitingPrefillTokens);
         const prefillBlocks = (inFlight + newTokens) / BLOCK_TOKENS;
-        const decodeBlocks = (inFlight + Math.max(0, c.runningRequests) * perRunning + newTokens) /
-          BLOCK_TOKENS;
+        const decodeBlocks = (kvTokens(c, perRunning) + newTokens) / BLOCK_TOKENS;
         return { prefillBlocks, decodeBlocks, cached };
       };
       const logits = healthy.map((c) => {
@@ -94,3 +96,14 @@ function softmaxSample(logits: readonly number[], temperature: number, u: number
   }
   return logits.length - 1;
 }
+
+export const dynamoKvPolicy = policyFactory({
+  name: "dynamo_kv",
+  summary: "NVIDIA Dynamo's KV router: the lowest weighted prefill and decode blocks",
+  params: z.strictObject({
+    overlapScoreWeight: z.number().min(0).optional(),
+    routerTemperature: z.number().min(0).optional(),
+    runningRequestTokens: z.number().positive().optional(),
+  }),
+  create: (params) => dynamoKv(params),
+});

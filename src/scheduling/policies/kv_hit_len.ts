@@ -1,6 +1,9 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { loadFilterTerm } from "./load_filter.ts";
 import { buildDecision } from "./rank.ts";
+import { prefixHitTokens } from "../scorers.ts";
 
 export interface KvHitLenOptions {
   /** Llumnix load filter: waiting prefill tokens at or above this are demoted (off when unset). */
@@ -16,7 +19,7 @@ export function kvHitLen(options: KvHitLenOptions = {}): Policy {
     name: "kv_hit_len",
     select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
       const prompt = Math.max(0, request.promptTokens);
-      const hit = (c: Candidate) => Math.min(prompt, Math.max(0, c.localPrefixTokens));
+      const hit = (c: Candidate) => prefixHitTokens(prompt, c);
       const demote = loadFilterTerm(candidates, options.loadFilterTokens, (c) => -hit(c));
       return buildDecision("kv_hit_len", candidates, (candidate) => {
         const draw = context.random();
@@ -31,3 +34,13 @@ export function kvHitLen(options: KvHitLenOptions = {}): Policy {
     },
   };
 }
+
+export const kvHitLenPolicy = policyFactory({
+  name: "kv_hit_len",
+  summary: "Llumnix: the longest local prefix",
+  params: z.strictObject({
+    /** Llumnix's prefill-load filter in tokens (off when unset). */
+    loadFilterTokens: z.number().positive().optional(),
+  }),
+  create: (params) => kvHitLen(params),
+});

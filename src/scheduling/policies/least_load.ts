@@ -1,3 +1,5 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision } from "./rank.ts";
 
@@ -17,3 +19,10 @@ export function leastLoad(): Policy {
     },
   };
 }
+
+export const leastLoadPolicy = policyFactory({
+  name: "least_load",
+  summary: "the fewest waiting prefill tokens, blind to the cache",
+  params: z.strictObject({}),
+  create: () => leastLoad(),
+});

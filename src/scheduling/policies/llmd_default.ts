@@ -1,5 +1,8 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision, healthyOf } from "./rank.ts";
+import { kvUsage, lessIsBetter, prefixMatchRate, waitingRequests } from "../scorers.ts";
 
 export interface LlmdDefaultOptions {
   /** Weight of `prefix-cache-scorer` (default 3). */
@@ -45,28 +48,33 @@ export function llmdDefault(options: LlmdDefaultOptions = {}): Policy {
     name: "llmd_default",
     select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
       const prompt = Math.max(0, request.promptTokens);
-      const queue = (c: Candidate) =>
-        c.waitingPrefillRequests ?? Math.ceil(Math.max(0, c.waitingPrefillTokens) / 8192);
-      const queues = healthyOf(candidates).map(queue);
-      const minQ = Math.min(...queues), maxQ = Math.max(...queues);
+      const queueScore = lessIsBetter(healthyOf(candidates), waitingRequests);
       return buildDecision("llmd_default", candidates, (candidate) => {
-        const hit = Math.min(prompt, Math.max(0, candidate.localPrefixTokens));
-        const prefixScore = prompt === 0 ? 0 : hit / prompt;
-        const queueScore = maxQ === minQ ? 1 : (maxQ - queue(candidate)) / (maxQ - minQ);
-        const kvTokens = Math.max(0, candidate.waitingPrefillTokens) +
-          Math.max(0, candidate.runningRequests) * perRunning;
-        const kvUsage = Math.min(1, kvTokens / capacity);
+        const usage = kvUsage(candidate, perRunning, capacity);
         const draw = context.random();
         return {
           terms: {
-            prefixCacheScore: -wPrefix * prefixScore,
-            queueScore: -wQueue * queueScore,
-            kvCacheUtilizationScore: -wKv * (1 - kvUsage),
+            prefixCacheScore: -wPrefix * prefixMatchRate(prompt, candidate),
+            queueScore: -wQueue * queueScore(candidate),
+            kvCacheUtilizationScore: -wKv * (1 - usage),
           },
           tieBreaks: [draw],
-          detail: { waitingQueue: queue(candidate), kvUsage, tieBreakDraw: draw },
+          detail: { waitingQueue: waitingRequests(candidate), kvUsage: usage, tieBreakDraw: draw },
         };
       });
     },
   };
 }
+
+export const llmdDefaultPolicy = policyFactory({
+  name: "llmd_default",
+  summary: "llm-d's default: prefix-cache, queue and KV-utilisation scorers, weighted 3:2:2",
+  params: z.strictObject({
+    prefixCacheWeight: z.number().min(0).optional(),
+    queueWeight: z.number().min(0).optional(),
+    kvCacheUtilizationWeight: z.number().min(0).optional(),
+    kvCapacityTokens: z.number().positive().optional(),
+    runningRequestTokens: z.number().positive().optional(),
+  }),
+  create: (params) => llmdDefault(params),
+});

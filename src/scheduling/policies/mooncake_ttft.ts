@@ -1,3 +1,5 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import { estimateTtft, type TtftModelParams } from "../ttft_estimate.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision } from "./rank.ts";
@@ -34,3 +36,11 @@ export function mooncakeTtft(params: TtftModelParams): Policy {
     },
   };
 }
+
+export const mooncakeTtftPolicy = policyFactory({
+  name: "mooncake_ttft",
+  summary: "Mooncake Algorithm 1: the lowest predicted TTFT (queue + transfer + prefill)",
+  // Its parameters are the TTFT model's, which every policy takes (registry.ts).
+  params: z.strictObject({}),
+  create: (_params, ttft) => mooncakeTtft(ttft),
+});

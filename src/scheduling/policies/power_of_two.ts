@@ -1,3 +1,5 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision, demotionPenalty, healthyOf } from "./rank.ts";
 
@@ -31,3 +33,10 @@ export function powerOfTwo(): Policy {
     },
   };
 }
+
+export const powerOfTwoPolicy = policyFactory({
+  name: "power_of_two",
+  summary: "the less loaded of two instances drawn at random",
+  params: z.strictObject({}),
+  create: () => powerOfTwo(),
+});

@@ -1,3 +1,5 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision } from "./rank.ts";
 
@@ -10,3 +12,10 @@ export function randomPolicy(): Policy {
     },
   };
 }
+
+export const randomPolicyFactory = policyFactory({
+  name: "random",
+  summary: "a uniformly random instance",
+  params: z.strictObject({}),
+  create: () => randomPolicy(),
+});

@@ -1,3 +1,5 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision, healthyOf } from "./rank.ts";
 
@@ -14,3 +16,10 @@ export function roundRobin(): Policy {
     },
   };
 }
+
+export const roundRobinPolicy = policyFactory({
+  name: "round_robin",
+  summary: "healthy instances in turn",
+  params: z.strictObject({}),
+  create: () => roundRobin(),
+});

@@ -1,5 +1,8 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
 import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
 import { buildDecision, healthyOf } from "./rank.ts";
+import { prefixMatchRate, requestLoad } from "../scorers.ts";
 
 export interface SglangCacheAwareOptions {
   /** `cache_threshold`: prefix match rate above which the best match wins (default 0.3). */
@@ -37,11 +40,8 @@ export function sglangCacheAware(options: SglangCacheAwareOptions = {}): Policy 
     name: "sglang_cache_aware",
     select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
       const prompt = Math.max(0, request.promptTokens);
-      const load = (c: Candidate) =>
-        (c.waitingPrefillRequests ?? Math.ceil(Math.max(0, c.waitingPrefillTokens) / 8192)) +
-        Math.max(0, c.runningRequests);
-      const rate = (c: Candidate) =>
-        prompt === 0 ? 0 : Math.min(prompt, Math.max(0, c.localPrefixTokens)) / prompt;
+      const load = requestLoad;
+      const rate = (c: Candidate) => prefixMatchRate(prompt, c);
       const healthy = healthyOf(candidates);
       const loads = healthy.map(load);
       const maxLoad = Math.max(0, ...loads), minLoad = Math.min(...loads);
@@ -69,3 +69,14 @@ export function sglangCacheAware(options: SglangCacheAwareOptions = {}): Policy 
     },
   };
 }
+
+export const sglangCacheAwarePolicy = policyFactory({
+  name: "sglang_cache_aware",
+  summary: "SGLang router's cache_aware: balance past an imbalance, else the best prefix match",
+  params: z.strictObject({
+    cacheThreshold: z.number().min(0).max(1).optional(),
+    balanceAbsThreshold: z.number().min(0).optional(),
+    balanceRelThreshold: z.number().min(0).optional(),
+  }),
+  create: (params) => sglangCacheAware(params),
+});
