@@ -22,8 +22,8 @@ export interface PlanContext {
   random: () => number;
   policy: NamedPolicy;
   extraKeys?: ExtraKeys;
-  /** Once the prompt is counted, before any hashing or lookup: may throw to refuse it. */
-  counted?: (prompt: { tokens?: number[]; promptTokens: number }) => void;
+  /** Once the prompt's tokens are known, before any hashing or lookup: may throw to refuse it. */
+  checkPrompt?: (prompt: { tokens?: number[]; promptTokens: number }) => void;
   /** Hashes a long prompt's keys off the main loop (request_worker_pool.ts); absent: inline. */
   hashKeys?: (
     scheme: KeySchemeOptions,
@@ -79,7 +79,7 @@ export async function planDispatch(
   const { now } = context;
   const tokenizeStart = now();
   const tokenized = await tokenize(runtime, request);
-  context.counted?.(tokenized);
+  context.checkPrompt?.(tokenized);
   const hashStart = now();
   const { chunkKeys, error: keysError } = await chunkKeysOf(
     runtime,
@@ -269,14 +269,16 @@ function noStoreLookup(keys: string[]): LookupResult {
 
 async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<Tokenized> {
   const prompt = request.prompt;
-  const counted = (
+  const withPromptTokens = (
     outcome: { tokens?: number[]; source: TokenSource; error?: string },
   ): Tokenized => ({
     ...outcome,
     promptTokens: (outcome.tokens?.length ?? estimateTokens(request)) *
       (1 + promptBatchExtra(request)),
   });
-  if (prompt.kind === "tokens") return counted({ tokens: prompt.tokens, source: "token_ids" });
+  if (prompt.kind === "tokens") {
+    return withPromptTokens({ tokens: prompt.tokens, source: "token_ids" });
+  }
   try {
     const outcome = await tryTokenize(
       prompt.kind === "text"
@@ -287,21 +289,21 @@ async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<
           chatTemplateKwargs: prompt.chatTemplateKwargs,
         }),
     );
-    if (outcome.ok) return counted({ tokens: outcome.tokens, source: "tokenized" });
-    return counted({ source: outcome.reason, error: outcome.error.message });
+    if (outcome.ok) return withPromptTokens({ tokens: outcome.tokens, source: "tokenized" });
+    return withPromptTokens({ source: outcome.reason, error: outcome.error.message });
   } catch (error) {
     const message = (error as Error).message;
     // The engine, not the router, is the authority on what it accepts (its template may differ,
     // it may take images): forward the request by load and let the engine answer.
     if (error instanceof TokenizeInputError) {
-      return counted({ source: "input_error", error: message });
+      return withPromptTokens({ source: "input_error", error: message });
     }
     runtime.tokenizerFailures.record(
       runtime.tokenizer.mode,
       prompt.kind === "text" ? "text" : "chat",
       error as Error,
     );
-    return counted({ source: "failed", error: message });
+    return withPromptTokens({ source: "failed", error: message });
   }
 }
 

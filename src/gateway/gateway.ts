@@ -107,7 +107,7 @@ export class Gateway {
   readonly shutdown = new ShutdownState();
   /** Inference requests begun and not yet finished (streams count until their last byte). */
   #inFlight = 0;
-  #counted = new WeakSet<RequestRecord>();
+  #inFlightRecords = new WeakSet<RequestRecord>();
   /** Tenants' held shares of admitted work, released when their request finishes. */
   #shares = new WeakMap<RequestRecord, () => void>();
 
@@ -216,7 +216,7 @@ export class Gateway {
       interTokenS: [],
       usage: {},
     };
-    this.#counted.add(record);
+    this.#inFlightRecords.add(record);
     return {
       request,
       client,
@@ -289,11 +289,11 @@ export class Gateway {
       hashKeys: this.#requestWorkers &&
         ((scheme, tokens, extra) => this.#requestWorkers!.hash(scheme, tokens, extra)),
       // Refused before the keys are hashed and looked up: such work would be thrown away.
-      counted: (counted) => {
-        refuseOverlongPrompt(flight.runtime!.config, counted, parsed.prompt);
+      checkPrompt: (prompt) => {
+        refuseOverlongPrompt(flight.runtime!.config, prompt, parsed.prompt);
         if (flight.record.tenant) {
-          this.#chargeTenant(flight, "prompt_tokens", counted.promptTokens);
-          this.#checkShare(flight, counted.promptTokens);
+          this.#chargeTenant(flight, "prompt_tokens", prompt.promptTokens);
+          this.#checkShare(flight, prompt.promptTokens);
         }
       },
     });
@@ -409,7 +409,7 @@ export class Gateway {
 
   /** Ends the trace and tells every observer; an observer that throws is logged, not fatal. */
   #finish(trace: RequestTrace, record: RequestRecord): void {
-    if (this.#counted.delete(record)) this.#inFlight--;
+    if (this.#inFlightRecords.delete(record)) this.#inFlight--;
     this.#shares.get(record)?.();
     try {
       trace.finish(record);

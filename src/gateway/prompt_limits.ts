@@ -39,14 +39,14 @@ export function refuseOversizedPrompt(limit: number, prompt: PromptInput): void 
   );
 }
 
-/** 400 in OpenAI's words when the counted prompt exceeds the model's context. */
+/** 400 in OpenAI's words when the tokenized prompt exceeds the model's context. */
 export function refuseOverlongPrompt(
   model: ModelConfig,
-  counted: { tokens?: readonly number[] },
+  tokenized: { tokens?: readonly number[] },
   prompt: PromptInput,
 ): void {
   const limit = model.limits.maxPromptTokens;
-  const tokens = counted.tokens?.length;
+  const tokens = tokenized.tokens?.length;
   if (limit === undefined || tokens === undefined || tokens <= limit) return;
   throw new HttpError(
     400,
