@@ -3,7 +3,7 @@ import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../src/scheduling/prefill_
 import { isPolicyName, POLICY_NAMES, resolveTtftParams } from "../src/scheduling/registry.ts";
 import type { PrefillModelCoefficients } from "../src/scheduling/types.ts";
 import { instanceLoadSvg, ttftCdfSvg } from "../src/sim/charts.ts";
-import { experimentReportText } from "../src/experiment/report.ts";
+import { experimentReportText } from "../src/experiment/experiment_report.ts";
 import type { ExperimentConfig } from "../src/config/schema.ts";
 import {
   armPolicy,
@@ -12,7 +12,7 @@ import {
   splitTrace,
 } from "../src/sim/experiment.ts";
 import { type NumberReader, parsePdOptions, PD_USAGE, type PdCliOptions, runPd } from "./sim_pd.ts";
-import { describeModel, resultsMarkdown, rounded } from "../src/sim/report.ts";
+import { describeModel, resultsMarkdown, rounded } from "../src/sim/results_markdown.ts";
 import {
   type AdmissionMode,
   type KvPoolMode,

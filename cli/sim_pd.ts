@@ -15,7 +15,7 @@ import {
 } from "../src/sim/pd_simulator.ts";
 import { pdResultsMarkdown } from "../src/sim/pd_report.ts";
 import { type PdSummary, summarizePd, topologyLabel } from "../src/sim/pd_summary.ts";
-import { describeModel, rounded } from "../src/sim/report.ts";
+import { describeModel, rounded } from "../src/sim/results_markdown.ts";
 import type { SimConfig } from "../src/sim/simulator.ts";
 import type { TraceRequest } from "../src/sim/trace.ts";
 

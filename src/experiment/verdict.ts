@@ -1,4 +1,4 @@
-import { type ArmComparison, type ArmReport, SIGNIFICANCE } from "./stats.ts";
+import { type ArmComparison, type ArmReport, SIGNIFICANCE } from "./arm_stats.ts";
 
 /** Below this many TTFTs in either arm the verdict says "not enough data" instead of a p-value. */
 export const MIN_SAMPLES = 30;

@@ -2,7 +2,7 @@ import { formatPath } from "../config/load.ts";
 import { type ExperimentConfig, ExperimentSchema } from "../config/schema.ts";
 import { assignArm } from "../experiment/assign.ts";
 import { parseExperimentKey } from "../experiment/experiment_key.ts";
-import { type ExperimentReport, ExperimentTally } from "../experiment/report.ts";
+import { type ExperimentReport, ExperimentTally } from "../experiment/experiment_report.ts";
 import type { AssignmentKind } from "../contracts.ts";
 import { createPolicy, type PolicyParams } from "../scheduling/registry.ts";
 import { seededRandom } from "./rng.ts";

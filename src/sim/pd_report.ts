@@ -1,5 +1,5 @@
 import type { PdSummary } from "./pd_summary.ts";
-import { resultsHeader } from "./report.ts";
+import { resultsHeader } from "./results_markdown.ts";
 
 type Runs = [name: string, summary: PdSummary][];
 

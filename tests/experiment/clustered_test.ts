@@ -7,7 +7,7 @@ import {
   ratioVariance,
 } from "../../src/experiment/clustered.ts";
 import { studentTQuantile } from "../../src/experiment/distributions.ts";
-import { ExperimentTally } from "../../src/experiment/report.ts";
+import { ExperimentTally } from "../../src/experiment/experiment_report.ts";
 import { Moments } from "../../src/experiment/significance.ts";
 import { seededRandom } from "../../src/sim/rng.ts";
 

@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { ExperimentTally } from "../../src/experiment/report.ts";
-import type { ArmComparison, ArmReport } from "../../src/experiment/stats.ts";
+import { ExperimentTally } from "../../src/experiment/experiment_report.ts";
+import type { ArmComparison, ArmReport } from "../../src/experiment/arm_stats.ts";
 import { pValue, verdictLine } from "../../src/experiment/verdict.ts";
 import { seededRandom } from "../../src/sim/rng.ts";
 

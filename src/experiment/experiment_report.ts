@@ -5,7 +5,7 @@ import {
   armReport,
   ArmTally,
   compareArms,
-} from "./stats.ts";
+} from "./arm_stats.ts";
 import { verdictLines } from "./verdict.ts";
 
 /** An arm as the report names it. */

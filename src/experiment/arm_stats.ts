@@ -18,14 +18,13 @@ import { mannWhitneyGroups, type MannWhitneyResult, Moments, welchT } from "./si
  * and per cluster bucket (src/experiment/clustered.ts) for session-robust intervals and tests.
  */
 
-/** How a request came to its arm. Overridden requests are counted but kept out of the stats. */
-
 /** One finished request, reduced to what the comparison needs. */
 export interface ArmObservation {
   arm: string;
   /** served: a response streamed (TTFT known); rejected: 429; error: the router or engines failed. */
   outcome: "served" | "rejected" | "error" | "aborted" | "other";
   ttftS?: number;
+  /** How the request came to its arm: overridden requests are counted but kept out of the stats. */
   assignment?: AssignmentKind;
   /** Cluster bucket of the request's key (0 ≤ c < CLUSTERS); spread evenly when absent. */
   cluster?: number;

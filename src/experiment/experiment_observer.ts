@@ -1,7 +1,7 @@
 import type { RequestObserver, RequestRecord } from "../contracts.ts";
 import type { ExperimentArms, LiveExperiment } from "./experiment_arms.ts";
-import { type ExperimentReport, ExperimentTally } from "./report.ts";
-import type { ArmObservation } from "./stats.ts";
+import { type ExperimentReport, ExperimentTally } from "./experiment_report.ts";
+import type { ArmObservation } from "./arm_stats.ts";
 
 /** `GET /admin/experiments`: one entry per model with a running experiment. */
 export interface ModelExperimentReport extends ExperimentReport {

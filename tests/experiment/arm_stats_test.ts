@@ -1,6 +1,6 @@
 import { assert, assertAlmostEquals, assertEquals } from "../assert.ts";
-import { experimentReportText, ExperimentTally } from "../../src/experiment/report.ts";
-import { ArmTally, summarizeTtft, TtftStore } from "../../src/experiment/stats.ts";
+import { experimentReportText, ExperimentTally } from "../../src/experiment/experiment_report.ts";
+import { ArmTally, summarizeTtft, TtftStore } from "../../src/experiment/arm_stats.ts";
 
 Deno.test("summarizeTtft() gives the t-interval of the mean", () => {
   const store = new TtftStore();
