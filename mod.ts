@@ -26,7 +26,7 @@ export type {
   KeyScheme,
   KeySchemeOptions,
 } from "./src/hashing/types.ts";
-export { createRouter, type Router, type RouterOptions } from "./routes/app.ts";
+export { createRouter, type RawConfig, type Router, type RouterOptions } from "./routes/app.ts";
 export { ConfigError, loadConfigFile, parseConfigText, resolveConfig } from "./src/config/load.ts";
 export type { Config, ModelConfig } from "./src/config/schema.ts";
 export {

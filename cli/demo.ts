@@ -10,15 +10,24 @@ import { didYouMean } from "../src/config/did_you_mean.ts";
 import { POLICY_NAMES } from "../src/scheduling/registry.ts";
 import { createJsonLog, type LogLevel } from "../src/telemetry/json_log.ts";
 
+/** Where the router of a --write-config file listens: beside the demo's own on 8080. */
+const WRITTEN_PORT = 8081;
+
 const USAGE = `Usage: deno task demo [--host H] [--port N] [--engines N] [--policy NAME] [--exit]
                       [--pd [--protocol vllm-nixl|vllm-mooncake|sglang]]
                       [--log-level debug|info|warn|error]
+                      [--write-config PATH] [--write-chat PATH]
 
 Starts an embedded cluster (simulated vLLM engines + a Mooncake master), the router in front of
 it, sends a burst of shared-prefix chat traffic, prints a summary, then keeps serving. With --pd
 the cluster is disaggregated: 2 prefill + 2 decode engines speaking the protocol. The router's
 JSON log goes to stderr from warn up; --log-level info adds the access log (a line per request).
-The router listens on --host (default 127.0.0.1; 0.0.0.0 in a container).`;
+The router listens on --host (default 127.0.0.1; 0.0.0.0 in a container).
+
+--write-config PATH writes a router config file for this cluster (listening on 127.0.0.1:${WRITTEN_PORT},
+admin token from TIDEGATE_ADMIN_TOKEN) for start, start --check and keys while the demo runs;
+--write-chat PATH writes the chat the printed curl sends (also a keys --messages file). Both
+files stay when the demo stops. --exit stops after the summary.`;
 
 const WORDS = (
   "the a model cache token prefix engine store router request batch chunk layer kernel " +
@@ -205,6 +214,10 @@ interface DemoOptions {
   pd?: PdProtocol;
   /** The router's log lines at this level and above go to stderr. */
   logLevel: LogLevel;
+  /** Where to write a router config for this cluster (kept at exit). */
+  writeConfig?: string;
+  /** Where to write the try-it chat (kept at exit); a temp file otherwise. */
+  writeChat?: string;
 }
 
 const PD_PROTOCOLS: readonly PdProtocol[] = ["vllm-nixl", "vllm-mooncake", "sglang"];
@@ -220,6 +233,8 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     pd: { type: "boolean", default: false },
     protocol: { type: "string", default: "vllm-nixl" },
     "log-level": { type: "string" },
+    "write-config": { type: "string" },
+    "write-chat": { type: "string" },
   }, USAGE);
   if (parsed.exit !== undefined) return parsed.exit;
   const { values } = parsed;
@@ -258,6 +273,8 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     exit: values.exit,
     pd: values.pd ? protocol : undefined,
     logLevel,
+    writeConfig: values["write-config"],
+    writeChat: values["write-chat"],
   };
 }
 
@@ -271,51 +288,103 @@ export async function runDemo(args: string[]): Promise<number> {
     pd: options.pd ? { protocol: options.pd, prefill: 2, decode: 2 } : undefined,
   });
   let router: Router | undefined;
-  let requestFile: string | undefined;
+  let tempChat: string | undefined;
   try {
     const config = resolveConfig(cluster.routerConfig({ policy: options.policy }));
     router = await createRouter(config, { log: createJsonLog(options.logLevel) });
     await router.warm();
     const address = await serveOnPort(router, options.host, options.port);
     const url = `http://${address.hostname}:${address.port}`;
-    for (const e of cluster.engines) {
-      console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost}${e.role ? `, ${e.role}` : ""})`);
-    }
-    console.log(`  mooncake master: ${cluster.master.url}`);
-    console.log(
-      `Router (${options.policy}${
-        options.pd ? `, disaggregated over ${options.pd}` : ""
-      }) on ${url}. Sending a burst of shared-prefix chats...\n`,
-    );
+    printCluster(cluster, options, url);
+    if (options.writeConfig) await writeRouterConfig(options.writeConfig, cluster, options.policy);
     const results = await runDemoBurst(url, cluster.model);
     console.log(summarize(results, cluster));
-    requestFile = await printTryIt(url, cluster.model, results);
-    if (!options.exit) await waitForShutdown();
+    if (options.exit) {
+      console.log("\n--exit: stopping the router and the cluster.");
+      return 0;
+    }
+    const chatFile = options.writeChat ?? await Deno.makeTempFile({
+      prefix: "tidegate-demo-",
+      suffix: ".json",
+    });
+    if (!options.writeChat) tempChat = chatFile;
+    await writeTryItChat(chatFile, cluster.model);
+    console.log(tryIt(url, chatFile, results, options.writeConfig));
+    await waitForShutdown();
     return 0;
   } finally {
     await router?.close();
     await cluster.close();
-    if (requestFile) await Deno.remove(requestFile).catch(() => {});
+    if (tempChat) await Deno.remove(tempChat).catch(() => {});
   }
 }
 
-/** The curl line to try by hand; returns the request file it names (removed at exit). */
-async function printTryIt(url: string, model: string, results: DemoResult[]): Promise<string> {
+function printCluster(cluster: DemoCluster, options: DemoOptions, url: string): void {
+  for (const e of cluster.engines) {
+    console.log(`  ${e.id}: ${e.engine.url} (KV host ${e.kvHost}${e.role ? `, ${e.role}` : ""})`);
+  }
+  console.log(`  mooncake master: ${cluster.master.url}`);
+  console.log(
+    `Router (${options.policy}${
+      options.pd ? `, disaggregated over ${options.pd}` : ""
+    }) on ${url}. Sending a burst of shared-prefix chats...\n`,
+  );
+}
+
+/**
+ * The demo's router config as a file of its own, for `start`, `start --check` and `keys` while the
+ * demo runs: a second router on WRITTEN_PORT in front of the same cluster, with the admin token
+ * read from the environment as a production config would.
+ */
+export function writtenRouterConfig(
+  cluster: DemoCluster,
+  policy: string,
+): Record<string, unknown> {
+  return {
+    ...cluster.routerConfig({ policy }),
+    listen: { host: "127.0.0.1", port: WRITTEN_PORT },
+    admin: { token: "env:TIDEGATE_ADMIN_TOKEN" },
+  };
+}
+
+async function writeRouterConfig(path: string, cluster: DemoCluster, policy: string) {
+  const config = writtenRouterConfig(cluster, policy);
+  await Deno.writeTextFile(path, JSON.stringify(config, null, 2) + "\n");
+  console.log(`Wrote ${path}: a router config for this cluster (listens on :${WRITTEN_PORT}).`);
+}
+
+/** The chat the printed curl sends: document 0's prefix and a new question, not streamed. */
+async function writeTryItChat(path: string, model: string): Promise<void> {
+  const chat = { ...demoChat(model, 0, "What does chapter 2 say?"), stream: false };
+  await Deno.writeTextFile(path, JSON.stringify(chat));
+}
+
+/** What to try by hand while the demo serves. */
+function tryIt(
+  url: string,
+  chatFile: string,
+  results: DemoResult[],
+  configFile: string | undefined,
+): string {
   const pd = results.some((r) => r.decode);
   const holder = results.find((r) => r.doc === 0)?.instance ?? "?";
-  const requestFile = await Deno.makeTempFile({ prefix: "tidegate-demo-", suffix: ".json" });
-  await Deno.writeTextFile(
-    requestFile,
-    JSON.stringify({ ...demoChat(model, 0, "What does chapter 2 say?"), stream: false }),
-  );
-  console.log(`
-Try it: this chat shares document 0's ~2.6k-token prefix, which ${holder} holds:
-
-  curl -s -D - ${url}/v1/chat/completions -H 'content-type: application/json' -d @${requestFile}
-
-The ${pd ? "x-tidegate-prefill-instance" : "x-tidegate-instance"} header should say ${holder}${
-    pd ? " (x-tidegate-decode-instance names the decode side)" : ""
-  }. Also: ${url}/metrics, ${url}/readyz.
-Press Ctrl-C to stop.`);
-  return requestFile;
+  const header = pd ? "x-tidegate-prefill-instance" : "x-tidegate-instance";
+  const lines = [
+    "",
+    `Try it: this chat shares document 0's ~2.6k-token prefix, which ${holder} holds:`,
+    "",
+    `  curl -s -D - ${url}/v1/chat/completions -H 'content-type: application/json' -d @${chatFile}`,
+    "",
+    `The ${header} header should say ${holder}${
+      pd ? " (x-tidegate-decode-instance names the decode side)" : ""
+    }. Also: ${url}/metrics, ${url}/readyz, ${url}/dashboard.`,
+  ];
+  if (configFile) {
+    lines.push(
+      `Router config for this cluster: ${configFile} (deno task start --config ${configFile}, ` +
+        `deno task keys --config ${configFile} ...).`,
+    );
+  }
+  lines.push("Press Ctrl-C to stop.");
+  return lines.join("\n");
 }

@@ -16,8 +16,14 @@ Prints the prompt's token count and each chunk's store key as the router compute
 prefix and each instance's local prefix. Compare the keys with the store's GET /get_all_keys to
 check that seed (PYTHONHASHSEED), chunk size and key preset match the engines. With --detect,
 asks the store which candidate schemes (presets x hashes x seeds x chunk sizes x model spellings)
-hold this prompt's keys and prints them best first with a ready-to-paste kv block (exit 3: the
-store could not be asked, 4: no scheme matched).`;
+hold this prompt's keys and prints them best first with a ready-to-paste kv block.
+
+Only the model's own sections are used: env:NAME values elsewhere (admin.token, the shared
+state's Redis, tenants) need not be set.
+
+Exit codes: 0 done; 2 a wrong flag, input or config (a tokenizer that cannot be loaded
+included); 3 the store could not be asked (no chunk is then reported missing); 4 --detect found
+no scheme whose keys the store holds; 1 an unexpected failure.`;
 
 export interface KeysReport {
   model: string;
@@ -85,14 +91,12 @@ export async function runKeys(
     return 2;
   }
   try {
-    const config = await loadConfigFile(values.config);
-    const modelConfig = selectModel(config, values.model);
-    const runtime = await ModelRuntime.create(modelConfig, {
-      fetch,
-      now: () => performance.now(),
-      random: Math.random,
-      log: jsonLog,
+    // keys serves nothing: the admin token, Redis URL and tenant keys may stay unset.
+    const config = await loadConfigFile(values.config, undefined, {
+      leaveEnvIn: ["admin", "cluster", "tenants"],
     });
+    const modelConfig = selectModel(config, values.model);
+    const runtime = await modelRuntime(config, modelConfig, values.config);
     const tokens = await promptTokens(runtime, values);
     if (values.detect) {
       if (!runtime.store) throw new UsageError(`Model ${modelConfig.name} has no store configured`);
@@ -113,6 +117,28 @@ export async function runKeys(
     }
     console.error(`keys failed: ${(error as Error).message}`);
     return 1;
+  }
+}
+
+/**
+ * The model's runtime (tokenizer, key scheme, store client); one that cannot be built is a
+ * config problem (exit 2), named as `start --check` names it.
+ */
+async function modelRuntime(
+  config: Config,
+  model: ModelConfig,
+  path: string,
+): Promise<ModelRuntime> {
+  try {
+    return await ModelRuntime.create(model, {
+      fetch,
+      now: () => performance.now(),
+      random: Math.random,
+      log: jsonLog,
+    });
+  } catch (error) {
+    const index = config.models.indexOf(model);
+    throw new ConfigError([`models[${index}] (${model.name}): ${(error as Error).message}`], path);
   }
 }
 
@@ -138,7 +164,7 @@ async function promptTokens(runtime: ModelRuntime, values: KeysFlags): Promise<n
   if (values.prompt !== undefined) {
     return await runtime.tokenizer.encode(values.prompt, { addSpecialTokens: true });
   }
-  const parsed = JSON.parse(await Deno.readTextFile(values.messages!));
+  const parsed = await readMessagesFile(values.messages!);
   const messages = (Array.isArray(parsed) ? parsed : parsed.messages) as ChatMessage[];
   if (!Array.isArray(messages)) {
     throw new UsageError(
@@ -151,6 +177,15 @@ async function promptTokens(runtime: ModelRuntime, values: KeysFlags): Promise<n
       ? JSON.parse(values["chat-kwargs"])
       : parsed.chat_template_kwargs,
   });
+}
+
+/** The --messages file's JSON; unreadable or not JSON is the user's input to fix (exit 2). */
+async function readMessagesFile(path: string) {
+  try {
+    return JSON.parse(await Deno.readTextFile(path));
+  } catch (error) {
+    throw new UsageError(`--messages ${path}: ${(error as Error).message}`);
+  }
 }
 
 /** Every full chunk's hash and store keys, as the router computes them. */

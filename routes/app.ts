@@ -9,10 +9,11 @@ import { adminAuth } from "../src/admin/auth.ts";
 import type { ResolveDns } from "../src/cluster/dns_discovery.ts";
 import { discoveryHostFilter } from "../src/runtime/instance_host_policy.ts";
 import { systemTimers, type Timers } from "../src/cluster/timers.ts";
+import { isResolvedConfig, resolveConfig } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
 import type { RequestObserver } from "../src/contracts.ts";
 import { ExperimentArms, experimentProblems } from "../src/experiment/experiment_arms.ts";
-import { ExperimentStats } from "../src/experiment/experiment_stats.ts";
+import { ExperimentStats } from "../src/experiment/experiment_observer.ts";
 import { BackgroundWork } from "../src/runtime/background_work.ts";
 import { buildRuntimes } from "../src/runtime/build_runtimes.ts";
 import { Gateway, type GatewayDeps } from "../src/gateway/gateway.ts";
@@ -38,7 +39,7 @@ import { adminRoutes } from "./admin.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { experimentRoutes } from "./experiments.ts";
 import { healthRoutes } from "./health.ts";
-import { kvDetectRoutes } from "./kv_detect.ts";
+import { kvDetectRoutes } from "./kv_detect_routes.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { openaiRoutes } from "./openai.ts";
 import { type DrainOptions, type DrainOutcome, drainServer } from "./graceful_shutdown.ts";
@@ -71,7 +72,12 @@ export interface RouterOptions {
   storeShapeCheck?: boolean | { timeoutMs?: number; maxBytes?: number };
   /** The config file this router runs from (`start`), named in the commands its logs suggest. */
   configPath?: string;
+  /** Where a raw config's `env:NAME` values are read from (default `Deno.env`). */
+  env?: (name: string) => string | undefined;
 }
+
+/** A config as written in a file (e.g. `JSON.parse`d), not yet validated. */
+export type RawConfig = { readonly [section: string]: unknown };
 
 export interface Router {
   readonly config: Config;
@@ -136,10 +142,18 @@ interface RouterParts {
 }
 
 /**
- * Builds the router from a validated config: one runtime per model, the gateway, metrics and
- * the HTTP app. Nothing listens until `serve()`.
+ * Builds the router from a config: one runtime per model, the gateway, metrics and the HTTP app.
+ * Nothing listens until `serve()`. A config that did not come from `resolveConfig` /
+ * `loadConfigFile` (a parsed JSON file, an object literal) is validated by the same loader first:
+ * ConfigError lists every problem.
  */
-export async function createRouter(config: Config, options: RouterOptions = {}): Promise<Router> {
+export async function createRouter(
+  input: Config | RawConfig,
+  options: RouterOptions = {},
+): Promise<Router> {
+  const config = isResolvedConfig(input) ? input : resolveConfig(input, {
+    env: options.env ?? ((name) => Deno.env.get(name)),
+  });
   const workers = config.workers ?? navigator.hardwareConcurrency;
   const deps: RouterDeps = {
     fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
@@ -171,7 +185,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
     timers: deps.timers,
     log: deps.log,
   });
-  const parts = assembleParts(config, runtimes, { ...deps, shared }, options);
+  const parts = buildCollaborators(config, runtimes, { ...deps, shared }, options);
   built.registry = parts.registry;
   for (const runtime of runtimes.values()) attachShared(shared, runtime);
   shared?.start();
@@ -201,7 +215,7 @@ export async function createRouter(config: Config, options: RouterOptions = {}):
       ...(typeof shapeCheck === "object" ? shapeCheck : {}),
     });
   }
-  return routerHandle(parts, app, { background, shapeChecks, loopLag }, { ...deps, shared });
+  return routerLifecycle(parts, app, { background, shapeChecks, loopLag }, { ...deps, shared });
 }
 
 function attachShared(shared: SharedState | undefined, runtime: ModelRuntime): ModelRuntime {
@@ -210,7 +224,7 @@ function attachShared(shared: SharedState | undefined, runtime: ModelRuntime): M
 }
 
 /** Every collaborator, each given what it needs at construction. */
-function assembleParts(
+function buildCollaborators(
   config: Config,
   runtimes: Map<string, ModelRuntime>,
   deps: RouterDeps,
@@ -291,7 +305,7 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
 }
 
 /** The router's lifecycle: serve, reload (serialized), close. */
-function routerHandle(
+function routerLifecycle(
   parts: RouterParts,
   app: Hono,
   work: { background: BackgroundWork; shapeChecks: StoreShapeChecks; loopLag: EventLoopLag },

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { ExperimentArms, LiveExperiment } from "../src/experiment/experiment_arms.ts";
 import { ExperimentError } from "../src/experiment/experiment_arms.ts";
-import type { ExperimentStats } from "../src/experiment/experiment_stats.ts";
+import type { ExperimentStats } from "../src/experiment/experiment_observer.ts";
 import type { ModelRegistry } from "../src/runtime/model_registry.ts";
 import { HttpError, openAIErrorBody } from "../src/openai/errors.ts";
 import { readJsonBody } from "./json_body.ts";
@@ -12,8 +12,10 @@ import { bodyBounds } from "./read_body.ts";
  * authentication:
  * - `GET /experiments`: every running experiment with per-arm statistics and the verdict.
  * - `GET /experiments/:model`: one model's.
- * - `PUT /experiments/:model`: replaces the model's experiment (body: the `experiment` object of
- *   the config file); validated, logged, counted in `tidegate_experiment_changes_total`.
+ * - `PUT /experiments/:model`: replaces the model's experiment; the body is the model's
+ *   `experiment` section of the config file, bare (`{key, arms: [...]}`) or wrapped as in
+ *   docs/experiments/*.json (`{"experiment": {...}}`); `null` (or `{"experiment": null}`) ends
+ *   it. Validated, logged, counted in `tidegate_experiment_changes_total`.
  * - `DELETE /experiments/:model`: ends it (the model's own `policy` serves everything again).
  */
 export function experimentRoutes(
@@ -39,11 +41,11 @@ export function experimentRoutes(
     const runtime = models.require(c.req.param("model"));
     const body = await readJsonBody(
       c,
-      "an experiment {key, arms: [...]}",
+      'an experiment {key, arms: [...]} or {"experiment": {...}}',
       bodyBounds(models.config),
     );
     try {
-      const live = experiments.arms.apply(runtime, body ?? undefined, "admin");
+      const live = experiments.arms.apply(runtime, experimentSection(body) ?? undefined, "admin");
       return c.json(live ? describe(live) : { model: runtime.config.name, experiment: null });
     } catch (error) {
       if (!(error instanceof ExperimentError)) throw error;
@@ -60,6 +62,22 @@ export function experimentRoutes(
   });
 
   return app;
+}
+
+/**
+ * The experiment section of a PUT body: the body itself, or the `experiment` of a body wrapped
+ * the way the config file and docs/experiments/*.json write it. A wrapper with other fields is
+ * refused, so a mistyped field is not silently dropped.
+ */
+function experimentSection(body: unknown): unknown {
+  if (body === null || typeof body !== "object" || !Object.hasOwn(body, "experiment")) return body;
+  const extra = Object.keys(body).filter((key) => key !== "experiment");
+  if (extra.length) {
+    throw new ExperimentError(
+      extra.map((key) => `${key}: unknown field beside "experiment" (send the section alone)`),
+    );
+  }
+  return (body as { experiment: unknown }).experiment;
 }
 
 /** What a change answers: the new arms and version (statistics restart from here). */

@@ -40,21 +40,31 @@ function describeIssue(issue: z.core.$ZodIssue, raw: unknown): string {
   return `${formatPath(issue.path)}: ${issue.message}`;
 }
 
+/** The top-level sections whose fields may read `env:NAME`. */
+export type EnvSection = "admin" | "cluster" | "tenants";
+
 export interface ConfigSourceOptions {
   /** Relative paths in the config (tokenizer directories) resolve against this directory. */
   baseDir?: string;
   /** Where `env:NAME` values are read from. */
   env?: (name: string) => string | undefined;
+  /**
+   * Sections whose `env:NAME` values are neither required nor read: they stay `env:NAME` as
+   * written. For tools that never use those sections (`keys` serves nothing, so it needs no admin
+   * token); a router must not run from such a config.
+   */
+  leaveEnvIn?: readonly EnvSection[];
   source?: string;
 }
 
 /** Validates a parsed config object; throws ConfigError listing every problem. */
 export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): Config {
   const env = options.env ?? (() => undefined);
+  const wanted = envFieldFilter(options.leaveEnvIn);
   const result = ConfigSchema.safeParse(raw);
   // Unset environment values are read from the file as written, so they are reported even
   // beside schema problems.
-  const problems = unsetEnvProblems(raw, env);
+  const problems = unsetEnvProblems(raw, env, wanted);
   if (!result.success) {
     problems.unshift(
       ...result.error.issues.flatMap((issue) => describeIssue(issue, raw).split("\n")),
@@ -63,7 +73,7 @@ export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): 
   if (problems.length || !result.success) throw new ConfigError(problems, options.source);
   const config = result.data;
   // The same fields as were checked above: every `env:NAME` is set by now.
-  for (const path of envFields(config)) {
+  for (const path of envFields(config).filter(wanted)) {
     const value = valueAt(config, path);
     if (typeof value === "string" && value.startsWith("env:")) {
       const parent = valueAt(config, path.slice(0, -1)) as Record<PropertyKey, unknown>;
@@ -76,7 +86,18 @@ export function resolveConfig(raw: unknown, options: ConfigSourceOptions = {}): 
       model.tokenizer.path = resolve(options.baseDir, path);
     }
   }
-  return deepFreeze(config);
+  const frozen = deepFreeze(config);
+  // A config with env values left as written must not pass for one a router can run from.
+  if (!options.leaveEnvIn?.length) RESOLVED.add(frozen);
+  return frozen;
+}
+
+/** The configs resolveConfig produced (validated, env values read, frozen). */
+const RESOLVED = new WeakSet<object>();
+
+/** True for a config resolveConfig produced; anything else must be validated before use. */
+export function isResolvedConfig(value: unknown): value is Config {
+  return typeof value === "object" && value !== null && RESOLVED.has(value);
 }
 
 /** The fields that may read `env:NAME`. */
@@ -97,9 +118,20 @@ function envFields(raw: unknown): (readonly PropertyKey[])[] {
   return [...ENV_FIELDS, ...identities];
 }
 
+/** Which env fields are read: all but those of the sections left as written. */
+function envFieldFilter(
+  leave: readonly EnvSection[] = [],
+): (path: readonly PropertyKey[]) => boolean {
+  return (path) => !leave.includes(path[0] as EnvSection);
+}
+
 /** An `env:NAME` value whose variable is unset or empty, per field. */
-function unsetEnvProblems(raw: unknown, env: (name: string) => string | undefined): string[] {
-  return envFields(raw).flatMap((path) => {
+function unsetEnvProblems(
+  raw: unknown,
+  env: (name: string) => string | undefined,
+  wanted: (path: readonly PropertyKey[]) => boolean,
+): string[] {
+  return envFields(raw).filter(wanted).flatMap((path) => {
     const value = valueAt(raw, path);
     if (typeof value !== "string" || !value.startsWith("env:")) return [];
     const name = value.slice(4);
@@ -132,6 +164,7 @@ export function parseConfigText(
 export async function loadConfigFile(
   path: string,
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+  options: Pick<ConfigSourceOptions, "leaveEnvIn"> = {},
 ): Promise<Config> {
   let text: string;
   try {
@@ -139,7 +172,7 @@ export async function loadConfigFile(
   } catch (error) {
     throw new ConfigError([`cannot read ${path}: ${(error as Error).message}`], path);
   }
-  return parseConfigText(text, path, { baseDir: dirname(resolve(path)), env });
+  return parseConfigText(text, path, { ...options, baseDir: dirname(resolve(path)), env });
 }
 
 function deepFreeze<T>(value: T): T {

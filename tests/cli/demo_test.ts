@@ -1,6 +1,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { demoChat, runDemoBurst } from "../../cli/demo.ts";
-import { resolveConfig } from "../../src/config/load.ts";
+import { loadConfigFile, resolveConfig } from "../../src/config/load.ts";
+import { runKeys } from "../../cli/keys.ts";
 import { createRouter } from "../../routes/app.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
@@ -80,15 +81,48 @@ Deno.test("demo --policy with an unknown name exits 2 with the message before st
   assert(!stdout.includes("Starting the embedded cluster"), stdout);
 });
 
-Deno.test("demo --exit serves the burst, prints the summary and leaves no request file behind", async () => {
+Deno.test("demo --exit serves the burst, prints the summary, offers nothing to try and leaves no file behind", async () => {
   const before = await demoRequestFiles();
   const { code, stdout, stderr } = await runDemoProcess("--exit", "--port", "0", "--engines", "2");
   assertEquals(code, 0, stderr);
   assert(stdout.includes("follow-ups landed on the instance holding their document"), stdout);
-  const named = stdout.match(/-d @(\S+)/)?.[1];
-  assert(named, "the curl line names its request file");
-  assertEquals(await demoRequestFiles(), before, "the request file was removed at exit");
+  assert(!stdout.includes("curl"), `no curl for a router that is gone: ${stdout}`);
+  assert(!stdout.includes("Ctrl-C"), stdout);
+  assert(stdout.includes("--exit: stopping"), stdout);
+  assertEquals(await demoRequestFiles(), before, "no request file was left");
   assert(!stderr.includes('"msg":"request"'), `quiet by default: no access log\n${stderr}`);
+});
+
+Deno.test("demo --write-config writes a router config for its cluster that the loader and keys accept", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/demo-router.json`;
+    const run = await runDemoProcess(
+      "--exit",
+      "--port",
+      "0",
+      "--engines",
+      "2",
+      "--write-config",
+      path,
+    );
+    assertEquals(run.code, 0, run.stderr);
+    assert(run.stdout.includes(`Wrote ${path}`), run.stdout);
+    const config = await loadConfigFile(
+      path,
+      (name) => name === "TIDEGATE_ADMIN_TOKEN" ? "t" : undefined,
+    );
+    assertEquals(config.listen.port, 8081);
+    assertEquals(config.models[0].instances.length, 2);
+    const keys: string[] = [];
+    assertEquals(
+      await runKeys(["--config", path, "--prompt", "hello there", "--json"], (l) => keys.push(l)),
+      0,
+    );
+    assert(JSON.parse(keys.join("\n")).tokens > 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("demo --log-level info shows the access log on stderr, a line per request", async () => {

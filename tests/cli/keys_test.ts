@@ -145,3 +145,62 @@ Deno.test("keys rejects a missing input and an unknown model with exit code 2", 
     }
   });
 });
+
+Deno.test("keys reads only the model's sections: an unset env var for the admin token, Redis or tenants is not required", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/router.json`;
+    await Deno.writeTextFile(
+      path,
+      JSON.stringify({
+        admin: { token: "env:TIDEGATE_TEST_UNSET_TOKEN" },
+        models: [{
+          name: "m",
+          tokenizer: { mode: "none" },
+          kv: { store: "none", chunkSize: 4, minPromptTokens: 0 },
+          instances: [{ id: "a", url: "http://127.0.0.1:9" }],
+        }],
+      }),
+    );
+    const lines: string[] = [];
+    const code = await runKeys(
+      ["--config", path, "--tokens", "1,2,3,4,5", "--json"],
+      (line) => lines.push(line),
+    );
+    assertEquals(code, 0, lines.join("\n"));
+    assertEquals(JSON.parse(lines.join("\n")).chunks.length, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("keys: a tokenizer that cannot be loaded is a config problem (exit 2) naming the model", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/router.json`;
+    await Deno.writeTextFile(
+      path,
+      JSON.stringify({
+        models: [{
+          name: "m",
+          tokenizer: { mode: "local", path: `${dir}/no-such-tokenizer` },
+          kv: { store: "none" },
+          instances: [{ id: "a", url: "http://127.0.0.1:9" }],
+        }],
+      }),
+    );
+    const errors: string[] = [];
+    const consoleError = console.error;
+    console.error = (line: string) => errors.push(line);
+    let code: number;
+    try {
+      code = await runKeys(["--config", path, "--prompt", "hello"], () => {});
+    } finally {
+      console.error = consoleError;
+    }
+    assertEquals(code, 2, errors.join("\n"));
+    assertMatch(errors.join("\n"), /models\[0\] \(m\)/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { OPERATOR_TOKEN_HEADER } from "../../src/experiment/experiment_arms.ts";
-import type { ModelExperimentReport } from "../../src/experiment/experiment_stats.ts";
+import type { ModelExperimentReport } from "../../src/experiment/experiment_observer.ts";
 import { completion, MODEL, range, startTestCluster, type TestCluster } from "./harness.ts";
 
 const EXPERIMENT = {
@@ -269,6 +269,44 @@ Deno.test("non-streamed requests count for their arm but add no TTFT sample", as
     const r = await report(t);
     assertEquals(r.arms.reduce((sum, a) => sum + a.requests, 0), 1);
     assertEquals(r.arms.reduce((sum, a) => sum + a.ttft.n, 0), 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("PUT /admin/experiments/:model takes the section wrapped as the config file and docs/experiments write it", async () => {
+  const t = await start();
+  try {
+    const file = JSON.parse(
+      await Deno.readTextFile(
+        new URL("../../docs/experiments/cache_aware_vs_mooncake_ttft.json", import.meta.url),
+      ),
+    );
+    assert(Object.hasOwn(file, "experiment"), "the docs' file is the wrapped form");
+    const put = await admin(t).request(`/experiments/${MODEL}`, {
+      method: "PUT",
+      body: JSON.stringify(file),
+    });
+    assertEquals(put.status, 200, await put.clone().text());
+    const live = await put.json();
+    assertEquals(
+      live.experiment.arms.map((a: { name: string }) => a.name),
+      file.experiment.arms.map((a: { name: string }) => a.name),
+    );
+
+    const stray = await admin(t).request(`/experiments/${MODEL}`, {
+      method: "PUT",
+      body: JSON.stringify({ ...file, arm: "A" }),
+    });
+    assertEquals(stray.status, 400);
+    const problems: string[] = (await stray.json()).error.problems;
+    assert(problems.some((p) => p.startsWith("arm: unknown field")), problems.join("; "));
+
+    const ended = await admin(t).request(`/experiments/${MODEL}`, {
+      method: "PUT",
+      body: JSON.stringify({ experiment: null }),
+    });
+    assertEquals((await ended.json()).experiment, null);
   } finally {
     await t.close();
   }
