@@ -1,7 +1,8 @@
 /** `start --log-level`: the access log at info, and the level filtering what is written. */
 import { assert, assertEquals } from "../assert.ts";
-import { loadOnlyModel, waitFor } from "../gateway/harness.ts";
-import { startRouterProcess } from "../gateway/router_process.ts";
+import { loadOnlyModel } from "../support/harness.ts";
+import { waitFor } from "../support/eventually.ts";
+import { startRouterProcess } from "../support/router_process.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const SECRET = "sk-start-log-test-0042";

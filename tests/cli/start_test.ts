@@ -1,6 +1,7 @@
 import { assertEquals, assertMatch } from "../assert.ts";
-import { loadOnlyModel, waitFor } from "../gateway/harness.ts";
-import { startRouterProcess } from "../gateway/router_process.ts";
+import { loadOnlyModel } from "../support/harness.ts";
+import { waitFor } from "../support/eventually.ts";
+import { startRouterProcess } from "../support/router_process.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 

@@ -6,7 +6,7 @@ import { assertEquals } from "../assert.ts";
 import { createRouter } from "../../routes/app.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { completion, loadOnlyModel } from "../gateway/harness.ts";
+import { completion, loadOnlyModel } from "../support/harness.ts";
 
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../assert.ts";
-import { eventually } from "../gateway/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { LoadAccount } from "../../src/cluster/load_account.ts";
 import { RemoteFacts } from "../../src/cluster/remote_facts.ts";
 import { decodeBatch, encodeBatch } from "../../src/cluster/shared_facts.ts";

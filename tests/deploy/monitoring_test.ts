@@ -8,7 +8,7 @@
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { assert, assertEquals } from "../assert.ts";
 import { ensureDebianCommands } from "../support/debian_packages.ts";
-import { completion, range, startTestCluster } from "../gateway/harness.ts";
+import { completion, range, startTestCluster } from "../support/harness.ts";
 
 const DIR = new URL("../../deploy/monitoring/", import.meta.url);
 const path = (name: string) => new URL(name, DIR).pathname;

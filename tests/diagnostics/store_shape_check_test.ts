@@ -9,7 +9,7 @@ import {
   type FakeMooncakeMaster,
   startFakeMooncakeMaster,
 } from "../../src/fakes/fake_mooncake_master.ts";
-import { eventually } from "../gateway/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 type Logs = { message: string; fields?: Record<string, unknown> }[];
 

@@ -1,6 +1,7 @@
 /** The access log: one line per request with what an operator needs, and nothing private. */
 import { assert, assertEquals } from "../assert.ts";
-import { CHUNK, completion, MODEL, range, startTestCluster, waitFor } from "./harness.ts";
+import { CHUNK, completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { waitFor } from "../support/eventually.ts";
 
 const SECRET = "sk-tidegate-test-secret-4711";
 const PROMPT_TEXT = "the-confidential-prompt-marker tells the engine everything";

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import { seededRandom } from "../../src/sim/rng.ts";
-import { MODEL, startTestCluster } from "./harness.ts";
+import { MODEL, startTestCluster } from "../support/harness.ts";
 
 function randomValue(random: () => number, depth = 0): unknown {
   const kind = Math.floor(random() * (depth > 3 ? 6 : 8));

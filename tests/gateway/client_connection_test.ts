@@ -5,7 +5,8 @@
  * in OpenAI's shape and is closed, while the router keeps serving everyone else.
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, eventually, range, startTestCluster, type TestCluster } from "./harness.ts";
+import { completion, range, startTestCluster, type TestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { connect, readUntilClosed } from "./raw_http.ts";
 
 const encoder = new TextEncoder();

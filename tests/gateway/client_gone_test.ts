@@ -7,7 +7,8 @@
  * prompts do.
  */
 import { assertEquals } from "../assert.ts";
-import { eventually, MODEL, range, startTestCluster, type TestCluster } from "./harness.ts";
+import { MODEL, range, startTestCluster, type TestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { connect } from "./raw_http.ts";
 
 /** Sends a completion's headers, then its body, on a raw connection the test closes. */

@@ -4,7 +4,8 @@
  * the ones in flight finish, after which the router serves again.
  */
 import { assertEquals, assertMatch } from "../assert.ts";
-import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { connect, readUntil } from "./raw_http.ts";
 
 /** The value of an unlabelled series on the router's /metrics. */

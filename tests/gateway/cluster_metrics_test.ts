@@ -2,7 +2,8 @@ import { assert, assertEquals } from "../assert.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { startKillableProxy } from "../fakes/killable_proxy.ts";
-import { completion, eventually, loadOnlyModel, range, startRouter } from "./harness.ts";
+import { completion, loadOnlyModel, range, startRouter } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 const MODEL = "metrics-model";
 const PROMPT_TOKENS = 2000;

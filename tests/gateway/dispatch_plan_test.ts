@@ -11,7 +11,7 @@ import type { NamedPolicy } from "../../src/scheduling/named_policy.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import type { Candidate, ScheduleRequest } from "../../src/scheduling/types.ts";
 import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
-import { range } from "./harness.ts";
+import { range } from "../support/harness.ts";
 
 const CHUNK = 16;
 const KV_HOSTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3"];

@@ -3,7 +3,8 @@ import type { ResolveDns } from "../../src/cluster/dns_discovery.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter } from "../../routes/app.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { completion, eventually, loadOnlyModel, range, startRouter } from "./harness.ts";
+import { completion, loadOnlyModel, range, startRouter } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 const MODEL = "dns-model";
 

@@ -7,14 +7,8 @@ import { assert, assertEquals } from "../assert.ts";
 import type { AttemptRecord } from "../../src/proxy/forward.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { startKillableProxy } from "../fakes/killable_proxy.ts";
-import {
-  breakerTo,
-  eventually,
-  loadOnlyModel,
-  recordTimeline,
-  startRouter,
-  waitFor,
-} from "./harness.ts";
+import { breakerTo, loadOnlyModel, recordTimeline, startRouter } from "../support/harness.ts";
+import { eventually, waitFor } from "../support/eventually.ts";
 import { steadyLoad } from "./steady_load.ts";
 
 const MODEL = "failover-model";

@@ -10,7 +10,7 @@ import type { RequestRecord } from "../../src/contracts.ts";
 import { planDispatch } from "../../src/gateway/dispatch_plan.ts";
 import { executeDispatch, type ExecuteOptions } from "../../src/gateway/execute_dispatch.ts";
 import { ModelRuntime } from "../../src/runtime/model_runtime.ts";
-import { range } from "./harness.ts";
+import { range } from "../support/harness.ts";
 
 const IDS = ["e0", "e1", "e2"];
 const PROMPT = range(0, 64);

@@ -2,7 +2,13 @@ import { assert, assertEquals } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { OPERATOR_TOKEN_HEADER } from "../../src/experiment/experiment_arms.ts";
 import type { ModelExperimentReport } from "../../src/experiment/experiment_observer.ts";
-import { completion, MODEL, range, startTestCluster, type TestCluster } from "./harness.ts";
+import {
+  completion,
+  MODEL,
+  range,
+  startTestCluster,
+  type TestCluster,
+} from "../support/harness.ts";
 
 const EXPERIMENT = {
   key: "header:x-session-id",

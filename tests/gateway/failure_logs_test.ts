@@ -1,6 +1,7 @@
 /** Failures an operator must see: one log line each, naming the URL and the error. */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, range, startTestCluster, waitFor } from "./harness.ts";
+import { completion, range, startTestCluster } from "../support/harness.ts";
+import { waitFor } from "../support/eventually.ts";
 
 const PROMPT = range(1000, 200);
 

@@ -4,7 +4,13 @@
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
-import { completion, MODEL, range, startTestCluster, type TestCluster } from "./harness.ts";
+import {
+  completion,
+  MODEL,
+  range,
+  startTestCluster,
+  type TestCluster,
+} from "../support/harness.ts";
 import { connect, readUntilClosed } from "./raw_http.ts";
 
 /** The `X-Forwarded-For` the engine gets for a request that claims to come from 203.0.113.7. */

@@ -14,7 +14,7 @@ import {
   range,
   startRouter,
   startTestCluster,
-} from "./harness.ts";
+} from "../support/harness.ts";
 
 const quiet = () => {};
 

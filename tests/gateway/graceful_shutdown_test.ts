@@ -5,8 +5,9 @@
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
-import { startRouterProcess, writeRouterConfig } from "./router_process.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { startRouterProcess, writeRouterConfig } from "../support/router_process.ts";
 
 const PROMPT = range(1000, 200);
 

@@ -4,7 +4,7 @@ import { loadConfigFile } from "../../src/config/load.ts";
 import { createRouter, type Router } from "../../routes/app.ts";
 import type { AttemptRecord } from "../../src/proxy/forward.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { eventually } from "./harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { steadyLoad } from "./steady_load.ts";
 
 const MODEL = "reload-model";

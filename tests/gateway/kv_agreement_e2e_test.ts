@@ -16,7 +16,7 @@ import {
   startTestCluster,
   type TestCluster,
   type TestClusterOptions,
-} from "./harness.ts";
+} from "../support/harness.ts";
 
 interface AgreementCluster extends TestCluster {
   caches: EngineKvCache[];

@@ -24,7 +24,8 @@ import {
 } from "../../src/fakes/fake_mooncake_master.ts";
 import type { PdProtocol } from "../../src/fakes/pd_protocol.ts";
 import { PdRegistry } from "../../src/fakes/pd_registry.ts";
-import { eventually, range } from "./harness.ts";
+import { range } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { BootstrapEngineIds } from "../../src/proxy/mooncake_bootstrap.ts";
 import { rankLoadsReader } from "../../src/cluster/rank_loads.ts";

@@ -6,7 +6,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { type OpenAiBody, roughTokenCount } from "../../src/fakes/fake_engine.ts";
 import { type ChokingProxy, startChokingProxy } from "../fakes/choking_proxy.ts";
-import { completion, MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
 
 /** The engines' 500 for a prompt their tokenizer chokes on: the same error on every engine. */
 function chokesOnPoison(body: OpenAiBody): number {

@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../assert.ts";
-import { completion, range, startTestCluster } from "./harness.ts";
+import { completion, range, startTestCluster } from "../support/harness.ts";
 
 const PREFIX = range(100_000, 8192); // a new shared 8k-token prefix (32 chunks of 256)
 

@@ -4,7 +4,7 @@
  * reaches an engine or leaves a lease behind.
  */
 import { assertEquals, assertMatch } from "../assert.ts";
-import { completion, MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
 
 Deno.test("a prompt over limits.maxPromptChars gets a 413 naming the limit and never reaches an engine", async () => {
   const t = await startTestCluster({ engines: 1, model: { limits: { maxPromptChars: 1_000 } } });

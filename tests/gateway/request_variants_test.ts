@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import { completion, MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
 
 const scheme = createKeyScheme({
   hash: "sha256_cbor",

@@ -1,5 +1,6 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 const PROMPT = range(1000, 200); // 12 full chunks of 16
 

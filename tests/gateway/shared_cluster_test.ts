@@ -4,8 +4,13 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { completion, eventually, loadOnlyModel, range } from "./harness.ts";
-import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";
+import { completion, loadOnlyModel, range } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
+import {
+  type RouterProcess,
+  startRouterProcess,
+  writeRouterConfig,
+} from "../support/router_process.ts";
 
 const MODEL = "shared-model";
 const PROMPT = 3000; // tokens per request; ~1.4 s of prefill each at the time scale below

@@ -6,8 +6,12 @@
 import { assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { redisServerOrSkip } from "../support/redis_server.ts";
-import { completion, loadOnlyModel, range } from "./harness.ts";
-import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";
+import { completion, loadOnlyModel, range } from "../support/harness.ts";
+import {
+  type RouterProcess,
+  startRouterProcess,
+  writeRouterConfig,
+} from "../support/router_process.ts";
 
 const MODEL = "catch-up-model";
 

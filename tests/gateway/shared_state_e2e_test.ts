@@ -7,8 +7,13 @@ import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
 import { redisServerOrSkip } from "../support/redis_server.ts";
-import { completion, eventually, range } from "./harness.ts";
-import { type RouterProcess, startRouterProcess, writeRouterConfig } from "./router_process.ts";
+import { completion, range } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
+import {
+  type RouterProcess,
+  startRouterProcess,
+  writeRouterConfig,
+} from "../support/router_process.ts";
 
 const MODEL = "shared-model";
 

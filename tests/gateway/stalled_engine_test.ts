@@ -3,7 +3,8 @@
  * (an SSE error event, or a broken non-stream body), charges the engine and gives the lease back.
  */
 import { assert, assertEquals, assertMatch, assertRejects } from "../assert.ts";
-import { completion, eventually, MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 const PROMPT = range(1000, 200);
 

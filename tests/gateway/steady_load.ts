@@ -2,7 +2,7 @@
  * Steady client load for the cluster tests: `workers` loops each sending one completion after
  * another (distinct token prompts) until stopped, recording every answer.
  */
-import { completion } from "./harness.ts";
+import { completion } from "../support/harness.ts";
 
 export interface LoadResult {
   status: number;

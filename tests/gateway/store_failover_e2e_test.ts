@@ -6,12 +6,12 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import {
   completion,
-  eventually,
   MODEL,
   range,
   startTestCluster,
   type TestCluster,
-} from "./harness.ts";
+} from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 const PROMPT = range(1000, 200); // 12 full chunks of 16: 192 tokens held on e1
 

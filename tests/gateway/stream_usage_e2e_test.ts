@@ -3,7 +3,7 @@
  * usage chunk from a client that did not ask for it.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { completion, MODEL, range, startTestCluster } from "./harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
 
 /** The SSE data events of a streamed answer, `[DONE]` left out. */
 function events(text: string): Record<string, unknown>[] {

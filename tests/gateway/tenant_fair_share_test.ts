@@ -4,7 +4,8 @@
  * others still get in, and a heavier weight lets the same tenant through.
  */
 import { assertEquals, assertMatch } from "../assert.ts";
-import { completion, eventually, range, startTestCluster, type TestCluster } from "./harness.ts";
+import { completion, range, startTestCluster, type TestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 /** One second per 1k new tokens, nothing else: a 100-token prompt predicts 0.1 s of prefill. */
 const MODEL_SETTINGS = {

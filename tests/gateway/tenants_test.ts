@@ -4,7 +4,7 @@
  * as metric labels.
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, range, startTestCluster } from "./harness.ts";
+import { completion, range, startTestCluster } from "../support/harness.ts";
 
 const TENANTS = {
   by: "api_key",

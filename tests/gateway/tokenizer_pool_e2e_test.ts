@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import type { ChatMessage } from "../../src/tokenize/types.ts";
-import { MODEL, startTestCluster, type TestCluster } from "./harness.ts";
+import { MODEL, startTestCluster, type TestCluster } from "../support/harness.ts";
 
 /** Sum of a /metrics series' samples whose labels contain every `label="value"` given. */
 async function metric(cluster: TestCluster, name: string, ...labels: string[]): Promise<number> {

@@ -12,7 +12,7 @@ import {
   range,
   startRouter,
   startTestCluster,
-} from "./harness.ts";
+} from "../support/harness.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 
 async function ttftCount(url: string): Promise<number> {

@@ -4,7 +4,8 @@
  * answering during the run; every lease is back at the end.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { eventually, startTestCluster } from "../gateway/harness.ts";
+import { startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { generateBadInputs } from "./bad_input_generator.ts";
 import { MODEL } from "./probe_input.ts";
 import { sendProbe } from "./send_probe.ts";

@@ -8,7 +8,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { type FakeEngine, startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
-import { startRouterProcess, writeRouterConfig } from "../gateway/router_process.ts";
+import { startRouterProcess, writeRouterConfig } from "../support/router_process.ts";
 import { MODEL } from "./probe_input.ts";
 import { renderInputs } from "./render_inputs.ts";
 import { sendProbe } from "./send_probe.ts";

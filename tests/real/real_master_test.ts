@@ -7,7 +7,8 @@
 import { assert, assertEquals } from "../assert.ts";
 import { MooncakeClient } from "../../src/kv/mooncake_client.ts";
 import { StoreHealth } from "../../src/kv/store_health.ts";
-import { completion, eventually, MODEL, range, startTestCluster } from "../gateway/harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { startRealMaster, startStoreClient } from "./mooncake_master.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 

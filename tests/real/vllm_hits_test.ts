@@ -7,7 +7,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter, type Router } from "../../routes/app.ts";
-import { eventually } from "../gateway/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { MooncakeClient } from "../../src/kv/mooncake_client.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import type { ChatMessage } from "../../src/tokenize/types.ts";

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { MODEL, startTestCluster } from "../gateway/harness.ts";
+import { MODEL, startTestCluster } from "../support/harness.ts";
 
 const json = { "content-type": "application/json" };
 

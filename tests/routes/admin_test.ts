@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import type { ConnectionEnv } from "../../src/admin/auth.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { completion, MODEL, range, startTestCluster } from "../gateway/harness.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
 
 const json = { "content-type": "application/json" };
 

@@ -8,7 +8,7 @@ import { dashboardCookieValue } from "../../src/dashboard/dashboard_auth.ts";
 import { createRouter, type Router } from "../../routes/app.ts";
 import type { DashboardData } from "../../src/telemetry/dashboard_data.ts";
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, range, startTestCluster } from "../gateway/harness.ts";
+import { completion, range, startTestCluster } from "../support/harness.ts";
 import { finishedRecord } from "../telemetry/records.ts";
 
 const TOKEN = "route-test-token";

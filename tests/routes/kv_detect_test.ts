@@ -6,7 +6,7 @@ import {
   range,
   startTestCluster,
   type TestCluster,
-} from "../gateway/harness.ts";
+} from "../support/harness.ts";
 
 const AUTH = { "content-type": "application/json", authorization: "Bearer s3cret" };
 

@@ -4,14 +4,8 @@ import { planReload } from "../../src/runtime/reload.ts";
 import { createRouter } from "../../routes/app.ts";
 import { watchConfigFile } from "../../cli/start.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import {
-  completion,
-  eventually,
-  loadOnlyModel,
-  MODEL,
-  range,
-  startTestCluster,
-} from "../gateway/harness.ts";
+import { completion, loadOnlyModel, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 const model = (name: string, extra: Record<string, unknown> = {}) =>
   loadOnlyModel(name, { instances: [{ id: "a", url: "http://127.0.0.1:9" }], ...extra });

@@ -13,7 +13,7 @@ import { resolveConfig } from "../../src/config/load.ts";
 import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
 import { type FakeEngine, startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
-import { startRouterProcess } from "../gateway/router_process.ts";
+import { startRouterProcess } from "../support/router_process.ts";
 import type { SoakRequestOf } from "./soak_traffic.ts";
 
 export type SoakTargetName = "demo" | "fakes";

@@ -13,7 +13,7 @@ import {
 } from "@opentelemetry/api";
 import type { RequestRecord } from "../../src/contracts.ts";
 import { assert, assertEquals } from "../assert.ts";
-import { completion, range, startTestCluster } from "../gateway/harness.ts";
+import { completion, range, startTestCluster } from "../support/harness.ts";
 import { extractTraceparent, RequestTracing } from "../../src/telemetry/tracing.ts";
 import { trace } from "@opentelemetry/api";
 

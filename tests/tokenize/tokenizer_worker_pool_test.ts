@@ -1,5 +1,5 @@
 import { assert, assertEquals, assertRejects } from "../assert.ts";
-import { eventually } from "../gateway/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { TokenizeInputError, TokenizeUnavailableError } from "../../src/tokenize/errors.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import {

@@ -175,30 +175,6 @@ export function completion(
   });
 }
 
-/** Polls until `check` holds (or fails the test after `timeoutMs`); `check` may be async. */
-export async function eventually(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 2_000,
-  what = "condition",
-): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** Polls until `find` returns a value (not undefined) and returns it; fails after `timeoutMs`. */
-export async function waitFor<T>(
-  find: () => T | undefined,
-  timeoutMs = 2_000,
-  what = "condition",
-): Promise<T> {
-  let found: T | undefined;
-  await eventually(() => (found = find()) !== undefined, timeoutMs, what);
-  return found!;
-}
-
 /** What the router sent to an instance, or a breaker change, or a test's own milestone. */
 export type TimelineEvent =
   | { kind: "probe" | "load_poll" | "inference" | "other"; instance: string; path: string }
