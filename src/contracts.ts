@@ -13,6 +13,7 @@ import type { ObservedUsage } from "./proxy/usage_sniffer.ts";
 import type { AdmissionVerdict } from "./scheduling/admission.ts";
 import type { NamedPolicy } from "./scheduling/named_policy.ts";
 import type { Candidate, Decision } from "./scheduling/types.ts";
+import type { DecisionInputs } from "./scheduling/decision_replay.ts";
 import type { DecodeCandidate, DecodeDecision } from "./scheduling/decode_policy.ts";
 import type { DecodeLoadScope } from "./scheduling/pd_admission.ts";
 
@@ -63,6 +64,8 @@ export interface DispatchPlan {
    */
   kvLoadOnly?: string;
   policy: NamedPolicy;
+  /** The prefill decision's inputs, enough to replay it (src/scheduling/decision_replay.ts). */
+  inputs: DecisionInputs;
   admission: AdmissionVerdict;
   /** Predicted TTFT of the best candidate (from the policy, else the TTFT model). */
   predictedTtftS?: number;

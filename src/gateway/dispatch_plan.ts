@@ -8,6 +8,7 @@ import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
 import type { NamedPolicy } from "../scheduling/named_policy.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
+import { type DecisionInputs, recordingContext } from "../scheduling/decision_replay.ts";
 import type { DecodeCandidate } from "../scheduling/decode_policy.ts";
 import type { Candidate, Decision } from "../scheduling/types.ts";
 import { TokenizeInputError } from "../tokenize/errors.ts";
@@ -64,6 +65,8 @@ interface Scheduled {
   /** The policy's TTFT for its first choice, else the TTFT model's. */
   predictedTtftS?: number;
   kvLoadOnly?: string;
+  /** What the decision was made from, to replay it (src/scheduling/decision_replay.ts). */
+  inputs: DecisionInputs;
 }
 
 /**
@@ -196,13 +199,13 @@ function schedule(
   const { prefillSide, decode } = splitByRole(runtime, seen, entryMap);
   // The router cannot make an engine load the pool's part of a prefix: the estimate never counts
   // on it (the simulator's replays, which can, share this step: src/scheduling/prefill_choice.ts).
-  const choice = choosePrefill(
-    { promptTokens, poolPrefixTokens },
-    prefillSide,
-    context.policy.policy,
-    { random: context.random, sequence: runtime.sequence++ },
-    { ttft: context.policy.ttftParams, poolUse: "never" },
-  );
+  const request = { promptTokens, poolPrefixTokens };
+  const recording = recordingContext(context.random, runtime.sequence++);
+  const choice = choosePrefill(request, prefillSide, context.policy.policy, recording.context, {
+    ttft: context.policy.ttftParams,
+    poolUse: "never",
+  });
+  const { sequence } = recording.context;
   return {
     hits,
     candidates: prefillSide,
@@ -212,6 +215,7 @@ function schedule(
     decision: choice.decision,
     predictedTtftS: choice.predictedTtftS,
     ...(kvLoadOnly ? { kvLoadOnly } : {}),
+    inputs: { request, candidates: prefillSide, sequence, draws: recording.draws },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { RequestObserver, RequestRecord } from "../contracts.ts";
+import type { DecisionInputs } from "../scheduling/decision_replay.ts";
 
 /** One dispatch decision as the dashboard and `/admin/decisions` show it. */
 export interface DecisionEntry {
@@ -53,6 +54,8 @@ export interface DecisionEntry {
   ttftS: number | null;
   durationS: number | null;
   engineCachedTokens: number | null;
+  /** What the prefill decision was made from: replayDecision() gives the same ranking. */
+  inputs: DecisionInputs;
 }
 
 /** A bounded ring of the most recent decisions, newest last. */
@@ -116,6 +119,7 @@ export class DecisionLog implements RequestObserver {
       ttftS: record.ttftS ?? null,
       durationS: record.durationS ?? null,
       engineCachedTokens: record.usage.cachedTokens ?? null,
+      inputs: plan.inputs,
     });
     if (this.#entries.length > this.#capacity) this.#entries.shift();
   }
