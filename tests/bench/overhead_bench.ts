@@ -4,7 +4,7 @@
  * (`--help` lists every flag). On a shared machine `--retries 2` repeats any run during which
  * other processes used CPU (measured from /proc/stat), keeping the quietest attempt.
  *
- * nginx (from Debian; installed with apt-get when missing and run as root) plays the engine and the Mooncake master
+ * nginx (Debian's `nginx`; this benchmark installs nothing) plays the engine and the Mooncake master
  * (tests/bench/overhead/stubs.ts), and, as a second instance, a plain reverse proxy in front of
  * the engine. wrk drives each request mix (tests/bench/overhead/workloads.ts) for the same time
  * at the same concurrency against four targets:
@@ -40,7 +40,7 @@ import {
   stop,
   waitFor,
 } from "./overhead/procs.ts";
-import { ensureDebianCommands } from "../support/debian_packages.ts";
+import { commandMissing } from "../support/needs_tool.ts";
 import { proxyConfig, stubConfig, type StubPorts } from "./overhead/stubs.ts";
 import { buildMixes, MARKER, type Mix, MIX_NAMES } from "./overhead/workloads.ts";
 
@@ -155,17 +155,12 @@ if (!(SECONDS >= 1) || !(CONNECTIONS >= 1) || !(THREADS >= 1) || !(KV_TIMEOUT_MS
   Deno.exit(2);
 }
 
-const missing = await ensureDebianCommands([
-  { command: "nginx", versionArgs: ["-v"], pkg: "nginx" },
-  { command: "wrk", versionArgs: ["--version"], pkg: "wrk" },
-]);
+const missing = [
+  await commandMissing("nginx", ["-v"], "apt-get install -y nginx"),
+  await commandMissing("wrk", ["--version"], "apt-get install -y wrk"),
+].filter((why) => why !== undefined);
 if (missing.length > 0) {
-  console.error(
-    `bench:overhead needs ${
-      missing.join(" and ")
-    } on PATH and could not install it (not root?).\n` +
-      "On Debian/Ubuntu: apt-get update && apt-get install -y nginx wrk",
-  );
+  console.error(`bench:overhead needs nginx and wrk: ${missing.join("; ")}`);
   Deno.exit(2);
 }
 

@@ -3,11 +3,12 @@
  * their unit tests (`promtool test rules`), the scrape config and the dashboard's queries are
  * valid PromQL/config for promtool, the Grafana dashboard is well formed, and every metric
  * (and label) the rules, their tests and the dashboard name is one a real router exposes on
- * /metrics. promtool comes from Debian's `prometheus` package; without it those checks skip.
+ * /metrics. promtool comes from Debian's `prometheus` package; without it the promtool test is
+ * ignored (failing in CI: tests/support/needs_tool.ts).
  */
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { assert, assertEquals } from "../assert.ts";
-import { ensureDebianCommands } from "../support/debian_packages.ts";
+import { commandMissing, testNeeding } from "../support/needs_tool.ts";
 import { completion, range, startTestCluster } from "../support/harness.ts";
 
 const DIR = new URL("../../deploy/monitoring/", import.meta.url);
@@ -80,15 +81,6 @@ async function promtool(...args: string[]): Promise<{ ok: boolean; out: string }
   return { ok: success, out: decode(stdout) + decode(stderr) };
 }
 
-async function havePromtool(): Promise<boolean> {
-  const missing = await ensureDebianCommands([
-    { command: "promtool", versionArgs: ["--version"], pkg: "prometheus" },
-  ]);
-  if (missing.length === 0) return true;
-  console.warn("skipped: promtool is not installed (apt-get install -y prometheus)");
-  return false;
-}
-
 Deno.test("every alert says what it means and what to do, and names its section of docs/operations.md", () => {
   const guide = Deno.readTextFileSync(new URL("../../docs/operations.md", import.meta.url));
   const headings = new Set(
@@ -108,47 +100,50 @@ Deno.test("every alert says what it means and what to do, and names its section 
   }
 });
 
-Deno.test("promtool: the rules check, each rule's unit tests pass, the scrape config and the dashboard's queries are valid", async () => {
-  if (!await havePromtool()) return;
-  const check = await promtool("check", "rules", "alerts.yaml");
-  assert(check.ok, check.out);
-  assertEquals(check.out.match(/SUCCESS: (\d+) rules found/)?.[1], String(rules().length));
+testNeeding(await commandMissing("promtool", ["--version"], "apt-get install -y prometheus"), {
+  name:
+    "promtool: the rules check, each rule's unit tests pass, the scrape config and the dashboard's queries are valid",
+  fn: async () => {
+    const check = await promtool("check", "rules", "alerts.yaml");
+    assert(check.ok, check.out);
+    assertEquals(check.out.match(/SUCCESS: (\d+) rules found/)?.[1], String(rules().length));
 
-  const tested = await promtool("test", "rules", "alerts_test.yaml");
-  assert(tested.ok, tested.out);
-  // Every alert has a case that fires it and one where it stays silent.
-  const cases = (parseYaml(Deno.readTextFileSync(path("alerts_test.yaml"))) as {
-    tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
-  }).tests.flatMap((t) => t.alert_rule_test);
-  for (const rule of rules().filter((r) => r.alert)) {
-    const own = cases.filter((c) => c.alertname === rule.alert);
-    assert(own.some((c) => c.exp_alerts.length > 0), `no test fires ${rule.alert}`);
-    assert(own.some((c) => c.exp_alerts.length === 0), `no test keeps ${rule.alert} silent`);
-  }
+    const tested = await promtool("test", "rules", "alerts_test.yaml");
+    assert(tested.ok, tested.out);
+    // Every alert has a case that fires it and one where it stays silent.
+    const cases = (parseYaml(Deno.readTextFileSync(path("alerts_test.yaml"))) as {
+      tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
+    }).tests.flatMap((t) => t.alert_rule_test);
+    for (const rule of rules().filter((r) => r.alert)) {
+      const own = cases.filter((c) => c.alertname === rule.alert);
+      assert(own.some((c) => c.exp_alerts.length > 0), `no test fires ${rule.alert}`);
+      assert(own.some((c) => c.exp_alerts.length === 0), `no test keeps ${rule.alert} silent`);
+    }
 
-  const config = await promtool("check", "config", "prometheus.yaml");
-  assert(config.ok, config.out);
+    const config = await promtool("check", "config", "prometheus.yaml");
+    assert(config.ok, config.out);
 
-  // The dashboard's queries, as recording rules, through promtool's PromQL parser.
-  const dir = await Deno.makeTempDir();
-  try {
-    const exprs = dashboardExprs(dashboard());
-    const file = `${dir}/dashboard_queries.yaml`;
-    await Deno.writeTextFile(
-      file,
-      stringifyYaml({
-        groups: [{
-          name: "dashboard",
-          rules: exprs.map((expr, i) => ({ record: `dashboard:query_${i}`, expr })),
-        }],
-      }),
-    );
-    const parsed = await promtool("check", "rules", file);
-    assert(parsed.ok, parsed.out);
-    assertEquals(parsed.out.match(/SUCCESS: (\d+) rules found/)?.[1], String(exprs.length));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    // The dashboard's queries, as recording rules, through promtool's PromQL parser.
+    const dir = await Deno.makeTempDir();
+    try {
+      const exprs = dashboardExprs(dashboard());
+      const file = `${dir}/dashboard_queries.yaml`;
+      await Deno.writeTextFile(
+        file,
+        stringifyYaml({
+          groups: [{
+            name: "dashboard",
+            rules: exprs.map((expr, i) => ({ record: `dashboard:query_${i}`, expr })),
+          }],
+        }),
+      );
+      const parsed = await promtool("check", "rules", file);
+      assert(parsed.ok, parsed.out);
+      assertEquals(parsed.out.match(/SUCCESS: (\d+) rules found/)?.[1], String(exprs.length));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
 
 Deno.test("the Grafana dashboard is well formed: a datasource variable, every panel queries it, no overlaps", () => {

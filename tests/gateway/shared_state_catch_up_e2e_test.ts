@@ -5,7 +5,9 @@
  */
 import { assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
-import { redisServerOrSkip } from "../support/redis_server.ts";
+import { redisServerMissing, startRedisServer } from "../support/redis_server.ts";
+import { testNeeding } from "../support/needs_tool.ts";
+import { eventually } from "../support/eventually.ts";
 import { completion, loadOnlyModel, range } from "../support/harness.ts";
 import {
   type RouterProcess,
@@ -30,70 +32,70 @@ function inflightOnE0(router: RouterProcess): Promise<number> {
   );
 }
 
-/** Polls `read` until it returns `want`; fails with the last value after `timeoutMs`. */
+/** Waits until `read` returns `want`; fails naming the last value after `timeoutMs`. */
 async function until(
   read: () => Promise<number>,
   want: number,
   timeoutMs: number,
   what: string,
 ): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value === want) return;
-    if (performance.now() > deadline) {
-      throw new Error(`${what}: still ${value} after ${timeoutMs} ms (want ${want})`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let value: number | undefined;
+  await eventually(
+    async () => (value = await read()) === want,
+    timeoutMs,
+    () => `${what}: ${want} (still ${value})`,
+  );
 }
 
-Deno.test("a request that ends while Redis is down leaves the other replica's view once Redis returns", async () => {
-  const redis = await redisServerOrSkip();
-  if (!redis) return;
-  // Decodes slowly enough that the request is still streaming when Redis goes down.
-  const engine = startFakeEngine({
-    id: "e0",
-    model: MODEL,
-    timeScale: 1,
-    decodeSecondsPerToken: 0.01,
-  });
-  const config = await writeRouterConfig({
-    cluster: { sharedState: { redis: redis.url, prefix: `c${Date.now()}` } },
-    models: [loadOnlyModel(MODEL, { instances: [{ id: "e0", url: engine.url }] })],
-  });
-  const replicas: RouterProcess[] = [];
-  try {
-    replicas.push(
-      ...await Promise.all([config.path, config.path].map((path) => startRouterProcess(path))),
-    );
-    const [a, b] = replicas;
-    const response = await completion(a.url, {
+testNeeding(await redisServerMissing(), {
+  name:
+    "a request that ends while Redis is down leaves the other replica's view once Redis returns",
+  fn: async () => {
+    const redis = await startRedisServer();
+    // Decodes slowly enough that the request is still streaming when Redis goes down.
+    const engine = startFakeEngine({
+      id: "e0",
       model: MODEL,
-      prompt: range(0, 200),
-      max_tokens: 5_000,
-      stream: true,
+      timeScale: 1,
+      decodeSecondsPerToken: 0.01,
     });
-    assertEquals(response.status, 200);
-    const reader = response.body!.getReader();
-    await reader.read(); // the first token: the request decodes on e0
-    await until(() => inflightOnE0(b), 1, 15_000, "b hears of a's request");
+    const config = await writeRouterConfig({
+      cluster: { sharedState: { redis: redis.url, prefix: `c${Date.now()}` } },
+      models: [loadOnlyModel(MODEL, { instances: [{ id: "e0", url: engine.url }] })],
+    });
+    const replicas: RouterProcess[] = [];
+    try {
+      replicas.push(
+        ...await Promise.all([config.path, config.path].map((path) => startRouterProcess(path))),
+      );
+      const [a, b] = replicas;
+      const response = await completion(a.url, {
+        model: MODEL,
+        prompt: range(0, 200),
+        max_tokens: 5_000,
+        stream: true,
+      });
+      assertEquals(response.status, 200);
+      const reader = response.body!.getReader();
+      await reader.read(); // the first token: the request decodes on e0
+      await until(() => inflightOnE0(b), 1, 15_000, "b hears of a's request");
 
-    await redis.stop();
-    await reader.cancel(); // the request ends on a; its end cannot be published
-    await until(() => inflightOnE0(a), 0, 10_000, "a ends its request");
-    await redis.restart();
+      await redis.stop();
+      await reader.cancel(); // the request ends on a; its end cannot be published
+      await until(() => inflightOnE0(a), 0, 10_000, "a ends its request");
+      await redis.restart();
 
-    await until(() => inflightOnE0(b), 0, 15_000, "b's view of e0 after Redis returned");
-    const repaired = await metric(
-      b,
-      (l) => l.startsWith("tidegate_shared_state_lost_ends_repaired"),
-    );
-    assertEquals(repaired, 1, "b counts the one end it never heard");
-  } finally {
-    await Promise.all(replicas.map((r) => r.stop()));
-    await redis.stop();
-    await engine.close();
-    await config.remove();
-  }
+      await until(() => inflightOnE0(b), 0, 15_000, "b's view of e0 after Redis returned");
+      const repaired = await metric(
+        b,
+        (l) => l.startsWith("tidegate_shared_state_lost_ends_repaired"),
+      );
+      assertEquals(repaired, 1, "b counts the one end it never heard");
+    } finally {
+      await Promise.all(replicas.map((r) => r.stop()));
+      await redis.stop();
+      await engine.close();
+      await config.remove();
+    }
+  },
 });

@@ -2,7 +2,8 @@
  * A throwaway `redis-server` on 127.0.0.1 for the shared-state tests: no persistence, killed by
  * `stop()`, and started again on the same port by `restart()` (an outage and its end).
  */
-import { ensureDebianCommands } from "./debian_packages.ts";
+import { eventually } from "./eventually.ts";
+import { commandMissing } from "./needs_tool.ts";
 
 export interface RedisServer {
   url: string;
@@ -13,19 +14,9 @@ export interface RedisServer {
   restart(): Promise<void>;
 }
 
-/**
- * A redis-server for a test, installing the Debian package when it can; `undefined` (with a
- * message saying how to install it) when the test has to skip.
- */
-export async function redisServerOrSkip(): Promise<RedisServer | undefined> {
-  const missing = await ensureDebianCommands([
-    { command: "redis-server", versionArgs: ["--version"], pkg: "redis-server" },
-  ]);
-  if (missing.length > 0) {
-    console.warn("skipped: redis-server is not installed (apt-get install -y redis-server)");
-    return undefined;
-  }
-  return await startRedisServer();
+/** Why redis-server cannot run here, or undefined when it can (for `testNeeding`). */
+export function redisServerMissing(): Promise<string | undefined> {
+  return commandMissing("redis-server", ["--version"], "apt-get install -y redis-server");
 }
 
 export async function startRedisServer(): Promise<RedisServer> {
@@ -56,18 +47,23 @@ async function spawnRedis(port: number): Promise<Deno.ChildProcess> {
     stdout: "null",
     stderr: "null",
   }).spawn();
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return child;
-    } catch {
-      if (performance.now() > deadline) {
-        child.kill("SIGKILL");
-        await child.status;
-        throw new Error(`redis-server did not start on port ${port} in 10 s`);
-      }
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  try {
+    await eventually(
+      async () => {
+        try {
+          (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      `redis-server accepting connections on port ${port}`,
+    );
+  } catch (error) {
+    child.kill("SIGKILL");
+    await child.status;
+    throw error;
   }
+  return child;
 }
