@@ -3,6 +3,7 @@
  * on a loopback endpoint the engine's publisher connects to), decoded by vLLM's own structs.
  */
 import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
+import { waitFor } from "../support/eventually.ts";
 
 export interface KvEvent {
   type: string;
@@ -58,16 +59,8 @@ export async function startKvEventLog(): Promise<KvEventLog> {
     events,
     storedHashes: () =>
       events.filter((e) => e.type === "BlockStored").flatMap((e) => e.block_hashes ?? []),
-    async waitFor(found, timeoutMs = 30_000) {
-      const deadline = performance.now() + timeoutMs;
-      for (;;) {
-        const value = found(events);
-        if (value !== undefined) return value;
-        if (performance.now() > deadline) {
-          throw new Error(`KV events: not seen within ${timeoutMs} ms (${events.length} events)`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+    waitFor(found, timeoutMs = 30_000) {
+      return waitFor(() => found(events), timeoutMs, () => `KV events (${events.length} seen)`);
     },
     async close() {
       await child.stdin.close().catch(() => {});

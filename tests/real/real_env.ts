@@ -3,6 +3,8 @@
  * the check that they do: a test that needs them fails, never skips, with the command that
  * installs them.
  */
+import { eventually } from "../support/eventually.ts";
+
 const ROOT = new URL("../../", import.meta.url).pathname;
 
 export const REAL = {
@@ -43,24 +45,25 @@ export function freePort(): number {
   return port;
 }
 
-/** Polls `url` until it answers 200, the process dies, or `timeoutMs` passes. */
+/** Waits until `url` answers 200; fails when the process dies or `timeoutMs` passes. */
 export async function waitForOk(
   url: string,
   timeoutMs: number,
   alive: () => boolean,
   what: string,
 ): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    if (!alive()) throw new Error(`${what} exited before ${url} answered`);
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      await response.body?.cancel();
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`${what}: ${url} did not answer 200 within ${timeoutMs} ms`);
+  await eventually(
+    async () => {
+      if (!alive()) throw new Error(`${what} exited before ${url} answered`);
+      try {
+        const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+        await response.body?.cancel();
+        return response.status === 200;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    timeoutMs,
+    `${what}: ${url} to answer 200`,
+  );
 }

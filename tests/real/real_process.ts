@@ -3,6 +3,8 @@
  * start, and kept for a failed test), it can be paused (SIGSTOP) and resumed, and stop() ends it
  * (SIGTERM, then SIGKILL after 10 s) with its whole process group.
  */
+import { eventually } from "../support/eventually.ts";
+
 export interface RealProcess {
   readonly pid: number;
   readonly logPath: string;
@@ -66,11 +68,7 @@ export function startRealProcess(
       group("SIGSTOP");
       // A thread already running when the signal came may finish one more answer: wait until
       // the kernel shows every thread stopped.
-      const deadline = performance.now() + 10_000;
-      while (!allThreadsStopped(child.pid)) {
-        if (performance.now() > deadline) throw new Error(`${name} did not stop`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await eventually(() => allThreadsStopped(child.pid), 10_000, `${name} to stop`);
     },
     resume: () => group("SIGCONT"),
     async stop() {

@@ -2,6 +2,7 @@
  * Child processes of tests/bench/overhead_bench.ts (started, logged to files, stopped by pid) and
  * their CPU time from /proc.
  */
+import { eventually } from "../../support/eventually.ts";
 
 export interface Started {
   name: string;
@@ -131,24 +132,30 @@ export function freePort(): number {
   return port;
 }
 
-/** Polls `url` until `ok(status)` or the deadline. */
+/** Polls `url` until `ok(status)`: true, or false once `timeoutMs` passed. */
 export async function waitFor(
   url: string,
   timeoutMs: number,
   ok: (status: number) => boolean = (s) => s === 200,
 ): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      await response.body?.cancel();
-      if (ok(response.status)) return true;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  try {
+    await eventually(
+      async () => {
+        try {
+          const response = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+          await response.body?.cancel();
+          return ok(response.status);
+        } catch {
+          return false; // not listening yet
+        }
+      },
+      timeoutMs,
+      url,
+    );
+    return true;
+  } catch {
+    return false;
   }
-  return false;
 }
 
 /** Busy CPU time of the whole machine (all cores, /proc/stat), in milliseconds. */
