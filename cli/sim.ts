@@ -23,12 +23,19 @@ import {
 } from "../src/sim/simulator.ts";
 import { type PolicySummary, summarize } from "../src/sim/summary.ts";
 import { parseMooncakeTrace, type TraceRequest } from "../src/sim/trace.ts";
+import { generateWorkload, parseWorkloadSpec, type WorkloadSpec } from "../src/sim/workloads.ts";
 
 const USAGE = `Replays a Mooncake trace through the scheduling policies on a simulated cluster.
 
 Usage: deno task sim --trace FILE [options]
+       deno task sim --workload KIND[:key=value,...] [options]
 
   --trace FILE               Mooncake JSONL ({timestamp, input_length, output_length, hash_ids})
+  --workload SPEC            a generated workload instead (src/sim/workloads.ts), seeded by
+                             --seed: docs (Zipf-popular documents), chat (multi-turn sessions),
+                             agents (loops over shared system prompts); e.g.
+                             docs:documents=200,documentTokens=20000,zipf=1,rps=2,requests=2000
+                             (any kind takes burstFactor, burstEveryS, burstS)
   --out DIR                  where results.json, results.md and the SVG charts go (default sim_out)
   --policies LIST            comma-separated NAME[:ADMISSION[:TOKENS]] (default
                              random,least_load,cache_aware,mooncake_ttft); names: ${
@@ -62,7 +69,9 @@ Usage: deno task sim --trace FILE [options]
 ${PD_USAGE}`;
 
 interface CliOptions {
+  /** The trace file, or the generated workload's spec as written. */
   trace: string;
+  workload?: WorkloadSpec;
   out: string;
   runs: PolicyRun[];
   /** The default admission mode (the experiment's arms use it). */
@@ -131,9 +140,9 @@ function cliOptions(args: string[]): CliOptions | number {
 async function readInputs(
   options: CliOptions,
 ): Promise<{ trace: TraceRequest[]; experiment: ExperimentConfig | undefined } | number> {
-  let text: string;
+  let text = "";
   try {
-    text = await Deno.readTextFile(options.trace);
+    if (!options.workload) text = await Deno.readTextFile(options.trace);
   } catch (error) {
     console.error(`Cannot read trace ${options.trace}: ${(error as Error).message}`);
     return 1;
@@ -150,7 +159,10 @@ async function readInputs(
       return error instanceof Deno.errors.NotFound ? 1 : 2;
     }
   }
-  const trace = parseMooncakeTrace(text, { limit: options.limit });
+  const trace = options.workload
+    ? generateWorkload(options.workload, options.config.seed, options.config.blockTokens)
+      .slice(0, options.limit)
+    : parseMooncakeTrace(text, { limit: options.limit });
   if (trace.length === 0) {
     console.error(`Trace ${options.trace} has no requests.`);
     return 1;
@@ -293,8 +305,17 @@ function parseArgs(args: string[]): CliOptions | "help" {
     values.set("slo-tbt", values.get("tbt-slo")!);
   }
   const num = numberReader(values, problems);
-  const trace = values.get("trace");
-  if (trace === undefined) problems.push("--trace FILE is required");
+  const workloadText = values.get("workload");
+  const trace = values.get("trace") ?? (workloadText && `workload ${workloadText}`);
+  if ((values.get("trace") === undefined) === (workloadText === undefined)) {
+    problems.push("give one of --trace FILE and --workload SPEC");
+  }
+  let workload: WorkloadSpec | undefined;
+  try {
+    if (workloadText !== undefined) workload = parseWorkloadSpec(workloadText);
+  } catch (error) {
+    problems.push((error as Error).message);
+  }
   const admission = (values.get("admission") ?? "off") as AdmissionMode;
   if (!["off", "ttft", "load"].includes(admission)) {
     problems.push(`--admission must be off, ttft or load`);
@@ -319,6 +340,7 @@ function parseArgs(args: string[]): CliOptions | "help" {
   if (problems.length > 0) throw new Error(`Cannot run the simulator:\n- ${problems.join("\n- ")}`);
   return {
     trace: trace!,
+    workload,
     out: values.get("out") ?? "sim_out",
     runs,
     admission,

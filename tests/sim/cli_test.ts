@@ -77,3 +77,24 @@ Deno.test("runSimCli() says which trace it cannot read", async () => {
   assertEquals(code, 1);
   assert(errors.includes("/nonexistent/trace.jsonl"), errors);
 });
+
+Deno.test("sim --workload replays a generated workload; --trace and --workload together are refused", async () => {
+  const out = await Deno.makeTempDir();
+  try {
+    const args = ["--instances", "4", "--policies", "kv_hit_len", "--out", out];
+    const workload = "docs:requests=200,documents=20,documentTokens=4096";
+    const { value: code } = await quietly(() => runSimCli(["--workload", workload, ...args]));
+    assertEquals(code, 0);
+    const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+    assert(results.policies.kv_hit_len.hitRatio > 0.5, `${results.policies.kv_hit_len.hitRatio}`);
+    const markdown = await Deno.readTextFile(`${out}/results.md`);
+    assert(markdown.includes(`workload ${workload} (200 requests`), markdown);
+    const { value: both, errors } = await quietly(() =>
+      runSimCli(["--workload", workload, "--trace", TRACE, ...args])
+    );
+    assertEquals(both, 2);
+    assert(errors.includes("give one of --trace FILE and --workload SPEC"), errors);
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
