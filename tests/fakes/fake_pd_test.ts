@@ -13,6 +13,7 @@ import {
 import { PdRegistry } from "../../src/fakes/pd_registry.ts";
 import { parseBody } from "../../src/fakes/pd_protocol.ts";
 import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
+import { eventually } from "../support/eventually.ts";
 
 interface Sse {
   events: Record<string, unknown>[];
@@ -38,15 +39,6 @@ function post(url: string, body: unknown, headers: Record<string, string> = {}) 
     headers: { "content-type": "application/json", ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
-}
-
-/** Polls `check` until true, failing after `timeoutMs`. */
-async function waitUntil(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error("timed out waiting for a condition");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 const completions = (engine: FakeEngine) => `${engine.url}/v1/completions`;
@@ -405,7 +397,7 @@ Deno.test("NIXL: a prefill whose token stops answers no kv_transfer_params; a pl
 });
 
 Deno.test("NIXL: a prefill that dies after answering fails its decode; its lease lapses", async () => {
-  const { prefill, decode, close } = pair("vllm-nixl", { timeoutMs: 60 });
+  const { registry, prefill, decode, close } = pair("vllm-nixl", { timeoutMs: 60 });
   try {
     const answer = async () =>
       (await (await post(
@@ -421,7 +413,12 @@ Deno.test("NIXL: a prefill that dies after answering fails its decode; its lease
     assert.equal(decode.stats.requests.at(-1)!.pd?.outcome, "prefill_dead");
     await prefill.setFailure("none");
     const late = await answer();
-    await new Promise((r) => setTimeout(r, 100));
+    const published = prefill.stats.requests.at(-1)!.seq;
+    await eventually(
+      () => registry.slots().some((s) => s.prefill?.seq === published && s.expired),
+      2_000,
+      "the late prefill's 60 ms lease to lapse",
+    );
     const lapsed = await post(completions(decode), { prompt: "x", kv_transfer_params: late });
     assert.equal(lapsed.status, 500);
     await lapsed.body?.cancel();
@@ -491,7 +488,11 @@ Deno.test("Mooncake: the bootstrap server's /query names the engine id per DP ra
 });
 
 Deno.test("Mooncake: prefill and decode sent at once meet by transfer_id", async () => {
-  const { prefill, decode, close } = pair("vllm-mooncake", { prefill: { dataParallelSize: 2 } });
+  // The prefill of the 1000-token prompt takes ~58 ms (timeScale 0.5), all of it waited for by
+  // the decode.
+  const { prefill, decode, close } = pair("vllm-mooncake", {
+    prefill: { dataParallelSize: 2, timeScale: 0.5 },
+  });
   try {
     const body = { prompt: "hello", max_tokens: 3, stream: true };
     const transferId = "xfer-req-7";
@@ -500,7 +501,7 @@ Deno.test("Mooncake: prefill and decode sent at once meet by transfer_id", async
       ...body,
       kv_transfer_params: mooncakeDecodeParams(prefill, transferId, 1),
     }, { "X-Request-Id": "req-7" });
-    await new Promise((r) => setTimeout(r, 30));
+    await eventually(() => decode.load().waiting === 1, 2_000, "the decode waiting");
     const p = await post(
       completions(prefill),
       vllmPrefillBody(body, {
@@ -573,7 +574,7 @@ Deno.test("Mooncake: a decode naming another DP rank's engine than the prefill r
       ...body,
       kv_transfer_params: mooncakeDecodeParams(prefill, "xfer-r", 0),
     });
-    await waitUntil(() => decode.load().waiting === 1);
+    await eventually(() => decode.load().waiting === 1, 2_000, "the decode waiting");
     const p = await post(
       completions(prefill),
       vllmPrefillBody(body, { do_remote_decode: true, transfer_id: "xfer-r" }),
@@ -853,7 +854,7 @@ Deno.test("SGLang: unknown bootstrap server, a second decode for one room, a dea
 
     // Two decodes for one room: the second is refused, the first pairs with the prefill.
     const first = post(chat(decode), sglangBody(prefill, "2"));
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => decode.load().waiting === 1, 2_000, "the first decode waiting");
     const second = await post(chat(decode), sglangBody(prefill, "2"));
     assert.equal(second.status, 500);
     await second.body?.cancel();
@@ -868,7 +869,7 @@ Deno.test("SGLang: unknown bootstrap server, a second decode for one room, a dea
     // A decode waiting on a prefill that dies notices through the bootstrap heartbeat.
     const started = performance.now();
     const waiting = post(chat(decode), sglangBody(prefill, "3"));
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => decode.load().waiting === 1, 2_000, "the decode waiting");
     await prefill.setFailure("refuse");
     const lost = await waiting;
     assert.equal(lost.status, 500);
