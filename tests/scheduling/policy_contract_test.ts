@@ -128,14 +128,17 @@ Deno.test("POLICY_NAMES lists the ten policies (seven own, three peers')", () =>
   ]);
 });
 
-Deno.test("a policy decides 64 candidates in well under a millisecond on average", () => {
+// How fast a decision is (well under a millisecond for 64 candidates) is a benchmark's claim:
+// tests/bench/policy_decision_bench.ts.
+Deno.test("a policy decides 64 candidates 200 times in a row, ranking all of them each time", () => {
   const { request, candidates } = cluster(9, 64);
   for (const c of candidates) c.healthy = true;
+  const ids = candidates.map((c) => c.id).sort();
   for (const name of POLICY_NAMES) {
     const policy = createPolicy(name);
-    const started = performance.now();
-    for (let i = 0; i < 200; i++) policy.select(request, candidates, context(i, i));
-    const perDecisionMs = (performance.now() - started) / 200;
-    assert(perDecisionMs < 1, `${name}: ${perDecisionMs.toFixed(3)} ms per decision`);
+    for (let i = 0; i < 200; i++) {
+      const decision = policy.select(request, candidates, context(i, i));
+      assertEquals([...decision.ranking].sort(), ids, `${name}, decision ${i}`);
+    }
   }
 });
