@@ -3,6 +3,7 @@ import { EngineLoadPoller, type LoadPollTarget } from "../../src/cluster/engine_
 import { LoadAccount } from "../../src/cluster/load_account.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { ManualTime, settle } from "./manual_time.ts";
+import { eventually } from "../support/eventually.ts";
 
 const getLoad = (waiting: number, pending: number) =>
   JSON.stringify([{
@@ -127,17 +128,32 @@ Deno.test("EngineLoadPoller times out a hung engine without waiting on the other
       { id: "fine", url: fine.url, source: "sglang_get_load" },
       { id: "hung2", url: hung2.url, source: "vllm_metrics" },
     ];
+    // The deadlines run on a hand-driven clock: the round's length is told by the clock, not
+    // measured (the wall-clock figure is tests/bench/timing_bench.ts's).
+    const time = new ManualTime(0);
     const poller = new EngineLoadPoller({
       targets: () => targets,
       fetch,
-      now: () => performance.now(),
+      now: time.now,
+      timers: time,
       timeoutMs: 100,
       staleAfterMs: 1000,
     });
-    const started = performance.now();
-    await poller.pollOnce();
-    const elapsed = performance.now() - started;
-    assert.ok(elapsed >= 95 && elapsed < 190, `two 100 ms timeouts in parallel took ${elapsed} ms`);
+    let ended = false;
+    const round = poller.pollOnce().then(() => (ended = true));
+    await eventually(
+      () =>
+        poller.states().some((s) => s.instanceId === "fine" && s.usable) &&
+        time.pendingTimers === 2,
+      2_000,
+      "the fine engine's answer, and a deadline armed for each hung one",
+    );
+    await time.advance(99);
+    assert.equal(ended, false, "no deadline is up before 100 ms");
+    await time.advance(1);
+    // Both hung engines' deadlines run from the round's start: it is over at 100 ms, not 200.
+    await eventually(() => ended, 2_000, "the round to end at 100 ms");
+    await round;
     assert.equal(poller.stats.timeouts, 2);
     assert.match(poller.state("hung").lastError!, /within 100 ms/);
     assert.equal(poller.state("hung").usable, false);

@@ -6,6 +6,7 @@ import {
   readVllmMetrics,
 } from "../../src/cluster/engine_load.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
+import { eventually } from "../support/eventually.ts";
 
 const VLLM_NEW = `# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
@@ -163,20 +164,28 @@ sglang:token_usage{model_name="m",dp_rank="1"} 0.4
 });
 
 Deno.test("the readers agree with what the fake engines hold while requests queue", async () => {
-  const timeScale = 0.01;
+  // At this time scale a 32k-token prefill takes ~45 s: each engine's first is still under way,
+  // with two queued behind it, however long the test takes to look; then their client leaves.
+  const timeScale = 10;
   const vllm = startFakeEngine({ timeScale, countTokens: () => 32_000, dataParallelSize: 2 });
   const sglang = startFakeEngine({ flavour: "sglang", timeScale, countTokens: () => 32_000 });
+  const client = new AbortController();
   try {
     const requests = [vllm, sglang].flatMap((engine) =>
       [0, 1, 2].map(async () => {
         const response = await fetch(`${engine.url}/v1/completions`, {
           method: "POST",
           body: JSON.stringify({ prompt: "x", max_tokens: 1 }),
+          signal: client.signal,
         });
         await response.json();
       })
     );
-    await new Promise((r) => setTimeout(r, 15));
+    await eventually(
+      () => vllm.load().waiting === 2 && sglang.load().waiting === 2,
+      2_000,
+      "two prompts queued on each engine",
+    );
     const fromVllm = readVllmMetrics(await (await fetch(`${vllm.url}/metrics`)).text(), {
       observedAtMs: 0,
       modelName: "fake-model",
@@ -191,7 +200,15 @@ Deno.test("the readers agree with what the fake engines hold while requests queu
     assert.equal(fromSglang.waitingRequests, 2);
     assert.equal(fromSglang.runningRequests, 1);
     assert.ok(fromSglang.pendingPrefillTokens! > 64_000);
-    await Promise.all(requests);
+    client.abort();
+    for (const outcome of await Promise.allSettled(requests)) {
+      assert.equal(outcome.status, "rejected", "the client left before any answer");
+    }
+    await eventually(
+      () => vllm.stats.byOutcome.client_abort === 3 && sglang.stats.byOutcome.client_abort === 3,
+      2_000,
+      "every request ended by its client",
+    );
   } finally {
     await vllm.close();
     await sglang.close();

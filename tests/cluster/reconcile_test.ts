@@ -6,6 +6,7 @@ import { RecentPrefillSizes } from "../../src/cluster/recent_prefill_sizes.ts";
 import { reconcileLoad } from "../../src/cluster/reconcile.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { ManualTime } from "./manual_time.ts";
+import { eventually } from "../support/eventually.ts";
 
 const load = (
   prefillTokens: number,
@@ -185,9 +186,11 @@ Deno.test("two routers polling one fake SGLang engine converge on its real queue
     send(0, 8000);
     send(0, 16_000);
     send(1, 12_000);
-    for (let i = 0; i < 100 && engine.load().waiting < 2; i++) {
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await eventually(
+      () => engine.load().prefilling === 1 && engine.load().waiting === 2,
+      2_000,
+      "one prompt prefilling and two queued",
+    );
     const estimates: number[] = [];
     for (const account of routers) {
       const poller = new EngineLoadPoller({

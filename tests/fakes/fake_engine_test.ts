@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type OpenAiBody, roughTokenCount, startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { prefillSeconds } from "../../src/fakes/prefill_time.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
+import { eventually } from "../support/eventually.ts";
 
 interface SseRead {
   events: Record<string, unknown>[];
@@ -35,11 +36,17 @@ async function readSse(response: Response): Promise<SseRead> {
   return out;
 }
 
-function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+) {
   return fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
+    signal,
   });
 }
 
@@ -258,23 +265,36 @@ Deno.test("the first token arrives after the scaled prefill time of the uncached
 
 Deno.test("prefills run one at a time in arrival order while /metrics shows the queue", async () => {
   const timeScale = 0.01;
-  const engine = startFakeEngine({ timeScale, countTokens: () => 32_000 });
+  let releaseFirst!: () => void;
+  const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+  const engine = startFakeEngine({
+    timeScale,
+    countTokens: () => 32_000,
+    // The first prefill keeps the GPU until the test has looked at the queue behind it.
+    onPrefilled: (body) => body.prompt === "0" ? firstHeld : undefined,
+  });
   try {
     const one = prefillSeconds(32_000) * timeScale * 1000; // ~45 ms
     const started = performance.now();
-    const firstTokens = [0, 1, 2].map(async (i) => {
-      // Space arrivals a little so that arrival order is well defined.
-      await new Promise((r) => setTimeout(r, i * 3));
-      const sse = await readSse(
-        await post(`${engine.url}/v1/completions`, {
-          prompt: String(i),
-          stream: true,
-          max_tokens: 1,
-        }),
+    const firstTokens: Promise<number>[] = [];
+    for (const i of [0, 1, 2]) {
+      firstTokens.push((async () => {
+        const sse = await readSse(
+          await post(`${engine.url}/v1/completions`, {
+            prompt: String(i),
+            stream: true,
+            max_tokens: 1,
+          }),
+        );
+        return sse.at[0] - started;
+      })());
+      // Each request is in the engine before the next is sent: a well-defined arrival order.
+      await eventually(
+        () => engine.load().prefilling + engine.load().waiting === i + 1,
+        2_000,
+        `request ${i} prefilling or queued`,
       );
-      return sse.at[0] - started;
-    });
-    await new Promise((r) => setTimeout(r, 15));
+    }
     const load = engine.load();
     assert.equal(load.waiting, 2);
     assert.equal(load.prefilling, 1);
@@ -284,6 +304,7 @@ Deno.test("prefills run one at a time in arrival order while /metrics shows the 
     const gauge = (name: string) => metrics.samples.find((s) => s.name === name)?.value;
     assert.equal(gauge("vllm:num_requests_waiting"), 2);
     assert.equal(gauge("vllm:num_requests_running"), 1);
+    releaseFirst();
     const times = await Promise.all(firstTokens);
     for (let i = 0; i < 3; i++) {
       assert.ok(times[i] >= one * (i + 1) * 0.95, `request ${i} first token at ${times[i]} ms`);
@@ -301,23 +322,37 @@ Deno.test("prefills run one at a time in arrival order while /metrics shows the 
   }
 });
 
-Deno.test("decodes run concurrently: two streams take about as long as one", async () => {
+Deno.test("decodes run concurrently: two streams decode at the same time, not one after the other", async () => {
   const timeScale = 0.01;
-  // 10 tokens at 0.5 s (engine) = 5 ms apart: ~45 ms of decode each.
-  const engine = startFakeEngine({ timeScale, decodeSecondsPerToken: 0.5, countTokens: () => 1 });
+  // 10 tokens at 0.5 s (engine) = 5 ms apart: ~45 ms of decode each. The records' clock is a
+  // counter: their times say in which order things happened, nothing else (how long the two
+  // streams take is tests/bench/timing_bench.ts's).
+  let tick = 0;
+  const engine = startFakeEngine({
+    timeScale,
+    decodeSecondsPerToken: 0.5,
+    countTokens: () => 1,
+    now: () => ++tick,
+  });
   try {
-    const started = performance.now();
-    await Promise.all([0, 1].map(async () => {
+    const streams = await Promise.all([0, 1].map(async () =>
       await readSse(
         await post(`${engine.url}/v1/completions`, {
           prompt: "x",
           stream: true,
           max_tokens: 10,
         }),
-      );
-    }));
-    const elapsed = performance.now() - started;
-    assert.ok(elapsed >= 45 && elapsed < 85, `two concurrent decodes took ${elapsed} ms`);
+      )
+    ));
+    assert.ok(streams.every((sse) => sse.done), "both streams end with [DONE]");
+    // A decode runs from the end of its prefill to its last token: the two overlap.
+    const [a, b] = engine.stats.requests;
+    assert.ok(
+      Math.max(a.prefillEndedAtMs!, b.prefillEndedAtMs!) < Math.min(a.endedAtMs!, b.endedAtMs!),
+      `decodes one after the other: ${
+        JSON.stringify([a, b].map((r) => [r.prefillEndedAtMs, r.endedAtMs]))
+      }`,
+    );
   } finally {
     await engine.close();
   }
@@ -326,6 +361,8 @@ Deno.test("decodes run concurrently: two streams take about as long as one", asy
 Deno.test("hooks see the body and instance id, and cache writes land before the first token", async () => {
   const held = new Map<string, number>();
   const calls: string[] = [];
+  let landWrite!: () => void;
+  const writeLanded = new Promise<void>((resolve) => (landWrite = resolve));
   const engine = startFakeEngine({
     id: "gpu-7",
     countTokens: () => 512,
@@ -334,14 +371,21 @@ Deno.test("hooks see the body and instance id, and cache writes land before the 
       return held.get(String(body.prompt)) ?? 0;
     },
     onPrefilled: async (body, instanceId) => {
-      await new Promise((r) => setTimeout(r, 5));
+      await writeLanded; // a store write the test lets land
       calls.push(`prefilled:${instanceId}`);
       held.set(String(body.prompt), 512);
     },
   });
   try {
-    const first = await (await post(`${engine.url}/v1/completions`, { prompt: "p", max_tokens: 1 }))
-      .json();
+    const answer = post(`${engine.url}/v1/completions`, { prompt: "p", max_tokens: 1 });
+    await eventually(
+      () => engine.stats.requests[0]?.prefillEndedAtMs !== undefined,
+      2_000,
+      "the first prefill done",
+    );
+    assert.equal(engine.stats.requests[0].firstByteAtMs, undefined, "no byte before the write");
+    landWrite();
+    const first = await (await answer).json();
     assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
     const second =
       await (await post(`${engine.url}/v1/completions`, { prompt: "p", max_tokens: 1 }))
@@ -527,14 +571,22 @@ Deno.test("vLLM /metrics has HELP and TYPE per family, engine labels, and old na
 });
 
 Deno.test("SGLang /get_load reports pending prefill tokens per rank unless built without them", async () => {
-  const timeScale = 0.01;
+  // At this time scale a 32k-token prefill takes ~45 s: the first is still under way, with the
+  // other two queued behind it, however long the test takes to look; then their client leaves.
+  const timeScale = 10;
   const engine = startFakeEngine({ flavour: "sglang", timeScale, countTokens: () => 32_000 });
   const old = startFakeEngine({ flavour: "sglang", omitPendingTokens: true, dataParallelSize: 2 });
+  const client = new AbortController();
   try {
     const streams = [0, 1, 2].map(async () =>
-      await (await post(`${engine.url}/v1/completions`, { prompt: "x", max_tokens: 1 })).json()
+      await (await post(
+        `${engine.url}/v1/completions`,
+        { prompt: "x", max_tokens: 1 },
+        {},
+        client.signal,
+      )).json()
     );
-    await new Promise((r) => setTimeout(r, 10));
+    await eventually(() => engine.load().waiting === 2, 2_000, "two prompts queued");
     const [load] = await (await fetch(`${engine.url}/get_load`)).json();
     assert.equal(load.dp_rank, 0);
     assert.equal(load.num_waiting_reqs, 2);
@@ -557,7 +609,11 @@ Deno.test("SGLang /get_load reports pending prefill tokens per rank unless built
         "sglang:cache_hit_rate",
       ]
     ) assert.ok(names.has(name), name);
-    await Promise.all(streams);
+    client.abort();
+    for (const outcome of await Promise.allSettled(streams)) {
+      assert.equal(outcome.status, "rejected", "the client left before any answer");
+    }
+    await eventually(() => engine.stats.byOutcome.client_abort === 3, 2_000, "three aborts seen");
     const oldLoad = await (await fetch(`${old.url}/get_load`)).json();
     assert.equal(oldLoad.length, 2);
     assert.ok(oldLoad.every((entry: Record<string, unknown>) => !("num_pending_tokens" in entry)));
@@ -579,9 +635,7 @@ Deno.test("a client that goes away mid-stream frees its decode slot", async () =
     await reader.read();
     assert.equal(engine.load().decoding, 1);
     await reader.cancel();
-    for (let i = 0; i < 50 && engine.load().decoding > 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await eventually(() => engine.load().decoding === 0, 2_000, "the decode slot freed");
     assert.equal(engine.load().decoding, 0);
     assert.equal(engine.stats.byOutcome.client_abort, 1);
   } finally {
@@ -593,7 +647,7 @@ Deno.test("close() ends streams and queued prefills in flight", async () => {
   const engine = startFakeEngine({ countTokens: () => 200_000, timeScale: 1 });
   const response = post(`${engine.url}/v1/completions`, { prompt: "x", stream: true });
   const pending = await response;
-  await new Promise((r) => setTimeout(r, 20));
+  await eventually(() => engine.load().prefilling === 1, 2_000, "the prefill under way");
   await engine.close();
   const sse = await readSse(pending).catch(() => undefined);
   assert.ok(!sse?.done, "the stream did not complete");
