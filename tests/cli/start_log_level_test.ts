@@ -1,7 +1,7 @@
 /** `start --log-level`: the access log at info, and the level filtering what is written. */
 import { assert, assertEquals } from "../assert.ts";
 import { loadOnlyModel } from "../support/harness.ts";
-import { waitFor } from "../support/eventually.ts";
+import { eventually, waitFor } from "../support/eventually.ts";
 import { startRouterProcess } from "../support/router_process.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -59,18 +59,20 @@ function freePort(): number {
   return port;
 }
 
-async function whenServing(url: string, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      const response = await fetch(`${url}/healthz`);
-      await response.body?.cancel();
-      return;
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+function whenServing(url: string, timeoutMs: number): Promise<void> {
+  return eventually(
+    async () => {
+      try {
+        const response = await fetch(`${url}/healthz`);
+        await response.body?.cancel();
+        return true;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    timeoutMs,
+    `${url} serving`,
+  );
 }
 
 Deno.test("start --log-level warn writes no info lines: no access log", async () => {

@@ -4,6 +4,7 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
+import { eventually } from "../support/eventually.ts";
 
 interface OtlpSpan {
   traceId: string;
@@ -129,11 +130,6 @@ async function rawCompletion(url: string, headerName: string, traceparent: strin
   }
 }
 
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-}
-
 for (const headerName of ["traceparent", "Traceparent", "TRACEPARENT"]) {
   Deno.test({
     name: `with OTEL_DENO=true a "${headerName}" header continues the client's trace to the engine`,
@@ -153,7 +149,11 @@ for (const headerName of ["traceparent", "Traceparent", "TRACEPARENT"]) {
         child.kill("SIGTERM");
         await child.status;
         const ours = () => receiver.spans.filter((s) => s.traceId === traceId);
-        await waitFor(() => ours().some((s) => s.name === "upstream e0"));
+        await eventually(
+          () => ours().some((s) => s.name === "upstream e0"),
+          10_000,
+          () => `the "upstream e0" span (spans so far: ${ours().map((s) => s.name).join(", ")})`,
+        );
         const server = ours().find((s) => s.name === "POST /v1/completions");
         assert(server, `spans of the client's trace: ${ours().map((s) => s.name).join(", ")}`);
         assertEquals(server.parentSpanId, "10f067aa0ba902b7");
@@ -189,12 +189,20 @@ Deno.test({
       assertEquals(added.status, 201);
       await added.body?.cancel();
       const probesBefore = engine.stats.healthChecks;
-      await waitFor(() => (engine.stats.healthChecks) >= probesBefore + 6);
+      await eventually(
+        () => engine.stats.healthChecks >= probesBefore + 6,
+        10_000,
+        "six more health probes",
+      );
       child.kill("SIGTERM");
       await child.status;
       const background = () =>
         receiver.spans.filter((s) => s.kind === 3 && !s.name.startsWith("upstream"));
-      await waitFor(() => background().length >= 6);
+      await eventually(
+        () => background().length >= 6,
+        10_000,
+        () => `six background spans (${background().length} so far)`,
+      );
       const spans = background();
       assert(spans.length >= 6, `background client spans: ${spans.length}`);
       const parented = spans.filter((s) => s.parentSpanId);
@@ -240,11 +248,12 @@ Deno.test({
 
       child.kill("SIGTERM");
       await child.status;
-      const deadline = Date.now() + 10_000;
       const names = () => receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name);
-      while (!names().includes("upstream e0") && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await eventually(
+        () => names().includes("upstream e0"),
+        10_000,
+        () => `the "upstream e0" span (spans so far: ${names().join(", ")})`,
+      );
       const ours = receiver.spans.filter((s) => s.traceId === traceId);
       const server = ours.find((s) => s.name === "POST /v1/completions");
       assert(server, `spans received: ${names().join(", ")}`);
