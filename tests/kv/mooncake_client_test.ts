@@ -5,6 +5,7 @@ import {
   type FakeMooncakeMaster,
   startFakeMooncakeMaster,
 } from "../../src/fakes/fake_mooncake_master.ts";
+import { eventually } from "../support/eventually.ts";
 
 /** A monotonic clock the test can jump forward (to cross a 30 s down-window instantly). */
 function jumpClock() {
@@ -272,7 +273,8 @@ Deno.test("MooncakeClient returns at once when its caller aborts, without blamin
     const controller = new AbortController();
     const started = performance.now();
     const pending = mooncake.lookup(keysOf(2), { signal: controller.signal });
-    setTimeout(() => controller.abort(), 20);
+    await eventually(() => master.count === 1, 2_000, "the lookup at the master");
+    controller.abort();
     const result = await pending;
     ok(performance.now() - started < 500);
     strictEqual(result.outcome, "deadline");

@@ -2,6 +2,7 @@ import { assert, assertEquals } from "../assert.ts";
 import { type ForwardRequest, forwardWithRetries } from "../../src/proxy/forward.ts";
 import { endToEndHeaders } from "../../src/proxy/hop_headers.ts";
 import { observeBody } from "../../src/proxy/observed_body.ts";
+import { eventually } from "../support/eventually.ts";
 
 type Behaviour = "ok" | "refuse" | "hang" | 500 | 400;
 
@@ -97,11 +98,14 @@ Deno.test("forwardWithRetries() skips targets the breaker refuses", async () => 
 
 Deno.test("forwardWithRetries() gives up quietly when the client leaves before headers", async () => {
   const controller = new AbortController();
-  setTimeout(() => controller.abort(), 10);
-  const outcome = await forwardWithRetries(
+  const seen: string[] = [];
+  const forwarding = forwardWithRetries(
     request(["a:1", "b:1"], { headersTimeoutMs: 5_000, signal: controller.signal }),
-    deps(fakeFetch({ "a:1": "hang", "b:1": "hang" }, [])),
+    deps(fakeFetch({ "a:1": "hang", "b:1": "hang" }, seen)),
   );
+  await eventually(() => seen.length === 1, 2_000, "the first attempt sent");
+  controller.abort();
+  const outcome = await forwarding;
   assertEquals(outcome.kind, "client_gone");
   assertEquals(outcome.attempts.length, 1);
 });
