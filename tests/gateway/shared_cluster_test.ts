@@ -69,10 +69,14 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
       [...view.values()].every((v) =>
         (v.engineReport?.ageMs ?? Infinity) < performance.now() - formedAt
       );
-    const deadline = performance.now() + 5_000;
-    do {
-      [viewA, viewB] = await Promise.all([views(a), views(b)]);
-    } while (!(polledSince(viewA) && polledSince(viewB)) && performance.now() < deadline);
+    await eventually(
+      async () => {
+        [viewA, viewB] = await Promise.all([views(a), views(b)]);
+        return polledSince(viewA) && polledSince(viewB);
+      },
+      5_000,
+      "both routers to poll every engine",
+    );
     assert(polledSince(viewA) && polledSince(viewB), "both routers polled every engine");
     let localDisagreement = 0;
     for (const engine of engines) {
