@@ -32,18 +32,18 @@ function inflightOnE0(router: RouterProcess): Promise<number> {
   );
 }
 
-/** Waits until `read` returns `want`; fails naming the last value after `timeoutMs`. */
-async function until(
-  read: () => Promise<number>,
+/** Waits until `router` counts `want` requests in flight on e0 (failing with what it counted). */
+async function inflightOnE0ToBe(
+  router: RouterProcess,
   want: number,
   timeoutMs: number,
   what: string,
 ): Promise<void> {
-  let value: number | undefined;
+  let counted: number | undefined;
   await eventually(
-    async () => (value = await read()) === want,
+    async () => (counted = await inflightOnE0(router)) === want,
     timeoutMs,
-    () => `${what}: ${want} (still ${value})`,
+    () => `${what}: ${want} in flight on e0 (counted ${counted})`,
   );
 }
 
@@ -78,14 +78,14 @@ testNeeding(await redisServerMissing(), {
       assertEquals(response.status, 200);
       const reader = response.body!.getReader();
       await reader.read(); // the first token: the request decodes on e0
-      await until(() => inflightOnE0(b), 1, 15_000, "b hears of a's request");
+      await inflightOnE0ToBe(b, 1, 15_000, "b hears of a's request");
 
       await redis.stop();
       await reader.cancel(); // the request ends on a; its end cannot be published
-      await until(() => inflightOnE0(a), 0, 10_000, "a ends its request");
+      await inflightOnE0ToBe(a, 0, 10_000, "a ends its request");
       await redis.restart();
 
-      await until(() => inflightOnE0(b), 0, 15_000, "b's view of e0 after Redis returned");
+      await inflightOnE0ToBe(b, 0, 15_000, "b's view of e0 after Redis returned");
       const repaired = await metric(
         b,
         (l) => l.startsWith("tidegate_shared_state_lost_ends_repaired"),
