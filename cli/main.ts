@@ -9,7 +9,8 @@ Commands:
   start --config FILE      run the router from a config file
   demo [--port N]          run the router on an embedded simulated cluster
   keys --config FILE ...   print (and --probe) the store keys of a prompt
-  sim --trace FILE ...     replay a Mooncake trace through the scheduling policies`;
+  sim --trace FILE ...     replay a Mooncake trace through the scheduling policies
+  sim-grid [--quick]       every policy on the grid of workloads nobody tuned on`;
 
 type Runner = (rest: string[]) => Promise<number>;
 
@@ -18,6 +19,7 @@ const RUNNERS: Record<string, Runner> = {
   demo: async (rest) => (await import("./demo.ts")).runDemo(rest),
   keys: async (rest) => (await import("./keys.ts")).runKeys(rest),
   sim: async (rest) => (await import("./sim.ts")).runSimCli(rest),
+  "sim-grid": async (rest) => (await import("./sim_grid.ts")).runSimGrid(rest),
 };
 
 /**

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { PolicyFactory } from "./policy_factory.ts";
+import { affinityTtftPolicy } from "./policies/affinity_ttft.ts";
 import { cacheAwarePolicy } from "./policies/cache_aware.ts";
 import { dynamoKvPolicy } from "./policies/dynamo_kv.ts";
 import { kvHitLenPolicy } from "./policies/kv_hit_len.ts";
@@ -32,6 +33,7 @@ const BUILT_IN: readonly PolicyFactory[] = [
   dynamoKvPolicy,
   llmdDefaultPolicy,
   sglangCacheAwarePolicy,
+  affinityTtftPolicy,
 ];
 
 /** The built-in policies' names (a type for them; `policyNames()` adds registered ones). */
@@ -46,6 +48,7 @@ export const POLICY_NAMES = [
   "dynamo_kv",
   "llmd_default",
   "sglang_cache_aware",
+  "affinity_ttft",
 ] as const;
 
 export type PolicyName = typeof POLICY_NAMES[number];

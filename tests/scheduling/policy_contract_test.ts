@@ -113,8 +113,9 @@ Deno.test("createPolicy() lists every invalid parameter at once", () => {
   }
 });
 
-Deno.test("POLICY_NAMES lists the ten policies (seven own, three peers')", () => {
+Deno.test("POLICY_NAMES lists the eleven policies (eight own, three peers')", () => {
   assertEquals([...POLICY_NAMES].sort(), [
+    "affinity_ttft",
     "cache_aware",
     "dynamo_kv",
     "kv_hit_len",

@@ -1,0 +1,128 @@
+import { z } from "zod";
+import { policyFactory } from "../policy_factory.ts";
+import { prefillTimeS } from "../prefill_model.ts";
+import { estimateQueueS, estimateTtft, type TtftModelParams } from "../ttft_estimate.ts";
+import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
+import { buildDecision, healthyOf } from "./rank.ts";
+
+export interface AffinityTtftOptions {
+  /**
+   * Weight of the duplication term when only instances hold the prefix (no pool to load it from):
+   * a candidate that does not hold it pays `weight ×` the seconds recomputing it takes, for the
+   * cache space the copy takes and the work it adds. Large: a document moves only off a holder
+   * overloaded by more than that.
+   */
+  duplicationWeight?: number;
+  /**
+   * The same weight when the pool holds the prefix and any instance can load it, on an idle
+   * cluster: a copy is then a cheap transfer, and replicating a hot prefix to an idle instance
+   * pays. It rises to `duplicationWeight` as the cluster's queues grow past a copy's cost, where
+   * the churn of copies would feed the overload.
+   */
+  poolDuplicationWeight?: number;
+}
+
+/** Defaults chosen on the training seeds of the policy grid (docs/sim/workloads/README.md). */
+export const DEFAULT_DUPLICATION_WEIGHT = 8;
+export const DEFAULT_POOL_DUPLICATION_WEIGHT = 0.5;
+
+/**
+ * Mooncake's predicted TTFT (Algorithm 1), made sticky (§6.2: keep a prefix where it is unless
+ * its holder is overloaded). A candidate that does not hold a prefix some instance holds pays, on
+ * top of its TTFT, a duplication term: `weight ×` the seconds recomputing those tokens takes, for
+ * the cache space the copy takes (recomputed or loaded from the pool) and the work it adds. A
+ * prefix then moves off its holder only when the holder's queue exceeds that cost, and hot
+ * prefixes replicate then; a new prefix (held nowhere) pays nothing and goes to the lowest TTFT.
+ *
+ * The weight: `duplicationWeight` (8) when only instances hold the prefix; when the pool holds it
+ * (a copy is a cheap transfer), `poolDuplicationWeight / (1 − pressure)` up to that, pressure
+ * being the cluster's mean queue against a copy's cost (queuePressure): on an idle cluster hot
+ * prefixes spread, on a busy one they stay, as extra work is dearer the closer the queues run
+ * to saturation.
+ *
+ * Why: minimizing each request's own TTFT (mooncake_ttft, cache_aware) moves a document off its
+ * holder as soon as the holder's queue outweighs its hit; with caches full the copy evicts other
+ * documents, the hit ratio falls and the load rises (docs/sim/workloads/README.md measures it).
+ */
+export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptions = {}): Policy {
+  const localWeight = options.duplicationWeight ?? DEFAULT_DUPLICATION_WEIGHT;
+  const poolWeight = options.poolDuplicationWeight ?? DEFAULT_POOL_DUPLICATION_WEIGHT;
+  return {
+    name: "affinity_ttft",
+    select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
+      const held = heldPrefixTokens(request, candidates);
+      // One weight per decision, so the penalty grows with the duplicated tokens alone.
+      const weight = request.poolPrefixTokens >= held
+        ? Math.min(localWeight, poolWeight / (1 - queuePressure(candidates, held, params)))
+        : localWeight;
+      return buildDecision("affinity_ttft", candidates, (candidate) => {
+        // The prior model for every instance: per-instance learned ones, noisy early on, herd new
+        // prefixes onto whichever instance looks fastest and unbalance the caches.
+        const estimate = estimateTtft(request, { ...candidate, prefillModel: undefined }, params);
+        const model = params.prefillModel;
+        // Recomputed or loaded from the pool, a copy takes the same cache space: what it evicts
+        // is priced as recomputing as many tokens (monotone in them, whatever the candidate).
+        const local = estimate.reusedTokens - estimate.transferTokens;
+        const duplicated = Math.max(0, held - local);
+        const duplicationS = duplicated > 0 ? weight * prefillTimeS(model, duplicated) : 0;
+        const draw = context.random();
+        return {
+          terms: {
+            queueS: estimate.queueS,
+            transferS: estimate.transferS,
+            prefillS: estimate.prefillS,
+            duplicationS,
+          },
+          tieBreaks: [draw],
+          transferTokens: estimate.transferTokens,
+          detail: {
+            localPrefixTokens: local,
+            transferTokens: estimate.transferTokens,
+            duplicatedTokens: duplicated,
+            tieBreakDraw: draw,
+          },
+        };
+      }, false);
+    },
+  };
+}
+
+/**
+ * How busy the cluster is against the cost of a copy, in [0, 1): the mean queue q over the healthy
+ * candidates as q / (q + the seconds computing the held prefix takes). 0 when idle.
+ */
+export function queuePressure(
+  candidates: readonly Candidate[],
+  heldTokens: number,
+  params: TtftModelParams,
+): number {
+  const healthy = healthyOf(candidates);
+  if (healthy.length === 0 || heldTokens <= 0) return 0;
+  const queue =
+    healthy.reduce((sum, c) => sum + estimateQueueS(c, params.prefillModel, params), 0) /
+    healthy.length;
+  const copy = prefillTimeS(params.prefillModel, heldTokens);
+  return queue / (queue + copy);
+}
+
+/** The longest prefix of the prompt some healthy instance holds, locally or in the pool. */
+export function heldPrefixTokens(
+  request: ScheduleRequest,
+  candidates: readonly Candidate[],
+): number {
+  const reusable = Math.max(0, request.promptTokens - 1);
+  const local = Math.max(0, ...healthyOf(candidates).map((c) => c.localPrefixTokens));
+  return Math.min(reusable, Math.max(local, request.poolPrefixTokens));
+}
+
+export const affinityTtftPolicy = policyFactory({
+  name: "affinity_ttft",
+  summary: "Mooncake's predicted TTFT plus the cost of recomputing a prefix held elsewhere",
+  params: z.strictObject({
+    /** Weight of copying a prefix only instances hold (default 8). */
+    duplicationWeight: z.number().min(0).optional(),
+    /** Weight of copying a prefix the pool holds (default 0.5). */
+    poolDuplicationWeight: z.number().min(0).optional(),
+  }),
+  create: (params, ttft) => affinityTtft(ttft, params),
+});

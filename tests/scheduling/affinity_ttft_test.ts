@@ -1,0 +1,130 @@
+import { assert, assertEquals } from "../assert.ts";
+import {
+  affinityTtft,
+  heldPrefixTokens,
+  queuePressure,
+} from "../../src/scheduling/policies/affinity_ttft.ts";
+import { mooncakeTtft } from "../../src/scheduling/policies/mooncake_ttft.ts";
+import { estimateTtft } from "../../src/scheduling/ttft_estimate.ts";
+import { resolveTtftParams } from "../../src/scheduling/registry.ts";
+import type { Candidate, ScheduleRequest } from "../../src/scheduling/types.ts";
+import { seededRandom } from "../../src/sim/rng.ts";
+
+const TTFT = resolveTtftParams({});
+const context = { random: () => 0.5, sequence: 0 };
+const instance = (id: string, local: number, waitingRequests: number): Candidate => ({
+  id,
+  healthy: true,
+  localPrefixTokens: local,
+  waitingPrefillTokens: waitingRequests * 20_000,
+  waitingPrefillRequests: waitingRequests,
+  runningRequests: 0,
+});
+const doc: ScheduleRequest = { promptTokens: 20_100, poolPrefixTokens: 0 };
+
+Deno.test("affinity_ttft keeps a document on its holder while mooncake_ttft moves it to a shorter queue", () => {
+  // The holder has one 20k-token prefill queued (~2.6 s); elsewhere the document is recomputed
+  // (~2.6 s) on an idle instance: about even for this request, a lost copy for the cluster.
+  const candidates = [instance("holder", 20_000, 1), instance("idle", 0, 0)];
+  assertEquals(mooncakeTtft(TTFT).select(doc, candidates, context).ranking[0], "idle");
+  const decision = affinityTtft(TTFT).select(doc, candidates, context);
+  assertEquals(decision.ranking[0], "holder");
+  const idle = decision.scores.find((s) => s.id === "idle")!;
+  assert(idle.terms.duplicationS > 2, JSON.stringify(idle.terms));
+  assertEquals(idle.detail?.duplicatedTokens, 20_000);
+});
+
+Deno.test("affinity_ttft moves a document off a holder overloaded past the cost of the copy", () => {
+  // Without a pool a copy costs 8 × its recompute (~21 s): ten queued prefills (~26 s) are more.
+  const candidates = [instance("holder", 20_000, 10), instance("idle", 0, 0)];
+  assertEquals(affinityTtft(TTFT).select(doc, candidates, context).ranking[0], "idle");
+  // A heavier duplication weight holds on longer.
+  const sticky = affinityTtft(TTFT, { duplicationWeight: 16 }).select(doc, candidates, context);
+  assertEquals(sticky.ranking[0], "holder");
+});
+
+Deno.test("affinity_ttft places a prefix nobody holds by TTFT alone (no duplication to pay)", () => {
+  const candidates = [instance("busy", 0, 2), instance("idle", 0, 0)];
+  const decision = affinityTtft(TTFT).select(doc, candidates, context);
+  assertEquals(decision.ranking[0], "idle");
+  assert(decision.scores.every((s) => s.terms.duplicationS === 0));
+});
+
+Deno.test("affinity_ttft: a copy loaded from the pool is fast for the request but takes cache all the same", () => {
+  const pooled: ScheduleRequest = { promptTokens: 20_100, poolPrefixTokens: 20_000 };
+  const candidates = [instance("holder", 20_000, 1), instance("idle", 0, 0)];
+  assertEquals(mooncakeTtft(TTFT).select(pooled, candidates, context).ranking[0], "idle");
+  const dear = affinityTtft(TTFT, { poolDuplicationWeight: 4 }).select(pooled, candidates, context);
+  assertEquals(dear.ranking[0], "holder");
+  const idle = dear.scores.find((s) => s.id === "idle")!;
+  assertEquals(idle.transferTokens, 20_000);
+  assertEquals(idle.detail?.duplicatedTokens, 20_000);
+  assert(idle.terms.duplicationS > 2, JSON.stringify(idle.terms));
+  const free = affinityTtft(TTFT, { poolDuplicationWeight: 0 }).select(pooled, candidates, context);
+  assertEquals(free.ranking[0], "idle", "weight 0 is mooncake_ttft");
+});
+
+Deno.test("heldPrefixTokens: the longest prefix a healthy instance or the pool holds, short of the last token", () => {
+  const candidates = [instance("a", 4_000, 0), { ...instance("b", 9_000, 0), healthy: false }];
+  assertEquals(
+    heldPrefixTokens({ promptTokens: 10_000, poolPrefixTokens: 2_000 }, candidates),
+    4_000,
+  );
+  assertEquals(
+    heldPrefixTokens({ promptTokens: 10_000, poolPrefixTokens: 12_000 }, candidates),
+    9_999,
+  );
+});
+
+/**
+ * The property: the chosen placement is never dominated. No other healthy candidate has a
+ * predicted TTFT at most the chosen one's while duplicating (evicting) fewer held tokens, or
+ * duplicates no more while being strictly faster: a placement that evicts more than it saves is
+ * never taken when an equal alternative exists.
+ */
+Deno.test("property: affinity_ttft never takes a placement that another beats on both TTFT and duplication", () => {
+  for (let seed = 1; seed <= 2_000; seed++) {
+    const random = seededRandom(seed);
+    const promptTokens = 1 + Math.floor(random() * 40_000);
+    const request = {
+      promptTokens,
+      poolPrefixTokens: random() < 0.5 ? 0 : Math.floor(random() * promptTokens),
+    };
+    const candidates = Array.from({ length: 2 + Math.floor(random() * 6) }, (_, i) =>
+      ({
+        ...instance(`i${i}`, random() < 0.4 ? 0 : Math.floor(random() * promptTokens), 0),
+        waitingPrefillTokens: Math.floor(random() * 3) * 8192,
+        waitingPrefillRequests: Math.floor(random() * 3),
+        healthy: random() > 0.15,
+      }) as Candidate);
+    if (!candidates.some((c) => c.healthy)) continue;
+    const options = { duplicationWeight: random() * 4 };
+    const decision = affinityTtft(TTFT, options).select(request, candidates, context);
+    const held = heldPrefixTokens(request, candidates);
+    const measure = (c: Candidate) => {
+      const estimate = estimateTtft(request, c, TTFT);
+      const local = estimate.reusedTokens - estimate.transferTokens;
+      return { ttft: estimate.totalS, duplicated: Math.max(0, held - local) };
+    };
+    const chosen = measure(candidates.find((c) => c.id === decision.ranking[0])!);
+    for (const other of candidates.filter((c) => c.healthy)) {
+      const alt = measure(other);
+      const dominates = alt.ttft <= chosen.ttft - 1e-9 && alt.duplicated <= chosen.duplicated ||
+        alt.ttft <= chosen.ttft && alt.duplicated < chosen.duplicated;
+      assert(!dominates, `seed ${seed}: ${other.id} beats ${decision.ranking[0]} on both`);
+    }
+  }
+});
+
+Deno.test("affinity_ttft: with the pool, an idle cluster spreads a hot prefix and a busy one keeps it", () => {
+  const pooled: ScheduleRequest = { promptTokens: 20_100, poolPrefixTokens: 20_000 };
+  // The holder has one prefill queued: on an otherwise idle cluster a transfer to an idle
+  // instance is worth it.
+  const idle = [instance("holder", 20_000, 1), instance("other", 0, 0), instance("third", 0, 0)];
+  assertEquals(affinityTtft(TTFT).select(pooled, idle, context).ranking[0] !== "holder", true);
+  // Every instance has prefills queued: the cluster is busy, a copy's cache churn would feed it.
+  const busy = [instance("holder", 20_000, 3), instance("other", 0, 2), instance("third", 0, 2)];
+  assertEquals(affinityTtft(TTFT).select(pooled, busy, context).ranking[0], "holder");
+  assert(queuePressure(busy, 20_000, TTFT) > queuePressure(idle, 20_000, TTFT));
+  assertEquals(queuePressure([instance("a", 0, 0)], 20_000, TTFT), 0);
+});
