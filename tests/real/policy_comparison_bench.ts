@@ -1,0 +1,548 @@
+/**
+ * Scheduling policies on real engines (#24): two vLLM CPU engines serving the tiny Qwen3, each its
+ * own prefix cache, started once. With `--kv store` (the default) both write their KV through the
+ * MooncakeStoreConnector into one real mooncake_master, as tests/real/vllm_hits_test.ts runs them,
+ * and the router reads the master; with `--kv local` the engines have no connector and the router
+ * knows only what it dispatched (`kv.store: "none"`, its predicted index kept for the whole run).
+ * For each policy a tidegate router in-process in front of them, the engines' prefix caches and
+ * the store emptied first (`POST /reset_prefix_cache?reset_external=true`, which also runs
+ * `remove_all` on the master), and the same seeded workload sent to it: long documents picked with
+ * Zipf popularity, each request a document and a question of its own, streamed, a few at a time.
+ * Per policy: client TTFT (the first content byte), the engines' `cached_tokens` over their
+ * `prompt_tokens`, the hit the router predicted, and how the requests split over the engines.
+ * docs/real_policy_comparison.md has runs and what they do and do not show.
+ *
+ * usage: deno run -A tests/real/policy_comparison_bench.ts [--requests N] [--concurrency C]
+ *        [--seed S] [--policies a,b,c] [--kv store|local] [--out FILE]
+ *        [--decisions FILE] (after `bash tests/real/setup.sh`)
+ */
+import { resolveConfig } from "../../src/config/load.ts";
+import { createRouter } from "../../routes/app.ts";
+import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
+import type { ChatMessage } from "../../src/tokenize/types.ts";
+import { waitFor } from "../support/eventually.ts";
+import { type RealMaster, startRealMaster } from "./mooncake_master.ts";
+import { REAL, requireRealPrograms } from "./real_env.ts";
+import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
+
+const USAGE = "usage: deno run -A tests/real/policy_comparison_bench.ts [--requests N] " +
+  "[--concurrency C] [--seed S] [--policies a,b,c] [--kv store|local] [--out FILE] " +
+  "[--decisions FILE]";
+
+/** affinity_ttft: the new default candidate; cache_aware: the previous default; a baseline. */
+const DEFAULT_POLICIES = ["affinity_ttft", "cache_aware", "round_robin"];
+/** Each engine publishes its store segment under its own loopback address (the router's kvHost). */
+const HOSTS = ["127.0.0.2", "127.0.0.3"];
+const DOCUMENTS = 12;
+const ZIPF_S = 1.1;
+const DOC_TOKENS = { min: 1_500, max: 2_000 };
+/** Generated tokens per answer: TTFT is what is measured, decode only holds the engine. */
+const MAX_TOKENS = 4;
+
+interface Options {
+  requests: number;
+  concurrency: number;
+  seed: number;
+  policies: string[];
+  kv: "store" | "local";
+  out?: string;
+  /** Where the routers' decision logs (every candidate's terms) go, as JSON by policy. */
+  decisions?: string;
+}
+
+function parseArgs(args: string[]): Options {
+  const options: Options = {
+    requests: 96,
+    concurrency: 3,
+    seed: 24,
+    policies: DEFAULT_POLICIES,
+    kv: "store",
+  };
+  for (let i = 0; i < args.length; i++) {
+    const flag = args[i];
+    const value = args[i + 1];
+    if (flag === "--help" || flag === "-h") {
+      console.log(USAGE);
+      Deno.exit(0);
+    }
+    if (value === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+    i++;
+    if (flag === "--requests") options.requests = positiveInt(flag, value);
+    else if (flag === "--concurrency") options.concurrency = positiveInt(flag, value);
+    else if (flag === "--seed") options.seed = positiveInt(flag, value);
+    else if (flag === "--policies") options.policies = value.split(",").filter((p) => p !== "");
+    else if (flag === "--out") options.out = value;
+    else if (flag === "--decisions") options.decisions = value;
+    else if (flag === "--kv") {
+      if (value !== "store" && value !== "local") throw new Error(`--kv takes store or local`);
+      options.kv = value;
+    } else throw new Error(`unknown argument ${flag}\n${USAGE}`);
+  }
+  return options;
+}
+
+function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} takes a positive integer`);
+  return n;
+}
+
+/** mulberry32: a small seeded generator, so every policy gets the same workload. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = (
+  "river stone harbor lantern meadow copper signal valley engine garden window silver market " +
+  "orchard bridge ledger thunder compass shadow anchor timber canvas meadowlark granite beacon " +
+  "ferry quarry pepper saddle glacier cobalt amber tunnel orbit cedar falcon harvest marble " +
+  "pilot ribbon summit velvet willow ember forge island jasper kettle linen mosaic nectar " +
+  "opal prairie quill raven saffron tundra umber vessel wharf yarrow zephyr archive budget " +
+  "census charter contract deadline estimate freight gauge inventory journal kernel latency " +
+  "mandate network outage payload quota receipt schedule tariff upgrade voucher warranty " +
+  "allocate measure deliver inspect recover transfer approve reject forecast balance settle " +
+  "north south eastern western early late quiet rapid narrow broad heavy light distant local"
+).split(/\s+/);
+
+interface Workload {
+  documents: string[];
+  documentTokens: number[];
+  /** Per request: which document, and its own question. */
+  requests: { doc: number; question: string }[];
+}
+
+/** Documents of DOC_TOKENS tokens (the real tokenizer counts), Zipf-picked, unique questions. */
+function makeWorkload(
+  options: Options,
+  countTokens: (text: string) => number,
+): Workload {
+  const random = seeded(options.seed);
+  const word = () => WORDS[Math.floor(random() * WORDS.length)];
+  const documents: string[] = [];
+  const documentTokens: number[] = [];
+  for (let d = 0; d < DOCUMENTS; d++) {
+    const target = DOC_TOKENS.min + Math.floor(random() * (DOC_TOKENS.max - DOC_TOKENS.min));
+    const sentences = [`Document ${d}.`];
+    let tokens = countTokens(sentences[0]);
+    while (tokens < target) {
+      const length = 6 + Math.floor(random() * 10);
+      const sentence = Array.from({ length }, word).join(" ");
+      sentences.push(`${sentence[0].toUpperCase()}${sentence.slice(1)}.`);
+      tokens = countTokens(sentences.join(" "));
+    }
+    documents.push(sentences.join(" "));
+    documentTokens.push(tokens);
+  }
+  const weights = documents.map((_, k) => 1 / Math.pow(k + 1, ZIPF_S));
+  const total = weights.reduce((s, w) => s + w, 0);
+  const pick = () => {
+    let r = random() * total;
+    for (let k = 0; k < weights.length; k++) {
+      r -= weights[k];
+      if (r < 0) return k;
+    }
+    return weights.length - 1;
+  };
+  const requests = Array.from({ length: options.requests }, (_, i) => ({
+    doc: pick(),
+    question: `Question ${i}: what does it say about the ${word()} and the ${word()}?`,
+  }));
+  return { documents, documentTokens, requests };
+}
+
+function messagesOf(workload: Workload, index: number): ChatMessage[] {
+  const { doc, question } = workload.requests[index];
+  return [{ role: "system", content: workload.documents[doc] }, {
+    role: "user",
+    content: question,
+  }];
+}
+
+function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], policy: string) {
+  const keys = {
+    hash: "sha256", // vLLM's default --prefix-caching-hash-algo
+    chunkSize: CPU_BLOCK_SIZE,
+    keyFormat: "vllm-mooncake-store",
+    keyParams: { model: REAL.model, group: 0 },
+    minPromptTokens: CPU_BLOCK_SIZE,
+  };
+  const kv = master
+    ? { ...keys, store: "mooncake", url: master.url, timeoutMs: 2_000 }
+    // No store: the router's own dispatches are all it knows; the engines' caches (2M tokens
+    // each) evict nothing in a run, so those predictions are kept for the whole run.
+    : { ...keys, store: "none", predictedIndex: { ttlMs: 3_600_000 } };
+  return resolveConfig({
+    listen: { port: 0 },
+    models: [{
+      name: REAL.modelName,
+      tokenizer: { path: REAL.model },
+      kv,
+      policy,
+      health: { intervalMs: 1_000, timeoutMs: 2_000 },
+      instances: engines.map((e, i) => ({ id: `v${i}`, url: e.url, kvHost: HOSTS[i] })),
+    }],
+  });
+}
+
+interface Sample {
+  index: number;
+  doc: number;
+  status: number;
+  ttftMs: number;
+  /** The first SSE event came without content (the model's first token decoded to nothing). */
+  ttftFromEvent: boolean;
+  promptTokens: number;
+  cachedTokens: number;
+  routerPromptTokens: number;
+  routerHitTokens: number;
+  instance: string;
+  error?: string;
+}
+
+/** One streamed chat through the router: TTFT at the first content byte, usage from the end. */
+async function send(url: string, workload: Workload, index: number): Promise<Sample> {
+  const sample: Sample = {
+    index,
+    doc: workload.requests[index].doc,
+    status: 0,
+    ttftMs: NaN,
+    ttftFromEvent: false,
+    promptTokens: 0,
+    cachedTokens: 0,
+    routerPromptTokens: 0,
+    routerHitTokens: 0,
+    instance: "?",
+  };
+  const started = performance.now();
+  let firstEventMs: number | undefined;
+  try {
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: REAL.modelName,
+        messages: messagesOf(workload, index),
+        max_tokens: MAX_TOKENS,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+      signal: AbortSignal.timeout(120_000),
+    });
+    sample.status = response.status;
+    sample.instance = response.headers.get("x-tidegate-instance") ?? "?";
+    sample.routerPromptTokens = Number(response.headers.get("x-tidegate-prompt-tokens") ?? 0);
+    sample.routerHitTokens = Number(response.headers.get("x-tidegate-hit-tokens") ?? 0);
+    if (!response.ok || !response.body) {
+      sample.error = (await response.text()).slice(0, 300);
+      return sample;
+    }
+    let buffered = "";
+    for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
+      buffered += chunk;
+      let at: number;
+      while ((at = buffered.indexOf("\n")) >= 0) {
+        const line = buffered.slice(0, at).trim();
+        buffered = buffered.slice(at + 1);
+        if (!line.startsWith("data:")) continue;
+        const data = line.slice(5).trim();
+        if (data === "[DONE]") continue;
+        const event = JSON.parse(data);
+        if (event.error) sample.error = JSON.stringify(event.error).slice(0, 300);
+        const content = event.choices?.[0]?.delta?.content;
+        if (event.choices?.length > 0) firstEventMs ??= performance.now() - started;
+        if (typeof content === "string" && content.length > 0 && Number.isNaN(sample.ttftMs)) {
+          sample.ttftMs = performance.now() - started;
+        }
+        if (event.usage) {
+          sample.promptTokens = event.usage.prompt_tokens ?? 0;
+          sample.cachedTokens = event.usage.prompt_tokens_details?.cached_tokens ?? 0;
+        }
+      }
+    }
+    if (Number.isNaN(sample.ttftMs) && firstEventMs !== undefined) {
+      sample.ttftMs = firstEventMs;
+      sample.ttftFromEvent = true;
+    }
+  } catch (error) {
+    sample.error = (error as Error).message;
+  }
+  return sample;
+}
+
+/** Sends every request of the workload, in order, `concurrency` at a time. */
+async function runWorkload(url: string, workload: Workload, concurrency: number) {
+  const samples: Sample[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < workload.requests.length) {
+      const index = next++;
+      samples[index] = await send(url, workload, index);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { samples, wallS: (performance.now() - started) / 1000 };
+}
+
+/** Empties both engines' prefix caches and the store; fails unless the store ends up empty. */
+async function resetCaches(engines: VllmEngine[], master: RealMaster | undefined): Promise<void> {
+  const query = master ? "?reset_external=true" : "";
+  for (const engine of engines) {
+    // false while blocks are still held (an answer finishing): retried until it succeeds.
+    await waitFor(
+      async () => {
+        const response = await fetch(
+          `${engine.url}/reset_prefix_cache${query}`,
+          { method: "POST" },
+        );
+        const body = await response.json().catch(() => ({}));
+        if (response.status === 404) {
+          throw new Error(`${engine.url}/reset_prefix_cache: 404 (needs VLLM_SERVER_DEV_MODE=1)`);
+        }
+        return body.success === true ? true : undefined;
+      },
+      60_000,
+      `${engine.url}/reset_prefix_cache to succeed`,
+    );
+  }
+  if (!master) return;
+  // remove_all goes through the store client: wait until the master holds no key.
+  let keys = -1;
+  await waitFor(
+    async () => {
+      keys = await storeKeyCount(master);
+      return keys === 0 ? true : undefined;
+    },
+    30_000,
+    () => `the store to be empty (${keys} keys)`,
+  );
+}
+
+async function storeKeyCount(master: RealMaster): Promise<number> {
+  const response = await fetch(`${master.url}/get_all_keys`);
+  const text = await response.text();
+  if (!response.ok) throw new Error(`get_all_keys: ${response.status} ${text.slice(0, 200)}`);
+  return text.split("\n").map((l) => l.trim()).filter((l) => l !== "").length;
+}
+
+/** A short chat straight to each engine, so the first policy does not pay the engines' warm-up. */
+async function warmEngines(engines: VllmEngine[]): Promise<void> {
+  await Promise.all(engines.map(async (engine) => {
+    const response = await fetch(`${engine.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: REAL.modelName,
+        messages: [{ role: "user", content: WORDS.join(" ") }],
+        max_tokens: MAX_TOKENS,
+      }),
+    });
+    if (!response.ok) throw new Error(`warm-up: ${response.status} ${await response.text()}`);
+    await response.body?.cancel();
+  }));
+}
+
+interface PolicyResult {
+  policy: string;
+  samples: Sample[];
+  wallS: number;
+  /** The router's live agreement per instance at the end (src/kv/kv_agreement.ts). */
+  agreement: string[];
+  /** Keys in the store after the run (0 without one). */
+  storeKeys: number;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const at = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[at];
+}
+
+const mean = (values: number[]) => values.reduce((s, v) => s + v, 0) / values.length;
+const ms = (value: number) => Number.isNaN(value) ? "-" : String(Math.round(value));
+const pct = (num: number, den: number) => den === 0 ? "-" : `${(100 * num / den).toFixed(1)}%`;
+
+function summaryTable(results: PolicyResult[], instances: string[]): string {
+  const rows = [
+    "| policy | requests (errors) | mean TTFT ms | p50 TTFT ms | p90 TTFT ms | engine cached / prompt tokens | router predicted hit / prompt tokens | requests per engine | documents on both engines | wall s |",
+    "| --- | --: | --: | --: | --: | --: | --: | --- | --: | --: |",
+  ];
+  for (const { policy, samples, wallS } of results) {
+    const ok = samples.filter((s) => s.status === 200 && !s.error && !Number.isNaN(s.ttftMs));
+    const ttfts = ok.map((s) => s.ttftMs).sort((a, b) => a - b);
+    const prompt = ok.reduce((s, x) => s + x.promptTokens, 0);
+    const cached = ok.reduce((s, x) => s + x.cachedTokens, 0);
+    const routerPrompt = ok.reduce((s, x) => s + x.routerPromptTokens, 0);
+    const routerHit = ok.reduce((s, x) => s + x.routerHitTokens, 0);
+    const split = instances.map((id) => `${id} ${samples.filter((s) => s.instance === id).length}`)
+      .join(" / ");
+    const docsOn = new Map<number, Set<string>>();
+    for (const s of ok) docsOn.set(s.doc, (docsOn.get(s.doc) ?? new Set()).add(s.instance));
+    const both = [...docsOn.values()].filter((set) => set.size > 1).length;
+    rows.push(
+      `| ${policy} | ${samples.length} (${samples.length - ok.length}) | ${ms(mean(ttfts))} | ` +
+        `${ms(quantile(ttfts, 0.5))} | ${ms(quantile(ttfts, 0.9))} | ` +
+        `${pct(cached, prompt)} (${cached} / ${prompt}) | ` +
+        `${pct(routerHit, routerPrompt)} (${routerHit} / ${routerPrompt}) | ${split} | ` +
+        `${both} of ${docsOn.size} | ${wallS.toFixed(1)} |`,
+    );
+  }
+  return rows.join("\n");
+}
+
+/**
+ * TTFT by where the document came from: the serving engine's own cache or segment (the router
+ * predicted the hit), another engine's segment loaded through the store (the engine reused more
+ * than the router predicted), or prefilled (the engine reused under half the prompt).
+ */
+function hitMissTable(results: PolicyResult[]): string {
+  const rows = [
+    "| policy | hits the router predicted (own cache) | their mean TTFT ms | hits it did not (loaded from the other engine's segment) | their mean TTFT ms | prefilled (cached < half) | their mean TTFT ms | predicted hit = engine cached |",
+    "| --- | --: | --: | --: | --: | --: | --: | --: |",
+  ];
+  const cell = (group: Sample[]) => `${group.length} | ${ms(mean(group.map((s) => s.ttftMs)))}`;
+  for (const { policy, samples } of results) {
+    const ok = samples.filter((s) => s.status === 200 && !s.error && !Number.isNaN(s.ttftMs));
+    const warm = ok.filter((s) => 2 * s.cachedTokens >= s.promptTokens);
+    const own = warm.filter((s) => 2 * s.routerHitTokens >= s.promptTokens);
+    const pooled = warm.filter((s) => 2 * s.routerHitTokens < s.promptTokens);
+    const cold = ok.filter((s) => 2 * s.cachedTokens < s.promptTokens);
+    const agree = ok.filter((s) => s.routerHitTokens === s.cachedTokens).length;
+    rows.push(
+      `| ${policy} | ${cell(own)} | ${cell(pooled)} | ${cell(cold)} | ${agree} of ${ok.length} |`,
+    );
+  }
+  return rows.join("\n");
+}
+
+async function git(args: string[]): Promise<string> {
+  const out = await new Deno.Command("git", { args, stdout: "piped", stderr: "null" }).output();
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+const loadavg = () => Deno.readTextFileSync("/proc/loadavg").trim();
+
+async function main(): Promise<void> {
+  const options = parseArgs(Deno.args);
+  requireRealPrograms();
+  const command = ["deno run -A tests/real/policy_comparison_bench.ts", ...Deno.args].join(" ");
+  const date = new Date().toISOString();
+  const commit = await git(["rev-parse", "--short", "HEAD"]);
+  const dirty = (await git(["status", "--porcelain", "--untracked-files=no"])) !== "";
+  const loadStart = loadavg();
+  const started = performance.now();
+
+  const tokenizer = await loadTokenizer(REAL.model);
+  const workload = makeWorkload(options, (text) => tokenizer.encode(text).length);
+  const promptOf = (i: number) => tokenizer.encodeChat(messagesOf(workload, i)).length;
+  const perDoc = workload.documents.map((_, d) =>
+    workload.requests.filter((r) => r.doc === d).length
+  );
+  const progress = (line: string) =>
+    console.error(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}`);
+  progress(
+    `workload: ${workload.requests.length} requests over ${DOCUMENTS} documents of ` +
+      `${Math.min(...workload.documentTokens)}-${Math.max(...workload.documentTokens)} tokens ` +
+      `(requests per document ${perDoc.join(" ")}); first prompt ${promptOf(0)} tokens`,
+  );
+
+  const master = options.kv === "store" ? await startRealMaster() : undefined;
+  const engines: VllmEngine[] = [];
+  const results: PolicyResult[] = [];
+  const decisions: Record<string, unknown> = {};
+  try {
+    progress("starting 2 vLLM engines");
+    engines.push(
+      ...await Promise.all(
+        HOSTS.map((kvHost) =>
+          startVllm({
+            ...(master ? { mooncakeMaster: master.rpcAddress, kvHost } : {}),
+            startTimeoutMs: 600_000,
+          })
+        ),
+      ),
+    );
+    progress(`engines up: ${engines.map((e) => e.url).join(", ")}`);
+    await warmEngines(engines);
+    for (const policy of options.policies) {
+      await resetCaches(engines, master);
+      progress(`${policy}: caches and store empty`);
+      const router = await createRouter(routerConfig(master, engines, policy), { log: () => {} });
+      try {
+        if (!await router.warm(60_000)) throw new Error("the router's tokenizer workers");
+        const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
+        const run = await runWorkload(`http://127.0.0.1:${port}`, workload, options.concurrency);
+        const runtime = router.registry.runtime(REAL.modelName)!;
+        const agreement = runtime.cluster.entries().map((e) =>
+          `${e.config.id} ${runtime.agreement.state(e.config.id)}`
+        );
+        const storeKeys = master ? await storeKeyCount(master) : 0;
+        results.push({ policy, ...run, agreement, storeKeys });
+        decisions[policy] = router.decisions.recent(options.requests);
+        const failed = run.samples.filter((s) => s.error || s.status !== 200);
+        progress(
+          `${policy}: ${run.samples.length} requests in ${run.wallS.toFixed(1)} s` +
+            `; agreement ${agreement.join(", ")}; ${storeKeys} keys in the store` +
+            (failed.length > 0
+              ? `, ${failed.length} failed, e.g. ${JSON.stringify(failed[0])}`
+              : ""),
+        );
+      } finally {
+        await router.close();
+      }
+    }
+  } finally {
+    await Promise.all(engines.map((e) => e.stop()));
+    await master?.stop();
+  }
+
+  const loadEnd = loadavg();
+  const fromEvent = results.flatMap((r) => r.samples).filter((s) => s.ttftFromEvent).length;
+  const report = [
+    `# Policies on real engines (tests/real/policy_comparison_bench.ts)`,
+    "",
+    `- date: ${date}`,
+    `- commit: ${commit}${dirty ? " (with uncommitted changes in the working tree)" : ""}`,
+    `- command: \`${command}\``,
+    `- machine: ${navigator.hardwareConcurrency} cores; /proc/loadavg at start \`${loadStart}\`, ` +
+    `at end \`${loadEnd}\``,
+    `- cluster: 2 × vLLM 0.32.0 CPU (tiny Qwen3, ${CPU_BLOCK_SIZE}-token blocks, prefix caching)` +
+    (master
+      ? " + MooncakeStoreConnector into one mooncake_master (local_first), the router reading " +
+        "the master; prefix caches and store emptied before each policy"
+      : ", no KV connector: each engine its own prefix cache, the router with `kv.store: " +
+        '"none"` (its own dispatches only); prefix caches emptied before each policy'),
+    `- workload: ${workload.requests.length} streamed chats, concurrency ${options.concurrency}, ` +
+    `seed ${options.seed}; ${DOCUMENTS} documents of ${Math.min(...workload.documentTokens)}-` +
+    `${Math.max(...workload.documentTokens)} tokens picked with Zipf(${ZIPF_S}) (requests per ` +
+    `document: ${perDoc.join(", ")}), each with a question of its own; ${MAX_TOKENS} tokens out`,
+    `- TTFT: client side, request sent to first content byte` +
+    (fromEvent > 0 ? ` (${fromEvent} answers had no content: their first SSE event)` : ""),
+    `- total run: ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    "",
+    summaryTable(results, ["v0", "v1"]),
+    "",
+    hitMissTable(results),
+    "",
+    "| policy | router's KV agreement at the end | keys in the store at the end |",
+    "| --- | --- | --: |",
+    ...results.map((r) => `| ${r.policy} | ${r.agreement.join(", ")} | ${r.storeKeys} |`),
+    "",
+  ].join("\n");
+  console.log(report);
+  if (options.out) await Deno.writeTextFile(options.out, report);
+  if (options.decisions) {
+    await Deno.writeTextFile(options.decisions, JSON.stringify(decisions, null, 1));
+  }
+}
+
+if (import.meta.main) {
+  await main();
+}
