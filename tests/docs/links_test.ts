@@ -1,6 +1,8 @@
 /**
  * The README and docs/*.md hold together: every relative link reaches a file that exists and, with
- * a `#fragment`, a heading of that file; each table of contents lists exactly its file's sections.
+ * a `#fragment`, a heading of that file; each table of contents lists exactly its file's sections;
+ * every repository path they name in code (`tests/...`, `src/...`) exists, so a rename that leaves
+ * the docs behind fails here.
  */
 import { assertEquals } from "../assert.ts";
 import { anchor } from "../../src/config/config_doc.ts";
@@ -68,4 +70,28 @@ Deno.test("each table of contents lists its file's sections, in order", () => {
     }
   }
   assertEquals(wrong, []);
+});
+
+/** Paths compat.md quotes from the upstream projects (vLLM, SGLang), not from this repository. */
+const UPSTREAM_PATHS = new Set([
+  "docs/advanced_features/pd_disaggregation.md",
+  "docs/features/mooncake_connector_usage.md",
+  "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py",
+]);
+
+Deno.test("every repository path the README and docs name in code exists", () => {
+  const missing: string[] = [];
+  for (const file of docFiles(ROOT)) {
+    const paths = [...read(file).matchAll(/`((?:tests|src|deploy|cli|routes|docs)\/[\w./-]*)`/g)]
+      .map((m) => m[1]);
+    for (const path of new Set(paths)) {
+      if (UPSTREAM_PATHS.has(path)) continue;
+      try {
+        Deno.statSync(new URL(path, ROOT));
+      } catch {
+        missing.push(`${file}: ${path}`);
+      }
+    }
+  }
+  assertEquals(missing, []);
 });
