@@ -228,7 +228,7 @@ function parseDemoArgs(args: string[]): DemoOptions | number {
     host: { type: "string", default: "127.0.0.1" },
     port: { type: "string", default: "8080" },
     engines: { type: "string", default: "4" },
-    policy: { type: "string", default: "cache_aware" },
+    policy: { type: "string", default: "affinity_ttft" },
     exit: { type: "boolean", default: false },
     pd: { type: "boolean", default: false },
     protocol: { type: "string", default: "vllm-nixl" },

@@ -282,7 +282,7 @@ export const ModelSchema = z.strictObject({
   })).default([]),
   tokenizer: TokenizerSchema.prefault({}),
   kv: KvSchema,
-  policy: PolicySchema.default("cache_aware"),
+  policy: PolicySchema.default("affinity_ttft"),
   /** An A/B experiment between policies (replaces `policy` while it runs). */
   experiment: ExperimentSchema.optional(),
   slo: SloSchema.prefault({}),

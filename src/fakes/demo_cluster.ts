@@ -204,7 +204,7 @@ export async function startDemoCluster(options: DemoClusterOptions = {}): Promis
             // so a burst's tokenization can hold a lookup's answer back for tens of ms.
             timeoutMs: 250,
           },
-          policy: overrides.policy ?? "cache_aware",
+          policy: overrides.policy ?? "affinity_ttft",
           health: { intervalMs: 1000, timeoutMs: 500 },
           ...(pdOptions ? { disaggregation: { protocol: pdOptions.protocol } } : {}),
           instances: engines.map(instance),

@@ -32,7 +32,8 @@ export function choosePrefill(
   context: ScheduleContext,
   options: { ttft: TtftModelParams; poolUse: PoolUse },
 ): PrefillChoice {
-  const decision = policy.select(request, candidates as Candidate[], context);
+  const seen = { ...request, poolLoads: options.poolUse !== "never" };
+  const decision = policy.select(seen, candidates as Candidate[], context);
   const chosen = candidates.find((c) => c.id === decision.ranking[0]);
   if (!chosen) return { decision, usePool: false, reusedTokens: 0 };
   const plannedTransfer = decision.scores.find((s) => s.id === chosen.id)?.transferTokens ?? 0;

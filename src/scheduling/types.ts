@@ -39,6 +39,11 @@ export interface ScheduleRequest {
   promptTokens: number;
   /** Tokens of the prompt present anywhere in the shared pool, from token 0. */
   poolPrefixTokens: number;
+  /**
+   * Whether the chosen engine may load the pool's part of the prefix (prefill_choice.ts sets it
+   * from its PoolUse: the router's engines read only what they hold). Absent: it may.
+   */
+  poolLoads?: boolean;
 }
 
 /** Everything non-deterministic a policy may use, passed in so any decision can be replayed. */

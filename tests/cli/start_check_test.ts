@@ -40,7 +40,7 @@ Deno.test("start --check passes a good file with a summary, exit 0, and never li
     const { code, stdout, stderr } = await start(["--check", "--config", path]);
     assertEquals(code, 0, stderr);
     assertMatch(stdout, new RegExp(`: OK \\(listen 127\\.0\\.0\\.1:${port}, 1 model\\)`));
-    assertMatch(stdout, /qwen3: cache_aware, 1 instance, tokenizer builtin:qwen3, keys llumnix/);
+    assertMatch(stdout, /qwen3: affinity_ttft, 1 instance, tokenizer builtin:qwen3, keys llumnix/);
     assertEquals(stderr.includes("tidegate listening"), false);
   } finally {
     taken.close();

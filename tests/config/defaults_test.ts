@@ -64,7 +64,7 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
       loras: [],
       tokenizer: { mode: "none", ...TOKENIZER_DEFAULTS },
       kv: { store: "none", ...KV_DEFAULTS },
-      policy: "cache_aware",
+      policy: "affinity_ttft",
       slo: { admission: false },
       health: HEALTH_DEFAULTS,
       load: LOAD_DEFAULTS,

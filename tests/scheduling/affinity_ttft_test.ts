@@ -1,10 +1,12 @@
 import { assert, assertEquals } from "../assert.ts";
 import {
   affinityTtft,
+  clusterPrefillModel,
   heldPrefixTokens,
   queuePressure,
 } from "../../src/scheduling/policies/affinity_ttft.ts";
 import { mooncakeTtft } from "../../src/scheduling/policies/mooncake_ttft.ts";
+import { choosePrefill } from "../../src/scheduling/prefill_choice.ts";
 import { estimateTtft } from "../../src/scheduling/ttft_estimate.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import type { Candidate, ScheduleRequest } from "../../src/scheduling/types.ts";
@@ -127,4 +129,56 @@ Deno.test("affinity_ttft: with the pool, an idle cluster spreads a hot prefix an
   assertEquals(affinityTtft(TTFT).select(pooled, busy, context).ranking[0], "holder");
   assert(queuePressure(busy, 20_000, TTFT) > queuePressure(idle, 20_000, TTFT));
   assertEquals(queuePressure([instance("a", 0, 0)], 20_000, TTFT), 0);
+});
+
+Deno.test("affinity_ttft: where engines cannot load from the pool (the router's view), a pooled prefix is as sticky as a local one", () => {
+  const pooled: ScheduleRequest = { promptTokens: 20_100, poolPrefixTokens: 20_000 };
+  const candidates = [
+    instance("holder", 20_000, 1),
+    instance("other", 0, 0),
+    instance("third", 0, 0),
+  ];
+  assert(affinityTtft(TTFT).select(pooled, candidates, context).ranking[0] !== "holder");
+  const local = { ...pooled, poolLoads: false };
+  assertEquals(affinityTtft(TTFT).select(local, candidates, context).ranking[0], "holder");
+  // The router's planning step says so: its engines read only what they hold.
+  const choice = choosePrefill(pooled, candidates, affinityTtft(TTFT), context, {
+    ttft: TTFT,
+    poolUse: "never",
+  });
+  assertEquals(choice.chosen?.id, "holder");
+});
+
+Deno.test("clusterPrefillModel: the mean of the healthy instances' learned models, else the prior", () => {
+  const prior = TTFT.prefillModel;
+  assertEquals(clusterPrefillModel([instance("a", 0, 0)], prior), prior);
+  const slow = { linear: 0.8, quadratic: 0.002, cachedLinear: 0.01, constant: 0.5 };
+  const fast = { linear: 0.4, quadratic: 0.001, constant: 0.1 };
+  const candidates = [
+    { ...instance("a", 0, 0), prefillModel: slow },
+    { ...instance("b", 0, 0), prefillModel: fast },
+    { ...instance("c", 0, 0), prefillModel: { linear: 99, quadratic: 99 }, healthy: false },
+    instance("d", 0, 0),
+  ];
+  const mean = clusterPrefillModel(candidates, prior);
+  assertEquals(mean.linear.toFixed(3), "0.600");
+  assertEquals(mean.quadratic.toFixed(4), "0.0015");
+  assertEquals(mean.cachedLinear?.toFixed(3), "0.005");
+  assertEquals(mean.constant?.toFixed(2), "0.30");
+});
+
+Deno.test("affinity_ttft prices the queue with the cluster's learned model: a slow (CPU) cluster's queue counts", () => {
+  // Four warm requests queued on the holder: nothing on the GPU prior, seconds on slow engines
+  // with a fixed cost per request. A 2k-token document: moving it costs 8 × its recompute.
+  const request = { promptTokens: 2_100, poolPrefixTokens: 0 };
+  const queued = (id: string, local: number, n: number): Candidate => ({
+    ...instance(id, local, 0),
+    waitingPrefillTokens: n * 100,
+    waitingPrefillRequests: n,
+  });
+  const gpu = [queued("holder", 2_000, 40), queued("idle", 0, 0)];
+  assertEquals(affinityTtft(TTFT).select(request, gpu, context).ranking[0], "holder");
+  const cpu = { linear: 0.7, quadratic: 0.002, constant: 0.6 };
+  const slow = gpu.map((c) => ({ ...c, prefillModel: cpu }));
+  assertEquals(affinityTtft(TTFT).select(request, slow, context).ranking[0], "idle");
 });

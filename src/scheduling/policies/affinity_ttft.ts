@@ -2,7 +2,14 @@ import { z } from "zod";
 import { policyFactory } from "../policy_factory.ts";
 import { prefillTimeS } from "../prefill_model.ts";
 import { estimateQueueS, estimateTtft, type TtftModelParams } from "../ttft_estimate.ts";
-import type { Candidate, Decision, Policy, ScheduleContext, ScheduleRequest } from "../types.ts";
+import type {
+  Candidate,
+  Decision,
+  Policy,
+  PrefillModelCoefficients,
+  ScheduleContext,
+  ScheduleRequest,
+} from "../types.ts";
 import { buildDecision, healthyOf } from "./rank.ts";
 
 export interface AffinityTtftOptions {
@@ -34,8 +41,9 @@ export const DEFAULT_POOL_DUPLICATION_WEIGHT = 0.5;
  * prefix then moves off its holder only when the holder's queue exceeds that cost, and hot
  * prefixes replicate then; a new prefix (held nowhere) pays nothing and goes to the lowest TTFT.
  *
- * The weight: `duplicationWeight` (8) when only instances hold the prefix; when the pool holds it
- * (a copy is a cheap transfer), `poolDuplicationWeight / (1 − pressure)` up to that, pressure
+ * The weight: `duplicationWeight` (8) when only instances hold the prefix or engines cannot load
+ * from the pool (`poolLoads: false`, the router's view); when the pool holds it and engines load
+ * it (a copy is a cheap transfer), `poolDuplicationWeight / (1 − pressure)` up to that, pressure
  * being the cluster's mean queue against a copy's cost (queuePressure): on an idle cluster hot
  * prefixes spread, on a busy one they stay, as extra work is dearer the closer the queues run
  * to saturation.
@@ -51,15 +59,16 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
     name: "affinity_ttft",
     select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
       const held = heldPrefixTokens(request, candidates);
+      const model = clusterPrefillModel(candidates, params.prefillModel);
+      const shared = { ...params, prefillModel: model };
       // One weight per decision, so the penalty grows with the duplicated tokens alone.
-      const weight = request.poolPrefixTokens >= held
-        ? Math.min(localWeight, poolWeight / (1 - queuePressure(candidates, held, params)))
+      const weight = request.poolLoads !== false && request.poolPrefixTokens >= held
+        ? Math.min(localWeight, poolWeight / (1 - queuePressure(candidates, held, shared)))
         : localWeight;
       return buildDecision("affinity_ttft", candidates, (candidate) => {
-        // The prior model for every instance: per-instance learned ones, noisy early on, herd new
+        // One model for every instance: per-instance learned ones, noisy early on, herd new
         // prefixes onto whichever instance looks fastest and unbalance the caches.
-        const estimate = estimateTtft(request, { ...candidate, prefillModel: undefined }, params);
-        const model = params.prefillModel;
+        const estimate = estimateTtft(request, { ...candidate, prefillModel: undefined }, shared);
         // Recomputed or loaded from the pool, a copy takes the same cache space: what it evicts
         // is priced as recomputing as many tokens (monotone in them, whatever the candidate).
         const local = estimate.reusedTokens - estimate.transferTokens;
@@ -84,6 +93,27 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
         };
       }, false);
     },
+  };
+}
+
+/**
+ * The cluster's prefill model: the mean of the instances' learned models where they have one
+ * (on the hardware they run on: a CPU engine is many times slower than the prior's GPU), else
+ * the prior. Averaged, not per instance, so that estimation noise cannot herd placements.
+ */
+export function clusterPrefillModel(
+  candidates: readonly Candidate[],
+  prior: PrefillModelCoefficients,
+): PrefillModelCoefficients {
+  const learned = healthyOf(candidates).flatMap((c) => c.prefillModel ? [c.prefillModel] : []);
+  if (learned.length === 0) return prior;
+  const mean = (f: (m: PrefillModelCoefficients) => number | undefined) =>
+    learned.reduce((sum, m) => sum + (f(m) ?? 0), 0) / learned.length;
+  return {
+    linear: mean((m) => m.linear),
+    quadratic: mean((m) => m.quadratic),
+    cachedLinear: mean((m) => m.cachedLinear),
+    constant: mean((m) => m.constant),
   };
 }
 
