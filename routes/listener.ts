@@ -1,7 +1,7 @@
 /**
  * Where the router listens: `node` (routes/node_listener.ts, the default, with connection-level
- * deadlines and caps) or `deno` (`Deno.serve`, without them; see the README's "Reliability"
- * section and, for what each costs, "Benchmarks").
+ * deadlines and caps) or `deno` (`Deno.serve`, without them; see docs/reliability.md, "The listener",
+ * and, for what each costs, docs/benchmarks.md).
  */
 import type { Config } from "../src/config/schema.ts";
 import type { Listening, ListenOptions } from "./listening.ts";

@@ -153,7 +153,7 @@ export interface AttemptTrace {
   end(record: AttemptRecord, retried: boolean): void;
 }
 
-/** The span tree of one request (see README "Tracing"). */
+/** The span tree of one request (docs/observability.md, "Traces"). */
 export interface RequestTrace {
   /** Record the pre-dispatch stages (tokenize, hash, store lookup, schedule, admission). */
   planned(plan: DispatchPlan, record: RequestRecord): void;

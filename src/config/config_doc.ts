@@ -103,10 +103,10 @@ const MORE_DESCRIPTIONS: Record<string, string> = {
     "`least_running`: fewest running requests; `kv_headroom`: most free KV cache.",
 };
 
-/** Where the schema's comments point at README sections that moved into docs/. */
+/** The schema's comments name docs/ pages as paths: in docs/configuration.md they are links. */
 const MOVED_SECTIONS: [RegExp, string][] = [
-  [/README "Tenants"/g, "[api.md, Tenants](api.md#tenants)"],
-  [/README "Reliability"/g, "[reliability.md](reliability.md#the-listener)"],
+  [/docs\/api\.md, "Tenants"/g, "[api.md, Tenants](api.md#tenants)"],
+  [/docs\/reliability\.md/g, "[reliability.md](reliability.md#the-listener)"],
 ];
 
 type Json = Record<string, unknown>;

@@ -141,7 +141,7 @@ function unsetEnvProblems(
   });
 }
 
-/** Parses JSON or YAML text (by file extension, else by content) and validates it. */
+/** Parses YAML text (a `.yaml` or `.yml` source) or JSON (anything else) and validates it. */
 export function parseConfigText(
   text: string,
   fileName: string,

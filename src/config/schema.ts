@@ -16,7 +16,7 @@ const TenantRatesSchema = z.strictObject({
   promptTokensPerS: z.number().positive().optional(),
   /** Seconds of its rate a quiet tenant may spend at once (the buckets' size). */
   burstS: z.number().positive().default(1),
-  /** Its share of the admission budget while SLO admission is refusing (README "Tenants"). */
+  /** Its share of the admission budget while SLO admission is refusing (docs/api.md, "Tenants"). */
   weight: z.number().positive().default(1),
 });
 
@@ -46,7 +46,7 @@ export const ConfigSchema = z.strictObject({
     port: z.int().min(0).max(65535).default(8080),
     /**
      * `node`: node:http, with the connection limits below; `deno`: Deno.serve, with none of
-     * them and blind to clients leaving before the engine answers (README "Reliability").
+     * them and blind to clients leaving before the engine answers (docs/reliability.md).
      */
     server: z.enum(["node", "deno"]).default("node"),
     /**
@@ -104,7 +104,7 @@ export const ConfigSchema = z.strictObject({
       }),
     ).optional(),
   }).prefault({}),
-  /** Per-tenant rate limits (README "Tenants"); absent: no limits. */
+  /** Per-tenant rate limits (docs/api.md, "Tenants"); absent: no limits. */
   tenants: TenantsSchema.optional(),
   /**
    * Deno Workers that tokenize text and chat prompts off the main loop. Absent: one per core;

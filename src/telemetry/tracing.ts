@@ -115,7 +115,7 @@ interface SpanTreeOptions {
   incomingTraceparent: string | null;
 }
 
-/** The span tree of one request (see README "Tracing"). */
+/** The span tree of one request (docs/observability.md, "Traces"). */
 class RequestSpans implements RequestTrace {
   readonly #parent: Context;
 

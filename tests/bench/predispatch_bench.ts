@@ -17,6 +17,22 @@ import { percentile } from "../../src/sim/summary.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import { benchConversation } from "./bench_text.ts";
 
+const USAGE = `Usage: deno task bench:predispatch [--quick]
+
+Whole pre-dispatch cost (template, tokenize, chain-hash, keys) of an 8k-token chat: p50/p99 per
+request for a naive reference, tidegate cold and tidegate multi-turn, measured in the same run.
+--quick: 20 rounds instead of 60.`;
+
+if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
+  console.log(USAGE);
+  Deno.exit(0);
+}
+const unknownArgs = Deno.args.filter((a) => !["--quick"].includes(a));
+if (unknownArgs.length) {
+  console.error(`Unknown argument ${unknownArgs[0]}\n\n${USAGE}`);
+  Deno.exit(2);
+}
+
 const ROUNDS = Deno.args.includes("--quick") ? 20 : 60;
 function measure(run: (i: number) => void): { p50: number; p99: number } {
   for (let i = 0; i < 3; i++) run(-1 - i); // warm-up

@@ -14,6 +14,22 @@ import { TokenSegmentCache } from "../../src/tokenize/segment_cache.ts";
 import type { ChatMessage } from "../../src/tokenize/types.ts";
 import { variedCorpus } from "../tokenize/corpus.ts";
 
+const USAGE = `Usage: deno task bench:tokenize
+
+Tokenization throughput of the exact path, the fast path with and without the piece cache and
+the segment cache on an 8k- and a 128k-token prompt and a replayed 20-turn chat; prints a
+Markdown report with ratios against the exact path measured in the same run.`;
+
+if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
+  console.log(USAGE);
+  Deno.exit(0);
+}
+const unknownArgs = Deno.args;
+if (unknownArgs.length) {
+  console.error(`Unknown argument ${unknownArgs[0]}\n\n${USAGE}`);
+  Deno.exit(2);
+}
+
 const WORDS = (
   "the of and to in is you that it he was for on are as with his they at be this have from or one had " +
   "by word but not what all were we when your can said there use an each which she do how their if will " +

@@ -11,14 +11,24 @@ import { mb, type SoakSample } from "./soak_verdict.ts";
 const USAGE = "Usage: deno task soak --minutes N [--target demo|fakes] [--concurrency N]";
 
 export async function main(args: string[]): Promise<number> {
-  const { values: flags } = parseArgs({
-    args,
-    options: {
-      minutes: { type: "string" },
-      target: { type: "string" },
-      concurrency: { type: "string" },
-    },
-  });
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(`${USAGE}\n(--minutes must exceed 1: the first minute is the warm-up; default 10)`);
+    return 0;
+  }
+  let flags: { minutes?: string; target?: string; concurrency?: string };
+  try {
+    flags = parseArgs({
+      args,
+      options: {
+        minutes: { type: "string" },
+        target: { type: "string" },
+        concurrency: { type: "string" },
+      },
+    }).values;
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
   const minutes = Number(flags.minutes ?? 10);
   const target = (flags.target ?? "demo") as SoakTargetName;
   const concurrency = Number(flags.concurrency ?? 8);
