@@ -11,19 +11,22 @@ const PEERS = ["dynamo_kv", "llmd_default", "sglang_cache_aware"];
 const OURS = ["cache_aware", "kv_hit_len", "mooncake_ttft", "affinity_ttft"];
 const TRACE = new URL("../tests/data/conversation_trace.jsonl", import.meta.url);
 
-const USAGE = `Usage: deno task sim:grid [--quick] [--seeds LIST] [--requests N] [--out FILE]
+const USAGE = `Usage: deno task sim:grid [--quick] [--seeds LIST] [--requests N] [--candidate NAME]
+                          [--pool off|planned] [--out FILE]
 
 Replays every policy (peers: ${PEERS.join(", ")}; tidegate's: ${OURS.join(", ")}) on
 the policy grid: skewed documents (Zipf 0.8/1.1/1.4, 100 or 1,000 documents of 20k tokens, cache
 5/25/100% of the working set, load 0.5-2x of the no-cache capacity) and the recorded conversation
 trace, with and without the store's pool, on 8 instances. Each cell is averaged over the seeds
 and printed beside its floor (the best policy at a twentieth of the load) with the verdict for
-the candidate (affinity_ttft). Takes about 10 minutes per seed; --quick: 8 cells, 1 seed.
+the candidate (affinity_ttft). Takes about 12 minutes per seed on a quiet core; --quick: 8 cells,
+1 seed.
 
   --seeds LIST     workload seeds, comma-separated (default 3,4,5: the held-out ones; the
                    duplication weight was chosen on 1,2)
   --requests N     requests per cell (default 2000)
   --candidate NAME the policy judged (default affinity_ttft)
+  --pool MODE      only the cells with the pool off, or planned (default both)
   --out FILE       also write the table there`;
 
 export async function runSimGrid(args: string[]): Promise<number> {
@@ -32,6 +35,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
     seeds: { type: "string" },
     requests: { type: "string" },
     candidate: { type: "string" },
+    pool: { type: "string" },
     out: { type: "string" },
   }, USAGE);
   if (parsed.exit !== undefined) return parsed.exit;
@@ -46,6 +50,9 @@ export async function runSimGrid(args: string[]): Promise<number> {
       ? []
       : ["--requests must be a positive integer"]),
     ...(isPolicyName(candidate) ? [] : [`--candidate: unknown policy "${candidate}"`]),
+    ...([undefined, "off", "planned"].includes(values.pool)
+      ? []
+      : ["--pool must be off or planned"]),
   ];
   if (problems.length) {
     console.error(`${problems.join("\n")}\n\n${USAGE}`);
@@ -54,7 +61,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
   const policies = [...PEERS, ...OURS.filter((p) => p !== candidate), candidate];
   const trace = parseMooncakeTrace(await Deno.readTextFile(TRACE));
   const options = {
-    cells: defaultGrid(quick),
+    cells: defaultGrid(quick).filter((c) => values.pool === undefined || c.pool === values.pool),
     seeds,
     policies,
     peers: PEERS,

@@ -106,6 +106,15 @@ const RULES: Rule[] = [
   },
   { when: (w) => isTask(w, "start", "keys"), plan: () => ({ kind: "run" }) },
   {
+    when: (w) => isTask(w, "sim:grid"),
+    plan: () => ({
+      kind: "listed",
+      reason: "replays every policy on 126 cells (about 20 minutes per seed on two cores); " +
+        "tests/sim/policy_grid_test.ts runs a cell",
+      check: { task: "help" },
+    }),
+  },
+  {
     when: (w) => isTask(w, "sim"),
     plan: () => ({
       kind: "listed",
