@@ -169,7 +169,7 @@ Deno.test("the override header picks an arm only with the admin token", async ()
 Deno.test("a model without an experiment keeps its own policy as arm 'default'", async () => {
   const { runtime, arms } = await setup(null);
   const selection = arms.select(runtime, req(), {});
-  assertEquals([selection.arm, selection.policy.name], ["default", "cache_aware"]);
+  assertEquals([selection.arm, selection.policy.name], ["default", "affinity_ttft"]);
   assertEquals(selection.experiment, undefined);
   assertEquals(arms.list(), []);
 });
