@@ -65,7 +65,7 @@ function parse(job: RequestJob & { kind: "parse" }): RequestJobResult {
 function run(job: RequestJob): RequestJobResult {
   if (job.kind === "parse") return parse(job);
   const scheme = schemeFor(job);
-  return { kind: "hashed", chunkKeys: scheme.chunkKeys(job.tokens, job.extra) };
+  return { kind: "hashed", ...scheme.hashed(job.tokens, job.extra) };
 }
 
 self.onmessage = (event: MessageEvent<ToRequestWorker>) => {

@@ -4,7 +4,7 @@
  * has a deadline; a worker that misses it or crashes is replaced and its jobs fail, and the caller
  * then does the work itself (parse) or goes without it (hash: dispatch by load).
  */
-import type { ExtraKeys, KeySchemeOptions } from "../hashing/types.ts";
+import type { ExtraKeys, HashedPrompt, KeySchemeOptions } from "../hashing/types.ts";
 import type {
   FromRequestWorker,
   RequestJob,
@@ -64,16 +64,16 @@ export class RequestWorkerPool {
     return this.#run({ kind: "parse", endpoint, bytes, maxPromptChars }, [bytes.buffer]);
   }
 
-  /** `scheme.chunkKeys(tokens, extra)` on a worker. */
+  /** `scheme.hashed(tokens, extra)` on a worker. */
   async hash(
     scheme: KeySchemeOptions,
     tokens: readonly number[],
     extra?: ExtraKeys,
-  ): Promise<string[][]> {
+  ): Promise<HashedPrompt> {
     const ids = Uint32Array.from(tokens);
     const result = await this.#run({ kind: "hash", scheme, tokens: ids, extra }, [ids.buffer]);
     if (result.kind !== "hashed") throw new Error(`unexpected ${result.kind} answer to a hash`);
-    return result.chunkKeys;
+    return { blockHashes: result.blockHashes, chunkKeys: result.chunkKeys };
   }
 
   /**

@@ -39,7 +39,7 @@ export type RequestJobResult =
     tokenBatch?: boolean;
   }
   | { kind: "refused"; refusal: ParseRefusal; bytes: Uint8Array<ArrayBuffer> }
-  | { kind: "hashed"; chunkKeys: string[][] };
+  | { kind: "hashed"; blockHashes: string[]; chunkKeys: string[][] };
 
 export type ToRequestWorker = { id: number; job: RequestJob };
 

@@ -73,6 +73,10 @@ export function createKeyScheme(options: KeySchemeOptions): KeyScheme {
       formatter.keys(chain.strings(tokens, extraFor(extra)), lastUnfull(tokens)),
     chunkKeys: (tokens, extra) =>
       formatter.chunkKeys(chain.strings(tokens, extraFor(extra)), lastUnfull(tokens)),
+    hashed: (tokens, extra) => {
+      const blockHashes = chain.strings(tokens, extraFor(extra));
+      return { blockHashes, chunkKeys: formatter.chunkKeys(blockHashes, lastUnfull(tokens)) };
+    },
   };
 }
 export { keySchemeOptionsFromKv, type KvKeyBlock } from "./kv_block_options.ts";

@@ -98,4 +98,11 @@ export interface KeyScheme {
    * all ranks (and `_k`/`_v`) with `requireAllRanks`. `result[i][0]` is `keys()[i]`.
    */
   chunkKeys(tokens: ArrayLike<number>, extra?: ExtraKeys): string[][];
+  /** `blockHashes` and `chunkKeys` from one pass of the chain. */
+  hashed(tokens: ArrayLike<number>, extra?: ExtraKeys): HashedPrompt;
+}
+
+export interface HashedPrompt {
+  blockHashes: string[];
+  chunkKeys: string[][];
 }

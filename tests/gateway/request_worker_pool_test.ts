@@ -74,7 +74,7 @@ Deno.test("request workers: refusals keep their status, param, code and model", 
   }
 });
 
-Deno.test("request workers: long prompts hash to the main loop's keys", async () => {
+Deno.test("request workers: long prompts hash to the main loop's block hashes and keys", async () => {
   const pool = new RequestWorkerPool({ size: 1, timeoutMs: 30_000 });
   try {
     const tokens = Array.from({ length: 70_000 }, (_, i) => (i * 31) % 151_000);
@@ -84,7 +84,10 @@ Deno.test("request workers: long prompts hash to the main loop's keys", async ()
       const extra = hash.startsWith("sha256") ? { cacheSalt: "salt" } : undefined;
       assertEquals(
         await pool.hash(scheme.options, tokens, extra),
-        scheme.chunkKeys(tokens, extra),
+        {
+          blockHashes: scheme.blockHashes(tokens, extra),
+          chunkKeys: scheme.chunkKeys(tokens, extra),
+        },
         hash,
       );
     }
