@@ -45,6 +45,22 @@ export function computePrefixHits(
   return { poolChunks, localChunks };
 }
 
+/**
+ * The store's (and the router's predictions') local prefixes, raised to what the engines' own
+ * caches hold by their KV events (src/kv/events/engine_caches.ts: exact mirrors only). Pure.
+ */
+export function withEngineHits(
+  hits: PrefixHits,
+  engineHits: ReadonlyMap<string, number>,
+): PrefixHits {
+  if (engineHits.size === 0) return hits;
+  const localChunks = new Map(hits.localChunks);
+  for (const [id, chunks] of engineHits) {
+    localChunks.set(id, Math.max(localChunks.get(id) ?? 0, chunks));
+  }
+  return { poolChunks: hits.poolChunks, localChunks };
+}
+
 /** `[fe80::1]` and `fe80::1` name the same host; hosts compare case-insensitively. */
 export function normalizeHost(host: string): string {
   const trimmed = host.trim().toLowerCase();

@@ -1,5 +1,5 @@
 import { deepStrictEqual, strictEqual } from "node:assert/strict";
-import { computePrefixHits, normalizeHost } from "../../src/kv/prefix.ts";
+import { computePrefixHits, normalizeHost, withEngineHits } from "../../src/kv/prefix.ts";
 import type { KeyLocation } from "../../src/kv/types.ts";
 
 const on = (...memoryHosts: string[]): KeyLocation => ({
@@ -112,4 +112,14 @@ Deno.test("computePrefixHits() counts a pending write for its writer's local pre
   const mixed = computePrefixHits([["a"], ["b"]], locations, [{ id: "w", kvHost: "10.0.0.1" }]);
   deepStrictEqual(mixed.poolChunks, 1);
   deepStrictEqual(mixed.localChunks.get("w"), 0);
+});
+
+Deno.test("engine hits raise an instance's local prefix, never lower it, and leave the pool's", () => {
+  const stored = { poolChunks: 4, localChunks: new Map([["a", 3], ["b", 0], ["c", 2]]) };
+  const merged = withEngineHits(stored, new Map([["a", 1], ["b", 5], ["d", 2]]));
+  deepStrictEqual(merged, {
+    poolChunks: 4,
+    localChunks: new Map([["a", 3], ["b", 5], ["c", 2], ["d", 2]]),
+  });
+  strictEqual(withEngineHits(stored, new Map()), stored, "no mirror: the same answer");
 });
