@@ -24,6 +24,7 @@ import { applyReload, type ReloadResult } from "../src/runtime/reload.ts";
 import { StoreShapeChecks } from "../src/diagnostics/store_shape_check.ts";
 import { HttpError, openAIError } from "../src/openai/errors.ts";
 import { accessLogObserver } from "../src/telemetry/access_log.ts";
+import type { KvEventSockets } from "../src/runtime/engine_event_feed.ts";
 import { DashboardTraffic } from "../src/telemetry/dashboard_traffic.ts";
 import { DecisionLog } from "../src/telemetry/decision_log.ts";
 import { jsonLog } from "../src/telemetry/json_log.ts";
@@ -74,6 +75,8 @@ export interface RouterOptions {
   configPath?: string;
   /** Where a raw config's `env:NAME` values are read from (default `Deno.env`). */
   env?: (name: string) => string | undefined;
+  /** The sockets of the engines' KV event feeds (default: ZMTP over TCP or Unix sockets, src/runtime/kv_event_sockets.ts). */
+  kvEventSockets?: () => KvEventSockets;
 }
 
 /** A config as written in a file (e.g. `JSON.parse`d), not yet validated. */
@@ -203,6 +206,7 @@ export async function createRouter(
     timers: deps.timers,
     log: deps.log,
     allowsHost: (host) => discoveryHostFilter(parts.registry.config)?.(host) ?? true,
+    kvEventSockets: options.kvEventSockets,
   });
   for (const runtime of runtimes.values()) background.start(runtime);
   const shapeChecks = new StoreShapeChecks();

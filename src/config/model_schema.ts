@@ -41,6 +41,20 @@ export function instanceIdProblem(value: string): string | undefined {
   return undefined;
 }
 
+/**
+ * An engine's KV event publisher (vLLM's `--kv-events-config` with `publisher: "zmq"`): the
+ * router mirrors the engine's own prefix cache from it (docs/routing.md#engine-kv-events).
+ */
+export const KvEventsSchema = z.strictObject({
+  /** The publisher's PUB socket, e.g. `tcp://10.0.0.1:5557` (vLLM binds it for `tcp://*:5557`). */
+  endpoint: z.string().regex(/^(tcp|ipc):\/\/\S+$/, "expected tcp://host:port or ipc://path"),
+  /** Its replay ROUTER socket (`replay_endpoint`): how a gap or a late start is filled. */
+  replayEndpoint: z.string().regex(/^(tcp|ipc):\/\/\S+$/, "expected tcp://host:port or ipc://path")
+    .optional(),
+  /** The topic the publisher sends under (its `topic`; empty by default). */
+  topic: z.string().default(""),
+});
+
 export const InstanceSchema = z.strictObject({
   id,
   url: instanceUrl,
@@ -50,6 +64,8 @@ export const InstanceSchema = z.strictObject({
   engine: z.enum(["vllm", "sglang", "openai"]).default("vllm"),
   /** A prefill instance's KV bootstrap server port (vllm-mooncake, sglang); 8998 when unset. */
   bootstrapPort: z.int().min(1).max(65535).optional(),
+  /** Mirror the engine's own prefix cache from its KV events (vLLM; off when unset). */
+  kvEvents: KvEventsSchema.optional(),
 });
 
 /** An instance group resolved from DNS (e.g. a Kubernetes headless Service). */

@@ -1,7 +1,7 @@
 import type { DecodePlan, DispatchPlan, TokenSource } from "../contracts.ts";
-import type { ExtraKeys, KeySchemeOptions } from "../hashing/types.ts";
+import type { ExtraKeys, HashedPrompt, KeySchemeOptions } from "../hashing/types.ts";
 import { withLatestPredictions } from "../kv/merged_index.ts";
-import { computePrefixHits } from "../kv/prefix.ts";
+import { computePrefixHits, withEngineHits } from "../kv/prefix.ts";
 import type { LookupResult, PrefixHits } from "../kv/types.ts";
 import type { ParsedRequest } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
@@ -30,7 +30,7 @@ export interface PlanContext {
     scheme: KeySchemeOptions,
     tokens: readonly number[],
     extra?: ExtraKeys,
-  ) => Promise<string[][]>;
+  ) => Promise<HashedPrompt>;
 }
 
 /** Prompts up to this many tokens are hashed inline (about a millisecond of SHA-256). */
@@ -84,7 +84,7 @@ export async function planDispatch(
   const tokenized = await tokenize(runtime, request);
   context.checkPrompt?.(tokenized);
   const hashStart = now();
-  const { chunkKeys, error: keysError } = await chunkKeysOf(
+  const { chunkKeys, blockHashes, error: keysError } = await chunkKeysOf(
     runtime,
     tokenized.tokens,
     context,
@@ -99,7 +99,15 @@ export async function planDispatch(
     ? withLatestPredictions(stored, keys, runtime.predicted)
     : stored;
   const scheduleStart = now();
-  const scheduled = schedule(runtime, chunkKeys, lookup, tokenized.promptTokens, context);
+  const engineHits = runtime.engineCaches.prefixes(blockHashes);
+  const scheduled = schedule(
+    runtime,
+    chunkKeys,
+    lookup,
+    engineHits,
+    tokenized.promptTokens,
+    context,
+  );
   const admissionStart = now();
   const { admission, predictedTtftS, decode } = admitRequest(runtime, scheduled);
   const end = now();
@@ -142,19 +150,20 @@ async function chunkKeysOf(
   runtime: ModelRuntime,
   tokens: number[] | undefined,
   context: PlanContext,
-): Promise<{ chunkKeys: string[][]; error?: string }> {
-  const lookupEnabled = runtime.store !== undefined || runtime.predicted !== undefined;
+): Promise<HashedPrompt & { error?: string }> {
+  const lookupEnabled = runtime.store !== undefined || runtime.predicted !== undefined ||
+    runtime.engineCaches.size > 0;
   if (!tokens || tokens.length < runtime.config.kv.minPromptTokens || !lookupEnabled) {
-    return { chunkKeys: [] };
+    return { chunkKeys: [], blockHashes: [] };
   }
   const { extraKeys, hashKeys } = context;
   try {
     if (hashKeys && tokens.length > HASH_INLINE_MAX_TOKENS) {
-      return { chunkKeys: await hashKeys(runtime.keyScheme.options, tokens, extraKeys) };
+      return await hashKeys(runtime.keyScheme.options, tokens, extraKeys);
     }
-    return { chunkKeys: runtime.keyScheme.chunkKeys(tokens, extraKeys) };
+    return runtime.keyScheme.hashed(tokens, extraKeys);
   } catch (error) {
-    return { chunkKeys: [], error: (error as Error).message };
+    return { chunkKeys: [], blockHashes: [], error: (error as Error).message };
   }
 }
 
@@ -166,21 +175,27 @@ function storeLookup(runtime: ModelRuntime, keys: string[]): Promise<LookupResul
     : Promise.resolve(noStoreLookup(keys));
 }
 
-/** Prefix hits per instance, the candidates with their load, and the policy's decision. */
+/**
+ * Prefix hits per instance, the candidates with their load, and the policy's decision. An
+ * engine whose own cache is mirrored from its KV events (`engineHits`, exact mirrors only) counts
+ * the larger of that and what the store and the router's dispatches say it holds.
+ */
 function schedule(
   runtime: ModelRuntime,
   chunkKeys: string[][],
   lookup: LookupResult | undefined,
+  engineHits: ReadonlyMap<string, number>,
   promptTokens: number,
   context: PlanContext,
 ): Scheduled {
-  const hits = lookup
+  const stored = lookup
     ? computePrefixHits(
       chunkKeys,
       lookup.locations,
       runtime.cluster.entries().map((e) => ({ id: e.config.id, kvHost: e.config.kvHost })),
     )
     : { poolChunks: 0, localChunks: new Map<string, number>() };
+  const hits = withEngineHits(stored, engineHits);
   const cap = (chunks: number) => Math.min(promptTokens, chunks * runtime.config.kv.chunkSize);
   const { candidates: all, entries } = runtime.cluster.candidates((id) =>
     cap(hits.localChunks.get(id) ?? 0)

@@ -1,6 +1,8 @@
 import type { DiscoveryConfig } from "../config/schema.ts";
 import { DnsDiscovery, type ResolveDns } from "../cluster/dns_discovery.ts";
-import type { Timers } from "../cluster/timers.ts";
+import { systemTimers, type Timers } from "../cluster/timers.ts";
+import { EngineEventFeed, type KvEventSockets } from "./engine_event_feed.ts";
+import { zmtpSockets } from "./kv_event_sockets.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 
 export interface BackgroundWorkOptions {
@@ -12,16 +14,21 @@ export interface BackgroundWorkOptions {
   log: (message: string, fields?: Record<string, unknown>) => void;
   /** Whether a discovered instance's host may be used now (default: any). */
   allowsHost?: (host: string) => boolean;
+  /** The sockets of the engines' KV event feeds (made on first need; tests pass fakes). */
+  kvEventSockets?: () => KvEventSockets;
 }
 
 /**
  * What runs beside the request path for each model runtime: health probes and load polls (the
- * runtime's cluster) and DNS discovery of its instance groups. Started with a runtime, stopped
- * when a reload retires it, restarted when only its discovery entries change.
+ * runtime's cluster), DNS discovery of its instance groups and the feeds of its engines' KV
+ * events. Started with a runtime, stopped when a reload retires it, discovery restarted when
+ * only its entries change.
  */
 export class BackgroundWork {
   readonly #options: BackgroundWorkOptions;
   readonly #discoveries = new Map<ModelRuntime, DnsDiscovery>();
+  readonly #feeds = new Map<ModelRuntime, EngineEventFeed[]>();
+  #sockets: KvEventSockets | undefined;
   /** Discoveries replaced by setDiscovery() that may still be ending a round. */
   readonly #retiring = new Set<Promise<void>>();
 
@@ -33,12 +40,44 @@ export class BackgroundWork {
   start(runtime: ModelRuntime, previous?: ModelRuntime): void {
     if (this.#options.enabled) runtime.cluster.start();
     this.setDiscovery(runtime, runtime.config.discovery, previous);
+    if (this.#options.enabled) this.#startFeeds(runtime);
   }
 
   async stop(runtime: ModelRuntime): Promise<void> {
     const discovery = this.#discoveries.get(runtime);
     this.#discoveries.delete(runtime);
-    await Promise.all([runtime.cluster.stop(), discovery?.stop(), ...this.#retiring]);
+    const feeds = this.#feeds.get(runtime) ?? [];
+    this.#feeds.delete(runtime);
+    await Promise.all([
+      runtime.cluster.stop(),
+      discovery?.stop(),
+      ...feeds.map((f) => f.stop()),
+      ...this.#retiring,
+    ]);
+  }
+
+  /** The KV event feed of each configured instance with `kvEvents`. */
+  #startFeeds(runtime: ModelRuntime): void {
+    const feeds: EngineEventFeed[] = [];
+    for (const instance of runtime.config.instances) {
+      const index = runtime.engineCaches.get(instance.id);
+      if (!instance.kvEvents || !index) continue;
+      this.#sockets ??= this.#options.kvEventSockets?.() ?? zmtpSockets();
+      const feed = new EngineEventFeed({
+        instanceId: instance.id,
+        endpoint: instance.kvEvents.endpoint,
+        replayEndpoint: instance.kvEvents.replayEndpoint,
+        topic: instance.kvEvents.topic,
+        index,
+        sockets: this.#sockets,
+        timers: this.#options.timers ?? systemTimers(),
+        now: this.#options.now,
+        log: this.#options.log,
+      });
+      feed.start();
+      feeds.push(feed);
+    }
+    if (feeds.length > 0) this.#feeds.set(runtime, feeds);
   }
 
   /**

@@ -10,6 +10,7 @@ import { BootstrapEngineIds } from "../proxy/mooncake_bootstrap.ts";
 import { rankLoadsReader } from "../cluster/rank_loads.ts";
 import { KvAgreementMonitor } from "./kv_agreement_monitor.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
+import { EngineCaches } from "../kv/events/engine_caches.ts";
 import { RecentPrompts } from "../kv/recent_prompts.ts";
 import { StoreHealth } from "../kv/store_health.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
@@ -66,6 +67,8 @@ export class ModelRuntime {
   readonly bootstrapIds?: BootstrapEngineIds;
   /** Predicted hits against the engines' reported reuse, per instance. */
   readonly agreement: KvAgreementMonitor;
+  /** Mirrors of the engines' own prefix caches, from their KV events (instances with kvEvents). */
+  readonly engineCaches: EngineCaches;
   /** Discovered instances refused (credentials in the URL, host not allowed), each once. */
   discoveryRefused = 0;
   /** Grows by one per decision (round robin). */
@@ -87,8 +90,10 @@ export class ModelRuntime {
     decodeOutlook?: DecodeOutlook;
     bootstrapIds?: BootstrapEngineIds;
     agreement: KvAgreementMonitor;
+    engineCaches: EngineCaches;
   }) {
     this.agreement = init.agreement;
+    this.engineCaches = init.engineCaches;
     this.bootstrapIds = init.bootstrapIds;
     this.prefillEstimators = init.prefillEstimators;
     this.decodeOutlook = init.decodeOutlook;
@@ -148,6 +153,10 @@ export class ModelRuntime {
       defaultPolicy: buildPolicy(config.policy, config),
       prefillEstimators,
       agreement,
+      engineCaches: new EngineCaches(
+        config.instances.filter((i) => i.kvEvents).map((i) => i.id),
+        config.kv.chunkSize,
+      ),
       decodeOutlook: config.disaggregation
         ? new DecodeOutlook({ meanDecodeS: config.disaggregation.meanDecodeS, now: deps.now })
         : undefined,

@@ -11,8 +11,13 @@ export interface VllmOptions {
   seed?: string;
   /** `--prefix-caching-hash-algo` (default vLLM's, sha256). */
   hashAlgo?: "sha256" | "sha256_cbor" | "xxhash" | "xxhash_cbor";
-  /** Where the engine's KV-event publisher connects (a test's subscriber binds it). */
+  /**
+   * The engine's KV-event PUB endpoint: a `tcp://127.0.0.1:...` one it connects to (a test's
+   * subscriber binds it), an `ipc://...` one it binds (the router's feed connects to it).
+   */
   kvEventsEndpoint?: string;
+  /** Its replay ROUTER endpoint (`replay_endpoint`, bound by the engine). */
+  kvEventsReplayEndpoint?: string;
   /** The master's RPC address: the engine writes its KV there (MooncakeStoreConnector). */
   mooncakeMaster?: string;
   /**
@@ -112,6 +117,7 @@ function kvEventsConfig(options: VllmOptions): string {
     // Without `*` vLLM connects to this endpoint rather than binding it: nothing listens beyond
     // loopback.
     endpoint: options.kvEventsEndpoint,
+    ...(options.kvEventsReplayEndpoint ? { replay_endpoint: options.kvEventsReplayEndpoint } : {}),
     topic: "",
   });
 }
