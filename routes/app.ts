@@ -207,6 +207,7 @@ export async function createRouter(
     log: deps.log,
     allowsHost: (host) => discoveryHostFilter(parts.registry.config)?.(host) ?? true,
     kvEventSockets: options.kvEventSockets,
+    fetch: deps.fetch,
   });
   for (const runtime of runtimes.values()) background.start(runtime);
   const shapeChecks = new StoreShapeChecks();

@@ -180,6 +180,20 @@ export const KvSchema = z.strictObject({
    * warn only, or dispatch the model by load alone until agreement returns.
    */
   onDisagreement: z.enum(["warn", "load_only"]).default("warn"),
+  /**
+   * The master's KV events (`--enable_kv_events`, `--kv_events_bind_endpoint`): while their mirror
+   * of the store is exact, requests are answered from it without a lookup
+   * (docs/routing.md#the-masters-kv-events). Off when unset.
+   */
+  masterEvents: z.strictObject({
+    /** The master's PUB socket, e.g. `tcp://10.0.0.9:5557`. */
+    endpoint: z.string().regex(/^(tcp|ipc):\/\/\S+$/, "expected tcp://host:port or ipc://path"),
+    topic: z.string().default(""),
+    /** Share of requests also looked up, to count the mirror's disagreements with the master. */
+    crossCheckRate: z.number().min(0).max(1).default(0.01),
+    /** How often an untrusted mirror reads the master's keys again. */
+    resyncIntervalMs: z.int().min(100).default(30_000),
+  }).optional(),
 });
 
 export const TokenizerSchema = z.strictObject({

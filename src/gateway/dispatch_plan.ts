@@ -2,6 +2,7 @@ import type { DecodePlan, DispatchPlan, TokenSource } from "../contracts.ts";
 import type { ExtraKeys, HashedPrompt, KeySchemeOptions } from "../hashing/types.ts";
 import { withLatestPredictions } from "../kv/merged_index.ts";
 import { computePrefixHits, withEngineHits } from "../kv/prefix.ts";
+import { crossCheck, mirrorLookup } from "../kv/events/pool_mirror.ts";
 import type { LookupResult, PrefixHits } from "../kv/types.ts";
 import type { ParsedRequest } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
@@ -91,7 +92,7 @@ export async function planDispatch(
   );
   const keys = chunkKeys.flat();
   const lookupStart = now();
-  const stored = await storeLookup(runtime, keys);
+  const stored = await storeLookup(runtime, keys, context.random);
   // From here to the reservation nothing awaits: the router's own recent dispatches are read
   // in the same synchronous step as this decision and its reservation, so that a burst's
   // requests see each other.
@@ -167,12 +168,29 @@ async function chunkKeysOf(
   }
 }
 
-/** The store's answer (health-gated, deadline-bound), before the router's predictions. */
-function storeLookup(runtime: ModelRuntime, keys: string[]): Promise<LookupResult | undefined> {
-  if (keys.length === 0) return Promise.resolve(undefined);
-  return runtime.store
-    ? runtime.store.lookup(keys, { deadlineMs: runtime.config.kv.timeoutMs })
-    : Promise.resolve(noStoreLookup(keys));
+/**
+ * The store's answer (health-gated, deadline-bound), before the router's predictions. While the
+ * mirror of the master's KV events is exact it answers instead, and a sampled share of requests
+ * is also looked up to count where the two disagree (the master's answer is the one used).
+ */
+async function storeLookup(
+  runtime: ModelRuntime,
+  keys: string[],
+  random: () => number,
+): Promise<LookupResult | undefined> {
+  if (keys.length === 0) return undefined;
+  if (!runtime.store) return noStoreLookup(keys);
+  const lookup = () => runtime.store!.lookup(keys, { deadlineMs: runtime.config.kv.timeoutMs });
+  const mirror = runtime.poolMirror;
+  if (mirror?.state !== "exact") return await lookup();
+  const mirrored = mirrorLookup(mirror, keys);
+  if (random() >= (runtime.config.kv.masterEvents?.crossCheckRate ?? 0)) {
+    mirror.lookups.answered++;
+    return mirrored;
+  }
+  const stored = await lookup();
+  crossCheck(mirror, mirrored, stored);
+  return stored;
 }
 
 /**

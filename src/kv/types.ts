@@ -22,6 +22,8 @@ export interface KeyLocation {
 export type LookupOutcome =
   /** Every batch answered. */
   | "ok"
+  /** Answered by the mirror of the master's KV events, without asking the master. */
+  | "mirror"
   /** Skipped: the store is inside its down-window (load-only dispatch). */
   | "store_down"
   /** Skipped: prompt below `minPromptTokens` or nothing to look up. */

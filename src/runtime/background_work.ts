@@ -3,6 +3,8 @@ import { DnsDiscovery, type ResolveDns } from "../cluster/dns_discovery.ts";
 import { systemTimers, type Timers } from "../cluster/timers.ts";
 import { EngineEventFeed, type KvEventSockets } from "./engine_event_feed.ts";
 import { zmtpSockets } from "./kv_event_sockets.ts";
+import { MasterEventFeed } from "./master_event_feed.ts";
+import { masterUrls } from "../config/kv_masters.ts";
 import type { ModelRuntime } from "./model_runtime.ts";
 
 export interface BackgroundWorkOptions {
@@ -16,6 +18,8 @@ export interface BackgroundWorkOptions {
   allowsHost?: (host: string) => boolean;
   /** The sockets of the engines' KV event feeds (made on first need; tests pass fakes). */
   kvEventSockets?: () => KvEventSockets;
+  /** Reads the master's keys for the pool mirror's snapshots (default: global fetch). */
+  fetch?: typeof fetch;
 }
 
 /**
@@ -27,7 +31,7 @@ export interface BackgroundWorkOptions {
 export class BackgroundWork {
   readonly #options: BackgroundWorkOptions;
   readonly #discoveries = new Map<ModelRuntime, DnsDiscovery>();
-  readonly #feeds = new Map<ModelRuntime, EngineEventFeed[]>();
+  readonly #feeds = new Map<ModelRuntime, { stop(): Promise<void> }[]>();
   #sockets: KvEventSockets | undefined;
   /** Discoveries replaced by setDiscovery() that may still be ending a round. */
   readonly #retiring = new Set<Promise<void>>();
@@ -56,9 +60,11 @@ export class BackgroundWork {
     ]);
   }
 
-  /** The KV event feed of each configured instance with `kvEvents`. */
+  /** The KV event feed of each configured instance with `kvEvents`, and the master's. */
   #startFeeds(runtime: ModelRuntime): void {
-    const feeds: EngineEventFeed[] = [];
+    const feeds: { stop(): Promise<void> }[] = [];
+    const master = this.#masterFeed(runtime);
+    if (master) feeds.push(master);
     for (const instance of runtime.config.instances) {
       const index = runtime.engineCaches.get(instance.id);
       if (!instance.kvEvents || !index) continue;
@@ -78,6 +84,34 @@ export class BackgroundWork {
       feeds.push(feed);
     }
     if (feeds.length > 0) this.#feeds.set(runtime, feeds);
+  }
+
+  /** The master's KV event feed (`kv.masterEvents`), its snapshots read from `/get_all_keys`. */
+  #masterFeed(runtime: ModelRuntime): MasterEventFeed | undefined {
+    const events = runtime.config.kv.masterEvents;
+    const url = masterUrls(runtime.config.kv)[0];
+    if (!events || !runtime.poolMirror || url === undefined) return undefined;
+    const fetcher = this.#options.fetch ?? fetch;
+    this.#sockets ??= this.#options.kvEventSockets?.() ?? zmtpSockets();
+    const feed = new MasterEventFeed({
+      endpoint: events.endpoint,
+      topic: events.topic,
+      mirror: runtime.poolMirror,
+      sockets: this.#sockets,
+      snapshot: async () => {
+        const response = await fetcher(`${url}/get_all_keys`, {
+          signal: AbortSignal.timeout(30_000),
+        });
+        if (!response.ok) return null;
+        return (await response.text()).split("\n").map((l) => l.trim()).filter((l) => l !== "");
+      },
+      timers: this.#options.timers ?? systemTimers(),
+      now: this.#options.now,
+      resyncIntervalMs: events.resyncIntervalMs,
+      log: this.#options.log,
+    });
+    feed.start();
+    return feed;
   }
 
   /**

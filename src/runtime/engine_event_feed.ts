@@ -17,9 +17,15 @@ export interface KvEventSubscription extends AsyncIterable<Uint8Array[]> {
   close(): void;
 }
 
+/** Told when the subscription has (re)connected and subscribed, and when it lost the publisher. */
+export interface SubscriptionHooks {
+  onConnect?: () => void;
+  onDisconnect?: () => void;
+}
+
 export interface KvEventSockets {
   /** A SUB socket connected to `endpoint`, subscribed to `topic`. */
-  subscribe(endpoint: string, topic: string): KvEventSubscription;
+  subscribe(endpoint: string, topic: string, hooks?: SubscriptionHooks): KvEventSubscription;
   /** The publisher's buffered messages from seq `from` to its end marker; null on failure. */
   replay(endpoint: string, from: bigint, timeoutMs: number): Promise<Uint8Array[][] | null>;
 }

@@ -42,6 +42,19 @@ export function modelSamples(runtimes: readonly ModelRuntime[]): ModelGaugeSampl
     predictedIndexKeys: runtime.predicted?.size ?? 0,
     discoveryRefused: runtime.discoveryRefused,
     tokenizerWorkers: workersOf(runtime.tokenizer),
+    poolMirror: runtime.poolMirror && {
+      exact: runtime.poolMirror.state === "exact",
+      keys: runtime.poolMirror.size,
+      answered: runtime.poolMirror.lookups.answered,
+      keysAgreed: runtime.poolMirror.lookups.keysAgreed,
+      keysDisagreed: runtime.poolMirror.lookups.keysDisagreed,
+      snapshots: runtime.poolMirror.counters.snapshots,
+      gaps: runtime.poolMirror.counters.gaps,
+    },
+    engineMirrors: runtime.engineCaches.size === 0 ? undefined : {
+      configured: runtime.engineCaches.size,
+      exact: [...runtime.engineCaches.entries()].filter(([, i]) => i.state === "exact").length,
+    },
   }));
 }
 

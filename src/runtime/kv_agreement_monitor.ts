@@ -117,7 +117,8 @@ export function agreementSampleOf(
   const reused = record.usage.cachedTokens;
   if (!plan || !record.instanceId || record.prefillInstanceId || plan.decode) return undefined;
   if (record.outcome !== "ok" || reused === undefined) return undefined;
-  if (plan.lookup?.outcome !== "ok" || plan.keys.length === 0) return undefined;
+  const answered = plan.lookup?.outcome === "ok" || plan.lookup?.outcome === "mirror";
+  if (!answered || plan.keys.length === 0) return undefined;
   if (!plan.tokens || plan.tokens.length !== plan.promptTokens) return undefined;
   const tokens = (chunks: number) => Math.min(plan.promptTokens, chunks * chunkSize);
   return {

@@ -8,7 +8,11 @@ import {
   subscription,
   ZmtpReader,
 } from "../kv/events/zmtp_codec.ts";
-import type { KvEventSockets, KvEventSubscription } from "./engine_event_feed.ts";
+import type {
+  KvEventSockets,
+  KvEventSubscription,
+  SubscriptionHooks,
+} from "./engine_event_feed.ts";
 
 /**
  * The real sockets of the KV event feeds: a small ZMTP 3.0 client (src/kv/events/zmtp_codec.ts)
@@ -30,8 +34,8 @@ export function zmtpSockets(
   const reconnectMs = options.reconnectMs ?? 1_000;
   const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
   return {
-    subscribe: (endpoint, topic) =>
-      subscriber(endpoint, topic, { reconnectMs, connectTimeoutMs, timers }),
+    subscribe: (endpoint, topic, hooks = {}) =>
+      subscriber(endpoint, topic, { reconnectMs, connectTimeoutMs, timers }, hooks),
     async replay(endpoint, from, timeoutMs) {
       const deadline = withDeadline(timers, timeoutMs);
       let peer: ZmtpPeer | undefined;
@@ -67,10 +71,12 @@ function subscriber(
   endpoint: string,
   topic: string,
   options: { reconnectMs: number; connectTimeoutMs: number; timers: Timers },
+  hooks: SubscriptionHooks,
 ): KvEventSubscription {
   let closed = false;
   let peer: ZmtpPeer | undefined;
   let wake: (() => void) | undefined;
+  let connected = false;
   return {
     close() {
       closed = true;
@@ -85,6 +91,8 @@ function subscriber(
           deadline.clear();
           if (closed) break;
           await peer.write(subscription(topic));
+          connected = true;
+          hooks.onConnect?.();
           for (;;) {
             const parts = await peer.next();
             if (parts === null) break;
@@ -96,6 +104,8 @@ function subscriber(
           deadline.clear();
           peer?.close();
           peer = undefined;
+          if (connected) hooks.onDisconnect?.();
+          connected = false;
         }
         if (closed) break;
         await new Promise<void>((resolve) => {

@@ -11,6 +11,7 @@ import { rankLoadsReader } from "../cluster/rank_loads.ts";
 import { KvAgreementMonitor } from "./kv_agreement_monitor.ts";
 import { PredictedIndex } from "../kv/predicted_index.ts";
 import { EngineCaches } from "../kv/events/engine_caches.ts";
+import { PoolMirror } from "../kv/events/pool_mirror.ts";
 import { RecentPrompts } from "../kv/recent_prompts.ts";
 import { StoreHealth } from "../kv/store_health.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
@@ -69,6 +70,8 @@ export class ModelRuntime {
   readonly agreement: KvAgreementMonitor;
   /** Mirrors of the engines' own prefix caches, from their KV events (instances with kvEvents). */
   readonly engineCaches: EngineCaches;
+  /** The store's keys mirrored from the master's KV events (`kv.masterEvents`). */
+  readonly poolMirror?: PoolMirror;
   /** Discovered instances refused (credentials in the URL, host not allowed), each once. */
   discoveryRefused = 0;
   /** Grows by one per decision (round robin). */
@@ -91,7 +94,9 @@ export class ModelRuntime {
     bootstrapIds?: BootstrapEngineIds;
     agreement: KvAgreementMonitor;
     engineCaches: EngineCaches;
+    poolMirror?: PoolMirror;
   }) {
+    this.poolMirror = init.poolMirror;
     this.agreement = init.agreement;
     this.engineCaches = init.engineCaches;
     this.bootstrapIds = init.bootstrapIds;
@@ -157,6 +162,9 @@ export class ModelRuntime {
         config.instances.filter((i) => i.kvEvents).map((i) => i.id),
         config.kv.chunkSize,
       ),
+      poolMirror: config.kv.masterEvents && config.kv.store === "mooncake"
+        ? new PoolMirror()
+        : undefined,
       decodeOutlook: config.disaggregation
         ? new DecodeOutlook({ meanDecodeS: config.disaggregation.meanDecodeS, now: deps.now })
         : undefined,

@@ -53,6 +53,18 @@ export interface ModelGaugeSample {
   discoveryRefused?: number;
   /** The model's tokenizer worker pool (absent: tokenized on the main loop). */
   tokenizerWorkers?: { started: number; ready: number; replaced: number };
+  /** The mirror of the master's KV events (absent without `kv.masterEvents`). */
+  poolMirror?: {
+    exact: boolean;
+    keys: number;
+    answered: number;
+    keysAgreed: number;
+    keysDisagreed: number;
+    snapshots: number;
+    gaps: number;
+  };
+  /** Engines whose own cache is mirrored from their KV events, and how many are exact now. */
+  engineMirrors?: { configured: number; exact: number };
 }
 
 /** Router-wide gauges: requests in flight; the shared state between replicas (absent without). */
@@ -198,7 +210,8 @@ export class GatewayMetrics {
     });
     this.storeLookups = new client.Counter({
       name: "tidegate_store_lookups_total",
-      help: "KV store lookups by outcome (ok, deadline, failed, store_down, skipped).",
+      help:
+        "KV store lookups by outcome (ok, mirror: answered by the pool mirror, deadline, failed, store_down, skipped).",
       labelNames: ["model", "outcome"],
       registers,
     });
@@ -484,6 +497,46 @@ function declareModelGauges(
     "tidegate_tokenizer_workers_replaced",
     "Tokenizer workers replaced after a crash, a missed deadline or a failed load.",
     (s) => s.tokenizerWorkers?.replaced ?? 0,
+  );
+  modelGauge(
+    "tidegate_pool_mirror_exact",
+    "1 while the mirror of the master's KV events is exact (requests then skip the lookup).",
+    (s) => (s.poolMirror?.exact ? 1 : 0),
+  );
+  modelGauge(
+    "tidegate_pool_mirror_keys",
+    "Keys in the mirror of the master's KV events.",
+    (s) => s.poolMirror?.keys ?? 0,
+  );
+  modelGauge(
+    "tidegate_pool_mirror_answers",
+    "Requests answered from the pool mirror instead of a store lookup (since start).",
+    (s) => s.poolMirror?.answered ?? 0,
+  );
+  modelGauge(
+    "tidegate_pool_mirror_keys_agreed",
+    "Keys of sampled requests on which the master's lookup agreed with the mirror.",
+    (s) => s.poolMirror?.keysAgreed ?? 0,
+  );
+  modelGauge(
+    "tidegate_pool_mirror_keys_disagreed",
+    "Keys of sampled requests on which the master's lookup disagreed with the mirror.",
+    (s) => s.poolMirror?.keysDisagreed ?? 0,
+  );
+  modelGauge(
+    "tidegate_pool_mirror_snapshots",
+    "Times the pool mirror was rebuilt from the master's keys (connects, gaps, retries).",
+    (s) => s.poolMirror?.snapshots ?? 0,
+  );
+  modelGauge(
+    "tidegate_pool_mirror_gaps",
+    "Sequence gaps in the master's KV events (lost messages).",
+    (s) => s.poolMirror?.gaps ?? 0,
+  );
+  modelGauge(
+    "tidegate_engine_mirrors_exact",
+    "Instances whose engine cache mirror (from its KV events) is exact now.",
+    (s) => s.engineMirrors?.exact ?? 0,
   );
   modelGauge(
     "tidegate_predicted_index_keys",

@@ -17,7 +17,8 @@ export interface RealMaster {
   stop(): Promise<void>;
 }
 
-export async function startRealMaster(): Promise<RealMaster> {
+/** `args`: more `mooncake_master` flags (e.g. its KV event publisher). */
+export async function startRealMaster(options: { args?: string[] } = {}): Promise<RealMaster> {
   requireRealPrograms();
   const rpcPort = freePort();
   const httpPort = freePort();
@@ -32,6 +33,7 @@ export async function startRealMaster(): Promise<RealMaster> {
     // that engine's host, which is what the router reads (with the default, `random`, a put
     // lands in any mounted segment).
     "--allocation_strategy=local_first",
+    ...(options.args ?? []),
   ];
   const launch = async () => {
     const process = startRealProcess(`mooncake-master-${httpPort}`, REAL.mooncakeMaster, args);

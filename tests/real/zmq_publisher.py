@@ -2,7 +2,8 @@
 frames [topic, seq (8 bytes big-endian), payload] and a ROUTER answering a replay request with the
 buffered messages from a seq on, then an end marker of seq -1. Driven over stdin, one command a
 line: `pub SEQ SIZE` publishes seq SEQ with a SIZE-byte payload (kept in the replay buffer),
-`drop SEQ SIZE` only buffers it (a message the subscriber never sees). Prints "ready" once bound.
+`drop SEQ SIZE` only buffers it (a message the subscriber never sees), `raw SEQ HEX` publishes the
+payload given in hex (e.g. a Mooncake master's event batch). Prints "ready" once bound.
 
 usage: zmq_publisher.py PUB_ENDPOINT REPLAY_ENDPOINT
 """
@@ -34,12 +35,15 @@ def main():
     threading.Thread(target=serve, daemon=True).start()
     print("ready", flush=True)
     for line in sys.stdin:
-        verb, seq, size = line.split()
-        seq, size = int(seq), int(size)
-        payload = bytes((seq + i) % 256 for i in range(size))
+        verb, seq, arg = line.split()
+        seq = int(seq)
+        if verb == "raw":
+            payload = bytes.fromhex(arg)
+        else:
+            payload = bytes((seq + i) % 256 for i in range(int(arg)))
         with lock:
             buffer.append((seq, payload))
-        if verb == "pub":
+        if verb in ("pub", "raw"):
             pub.send_multipart([b"", seq.to_bytes(8, "big"), payload])
         print(f"done {seq}", flush=True)
 

@@ -6,52 +6,8 @@
 import { assert, assertEquals } from "../assert.ts";
 import { eventually } from "../support/eventually.ts";
 import { zmtpSockets } from "../../src/runtime/kv_event_sockets.ts";
-import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
-
-const SCRIPT = new URL("./zmq_publisher.py", import.meta.url).pathname;
-
-interface Publisher {
-  /** Publishes (or, with `drop`, only buffers) seq `seq` with a `size`-byte payload. */
-  send(verb: "pub" | "drop", seq: number, size: number): Promise<void>;
-  stop(): Promise<void>;
-}
-
-async function startPublisher(pub: string, replay: string): Promise<Publisher> {
-  requireRealPrograms();
-  const child = new Deno.Command(REAL.python, {
-    args: [SCRIPT, pub, replay],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
-  const nextLine = async () => {
-    while (!buffered.includes("\n")) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error("the publisher exited");
-      buffered += value;
-    }
-    const at = buffered.indexOf("\n");
-    const line = buffered.slice(0, at);
-    buffered = buffered.slice(at + 1);
-    return line;
-  };
-  assertEquals(await nextLine(), "ready");
-  const stdin = child.stdin.getWriter();
-  return {
-    async send(verb, seq, size) {
-      await stdin.write(new TextEncoder().encode(`${verb} ${seq} ${size}\n`));
-      assertEquals(await nextLine(), `done ${seq}`);
-    },
-    async stop() {
-      await stdin.close().catch(() => {});
-      child.kill("SIGTERM");
-      await child.status;
-      await lines.cancel().catch(() => {});
-    },
-  };
-}
+import { freePort } from "./real_env.ts";
+import { startPublisher } from "./zmq_publisher.ts";
 
 const seqOf = (frame: Uint8Array) =>
   Number(new DataView(frame.buffer, frame.byteOffset, 8).getBigInt64(0));
