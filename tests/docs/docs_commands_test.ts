@@ -158,6 +158,14 @@ const RULES: Rule[] = [
     }),
   },
   {
+    when: (w) => isTask(w, "bench:policies"),
+    plan: () => ({
+      kind: "listed",
+      reason: "a benchmark on two real vLLM engines: about 10 minutes of saturated CPU",
+      check: { task: "help" },
+    }),
+  },
+  {
     when: (w) => isTask(w, "bench:tokenize", "bench:predispatch"),
     plan: () => ({
       kind: "listed",

@@ -4,38 +4,73 @@
  * MooncakeStoreConnector into one real mooncake_master, as tests/real/vllm_hits_test.ts runs them,
  * and the router reads the master; with `--kv local` the engines have no connector and the router
  * knows only what it dispatched (`kv.store: "none"`, its predicted index kept for the whole run).
- * For each policy a tidegate router in-process in front of them, the engines' prefix caches and
+ * For each arm a router in front of them (tidegate in-process with the policy named, or, for an
+ * `smg:P` arm, the SGLang Model Gateway with its policy P: tests/support/smg.ts), the engines' prefix caches and
  * the store emptied first (`POST /reset_prefix_cache?reset_external=true`, which also runs
  * `remove_all` on the master), and the same seeded workload sent to it: long documents picked with
  * Zipf popularity, each request a document and a question of its own, streamed, a few at a time.
- * Per policy: client TTFT (the first content byte), the engines' `cached_tokens` over their
- * `prompt_tokens`, the hit the router predicted, and how the requests split over the engines.
+ * Per arm: client TTFT (the first content byte), the engines' `cached_tokens` over their
+ * `prompt_tokens`, the hit tidegate predicted, how the requests split over the engines (their own
+ * counters), and tidegate's experiment verdict of its default against every other arm.
  * docs/real_policy_comparison.md has runs and what they do and do not show.
  *
- * usage: deno run -A tests/real/policy_comparison_bench.ts [--requests N] [--concurrency C]
- *        [--seed S] [--policies a,b,c] [--kv store|local] [--out FILE]
- *        [--decisions FILE] (after `bash tests/real/setup.sh`)
+ * usage: deno task bench:policies [--requests N] [--concurrency C] [--seed S]
+ *        [--policies a,b,smg:cache_aware] [--kv store|local] [--out FILE] [--decisions FILE]
+ * (after `deno task setup:real`, which installs vLLM, mooncake_master and SMG into .venv)
  */
 import { resolveConfig } from "../../src/config/load.ts";
+import {
+  type ArmObservation,
+  armReport,
+  ArmTally,
+  compareArms,
+} from "../../src/experiment/arm_stats.ts";
+import { verdictLine } from "../../src/experiment/verdict.ts";
+import { CLUSTERS } from "../../src/experiment/clustered.ts";
+import {
+  SMG_PATH,
+  SMG_VERSION,
+  smgLaunchArgs,
+  smgMissing,
+  type SmgPolicy,
+  waitForSmgWorkers,
+} from "../support/smg.ts";
+import { startRealProcess } from "./real_process.ts";
 import { createRouter } from "../../routes/app.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
-import type { ChatMessage } from "../../src/tokenize/types.ts";
+import {
+  DOCUMENTS,
+  makeWorkload,
+  messagesOf,
+  WORDS,
+  type Workload,
+  ZIPF_S,
+} from "./policy_workload.ts";
 import { waitFor } from "../support/eventually.ts";
 import { type RealMaster, startRealMaster } from "./mooncake_master.ts";
-import { REAL, requireRealPrograms } from "./real_env.ts";
+import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
 import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
-const USAGE = "usage: deno run -A tests/real/policy_comparison_bench.ts [--requests N] " +
+const USAGE = "usage: deno task bench:policies [--requests N] " +
   "[--concurrency C] [--seed S] [--policies a,b,c] [--kv store|local] [--out FILE] " +
   "[--decisions FILE]";
 
-/** affinity_ttft: the new default candidate; cache_aware: the previous default; a baseline. */
-const DEFAULT_POLICIES = ["affinity_ttft", "cache_aware", "round_robin"];
+/**
+ * tidegate's default (affinity_ttft), its previous default (cache_aware) and mooncake_ttft; the
+ * peer router, SMG, with its cache-aware policy (`smg:` arms run `smg launch --policy P` in front
+ * of the same engines); round robin as the baseline.
+ */
+const DEFAULT_POLICIES = [
+  "affinity_ttft",
+  "cache_aware",
+  "mooncake_ttft",
+  "smg:cache_aware",
+  "round_robin",
+];
+/** The arm the verdict lines compare against every other arm. */
+const VERDICT_ARM = "affinity_ttft";
 /** Each engine publishes its store segment under its own loopback address (the router's kvHost). */
 const HOSTS = ["127.0.0.2", "127.0.0.3"];
-const DOCUMENTS = 12;
-const ZIPF_S = 1.1;
-const DOC_TOKENS = { min: 1_500, max: 2_000 };
 /** Generated tokens per answer: TTFT is what is measured, decode only holds the engine. */
 const MAX_TOKENS = 4;
 
@@ -85,84 +120,6 @@ function positiveInt(flag: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} takes a positive integer`);
   return n;
-}
-
-/** mulberry32: a small seeded generator, so every policy gets the same workload. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const WORDS = (
-  "river stone harbor lantern meadow copper signal valley engine garden window silver market " +
-  "orchard bridge ledger thunder compass shadow anchor timber canvas meadowlark granite beacon " +
-  "ferry quarry pepper saddle glacier cobalt amber tunnel orbit cedar falcon harvest marble " +
-  "pilot ribbon summit velvet willow ember forge island jasper kettle linen mosaic nectar " +
-  "opal prairie quill raven saffron tundra umber vessel wharf yarrow zephyr archive budget " +
-  "census charter contract deadline estimate freight gauge inventory journal kernel latency " +
-  "mandate network outage payload quota receipt schedule tariff upgrade voucher warranty " +
-  "allocate measure deliver inspect recover transfer approve reject forecast balance settle " +
-  "north south eastern western early late quiet rapid narrow broad heavy light distant local"
-).split(/\s+/);
-
-interface Workload {
-  documents: string[];
-  documentTokens: number[];
-  /** Per request: which document, and its own question. */
-  requests: { doc: number; question: string }[];
-}
-
-/** Documents of DOC_TOKENS tokens (the real tokenizer counts), Zipf-picked, unique questions. */
-function makeWorkload(
-  options: Options,
-  countTokens: (text: string) => number,
-): Workload {
-  const random = seeded(options.seed);
-  const word = () => WORDS[Math.floor(random() * WORDS.length)];
-  const documents: string[] = [];
-  const documentTokens: number[] = [];
-  for (let d = 0; d < DOCUMENTS; d++) {
-    const target = DOC_TOKENS.min + Math.floor(random() * (DOC_TOKENS.max - DOC_TOKENS.min));
-    const sentences = [`Document ${d}.`];
-    let tokens = countTokens(sentences[0]);
-    while (tokens < target) {
-      const length = 6 + Math.floor(random() * 10);
-      const sentence = Array.from({ length }, word).join(" ");
-      sentences.push(`${sentence[0].toUpperCase()}${sentence.slice(1)}.`);
-      tokens = countTokens(sentences.join(" "));
-    }
-    documents.push(sentences.join(" "));
-    documentTokens.push(tokens);
-  }
-  const weights = documents.map((_, k) => 1 / Math.pow(k + 1, ZIPF_S));
-  const total = weights.reduce((s, w) => s + w, 0);
-  const pick = () => {
-    let r = random() * total;
-    for (let k = 0; k < weights.length; k++) {
-      r -= weights[k];
-      if (r < 0) return k;
-    }
-    return weights.length - 1;
-  };
-  const requests = Array.from({ length: options.requests }, (_, i) => ({
-    doc: pick(),
-    question: `Question ${i}: what does it say about the ${word()} and the ${word()}?`,
-  }));
-  return { documents, documentTokens, requests };
-}
-
-function messagesOf(workload: Workload, index: number): ChatMessage[] {
-  const { doc, question } = workload.requests[index];
-  return [{ role: "system", content: workload.documents[doc] }, {
-    role: "user",
-    content: question,
-  }];
 }
 
 function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], policy: string) {
@@ -357,6 +314,8 @@ interface PolicyResult {
   agreement: string[];
   /** Keys in the store after the run (0 without one). */
   storeKeys: number;
+  /** Requests each engine finished during the arm (from its own metrics). */
+  servedPerEngine: number[];
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -374,24 +333,28 @@ function summaryTable(results: PolicyResult[], instances: string[]): string {
     "| policy | requests (errors) | mean TTFT ms | p50 TTFT ms | p90 TTFT ms | engine cached / prompt tokens | router predicted hit / prompt tokens | requests per engine | documents on both engines | wall s |",
     "| --- | --: | --: | --: | --: | --: | --: | --- | --: | --: |",
   ];
-  for (const { policy, samples, wallS } of results) {
+  for (const { policy, samples, wallS, servedPerEngine } of results) {
     const ok = samples.filter((s) => s.status === 200 && !s.error && !Number.isNaN(s.ttftMs));
     const ttfts = ok.map((s) => s.ttftMs).sort((a, b) => a - b);
     const prompt = ok.reduce((s, x) => s + x.promptTokens, 0);
     const cached = ok.reduce((s, x) => s + x.cachedTokens, 0);
     const routerPrompt = ok.reduce((s, x) => s + x.routerPromptTokens, 0);
     const routerHit = ok.reduce((s, x) => s + x.routerHitTokens, 0);
-    const split = instances.map((id) => `${id} ${samples.filter((s) => s.instance === id).length}`)
-      .join(" / ");
+    // From the engines' own counters: SMG names no instance in its answers.
+    const split = instances.map((id, i) => `${id} ${servedPerEngine[i] ?? "?"}`).join(" / ");
     const docsOn = new Map<number, Set<string>>();
     for (const s of ok) docsOn.set(s.doc, (docsOn.get(s.doc) ?? new Set()).add(s.instance));
-    const both = [...docsOn.values()].filter((set) => set.size > 1).length;
+    const both = ok.some((s) => s.instance === "?")
+      ? "-"
+      : `${[...docsOn.values()].filter((set) => set.size > 1).length} of ${docsOn.size}`;
     rows.push(
       `| ${policy} | ${samples.length} (${samples.length - ok.length}) | ${ms(mean(ttfts))} | ` +
         `${ms(quantile(ttfts, 0.5))} | ${ms(quantile(ttfts, 0.9))} | ` +
         `${pct(cached, prompt)} (${cached} / ${prompt}) | ` +
-        `${pct(routerHit, routerPrompt)} (${routerHit} / ${routerPrompt}) | ${split} | ` +
-        `${both} of ${docsOn.size} | ${wallS.toFixed(1)} |`,
+        (routerPrompt > 0
+          ? `${pct(routerHit, routerPrompt)} (${routerHit} / ${routerPrompt})`
+          : "-") +
+        ` | ${split} | ${both} | ${wallS.toFixed(1)} |`,
     );
   }
   return rows.join("\n");
@@ -409,6 +372,7 @@ function hitMissTable(results: PolicyResult[]): string {
   ];
   const cell = (group: Sample[]) => `${group.length} | ${ms(mean(group.map((s) => s.ttftMs)))}`;
   for (const { policy, samples } of results) {
+    if (policy.startsWith("smg:")) continue; // no predicted hit to sort by
     const ok = samples.filter((s) => s.status === 200 && !s.error && !Number.isNaN(s.ttftMs));
     const warm = ok.filter((s) => 2 * s.cachedTokens >= s.promptTokens);
     const own = warm.filter((s) => 2 * s.routerHitTokens >= s.promptTokens);
@@ -429,9 +393,104 @@ async function git(args: string[]): Promise<string> {
 
 const loadavg = () => Deno.readTextFileSync("/proc/loadavg").trim();
 
+/** One tidegate router in-process in front of the engines, with `policy`. */
+async function runTidegateArm(
+  policy: string,
+  master: RealMaster | undefined,
+  engines: VllmEngine[],
+  workload: Workload,
+  options: Options,
+  decisions: Record<string, unknown>,
+): Promise<PolicyResult> {
+  const router = await createRouter(routerConfig(master, engines, policy), { log: () => {} });
+  try {
+    if (!await router.warm(60_000)) throw new Error("the router's tokenizer workers");
+    const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
+    const run = await runWorkload(`http://127.0.0.1:${port}`, workload, options.concurrency);
+    const runtime = router.registry.runtime(REAL.modelName)!;
+    const agreement = runtime.cluster.entries().map((e) =>
+      `${e.config.id} ${runtime.agreement.state(e.config.id)}`
+    );
+    const storeKeys = master ? await storeKeyCount(master) : 0;
+    decisions[policy] = router.decisions.recent(options.requests);
+    return { policy, ...run, agreement, storeKeys, servedPerEngine: [] };
+  } finally {
+    await router.close();
+  }
+}
+
+/** The SGLang Model Gateway in front of the same engines (`smg:<policy>`). */
+async function runSmgArm(
+  arm: string,
+  engines: VllmEngine[],
+  workload: Workload,
+  options: Options,
+): Promise<PolicyResult> {
+  const policy = arm.slice("smg:".length) as SmgPolicy;
+  const port = freePort();
+  const workers = engines.map((e) => e.url);
+  const smg = startRealProcess(
+    "smg",
+    SMG_PATH,
+    smgLaunchArgs({ port, metricsPort: freePort(), workers, policy }),
+  );
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    await waitForSmgWorkers(url, workers, 120_000, () => smg.alive()).catch((error) => {
+      throw new Error(`${error.message}\n${smg.logTail(30)}`);
+    });
+    const run = await runWorkload(url, workload, options.concurrency);
+    return { policy: arm, ...run, agreement: [], storeKeys: 0, servedPerEngine: [] };
+  } finally {
+    await smg.stop();
+  }
+}
+
+/** Requests each engine has finished so far (`vllm:request_success_total`, all labels). */
+async function enginesServed(engines: VllmEngine[]): Promise<number[]> {
+  return await Promise.all(engines.map(async (engine) => {
+    const text = await (await fetch(`${engine.url}/metrics`)).text();
+    return text.split("\n").filter((line) => line.startsWith("vllm:request_success_total"))
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
+  }));
+}
+
+/**
+ * tidegate's experiment verdict (src/experiment/verdict.ts), as its live A/B test reports it:
+ * VERDICT_ARM against every other arm on client TTFT, clustered by document.
+ */
+function verdictLines(results: PolicyResult[]): string[] {
+  const tallied = results.map((r) => {
+    const tally = new ArmTally();
+    for (const s of r.samples) tally.record(observation(r.policy, s));
+    return { report: armReport({ name: r.policy, policy: r.policy, weight: 1 }, tally), tally };
+  });
+  const arm = tallied.find((t) => t.report.name === VERDICT_ARM);
+  if (!arm) return [`(no ${VERDICT_ARM} arm in this run: no verdict)`];
+  return tallied.filter((t) => t !== arm).map((control) =>
+    verdictLine(compareArms(arm, control), arm.report, control.report)
+  );
+}
+
+function observation(arm: string, s: Sample): ArmObservation {
+  const served = s.status === 200 && !s.error && !Number.isNaN(s.ttftMs);
+  return {
+    arm,
+    outcome: served ? "served" : "error",
+    ttftS: served ? s.ttftMs / 1000 : undefined,
+    cluster: s.doc % CLUSTERS,
+    engineCachedTokens: s.cachedTokens,
+    enginePromptTokens: s.promptTokens,
+  };
+}
+
 async function main(): Promise<void> {
   const options = parseArgs(Deno.args);
   requireRealPrograms();
+  if (options.policies.some((p) => p.startsWith("smg:"))) {
+    const why = await smgMissing();
+    if (why) throw new Error(why);
+  }
   const command = ["deno run -A tests/real/policy_comparison_bench.ts", ...Deno.args].join(" ");
   const date = new Date().toISOString();
   const commit = await git(["rev-parse", "--short", "HEAD"]);
@@ -474,29 +533,20 @@ async function main(): Promise<void> {
     for (const policy of options.policies) {
       await resetCaches(engines, master);
       progress(`${policy}: caches and store empty`);
-      const router = await createRouter(routerConfig(master, engines, policy), { log: () => {} });
-      try {
-        if (!await router.warm(60_000)) throw new Error("the router's tokenizer workers");
-        const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
-        const run = await runWorkload(`http://127.0.0.1:${port}`, workload, options.concurrency);
-        const runtime = router.registry.runtime(REAL.modelName)!;
-        const agreement = runtime.cluster.entries().map((e) =>
-          `${e.config.id} ${runtime.agreement.state(e.config.id)}`
-        );
-        const storeKeys = master ? await storeKeyCount(master) : 0;
-        results.push({ policy, ...run, agreement, storeKeys });
-        decisions[policy] = router.decisions.recent(options.requests);
-        const failed = run.samples.filter((s) => s.error || s.status !== 200);
-        progress(
-          `${policy}: ${run.samples.length} requests in ${run.wallS.toFixed(1)} s` +
-            `; agreement ${agreement.join(", ")}; ${storeKeys} keys in the store` +
-            (failed.length > 0
-              ? `, ${failed.length} failed, e.g. ${JSON.stringify(failed[0])}`
-              : ""),
-        );
-      } finally {
-        await router.close();
-      }
+      const before = await enginesServed(engines);
+      const result = policy.startsWith("smg:")
+        ? await runSmgArm(policy, engines, workload, options)
+        : await runTidegateArm(policy, master, engines, workload, options, decisions);
+      const after = await enginesServed(engines);
+      result.servedPerEngine = after.map((n, i) => n - before[i]);
+      results.push(result);
+      const failed = result.samples.filter((s) => s.error || s.status !== 200);
+      progress(
+        `${policy}: ${result.samples.length} requests in ${result.wallS.toFixed(1)} s` +
+          `; agreement ${result.agreement.join(", ") || "-"}; ${result.storeKeys} keys in the ` +
+          "store" +
+          (failed.length > 0 ? `, ${failed.length} failed, e.g. ${JSON.stringify(failed[0])}` : ""),
+      );
     }
   } finally {
     await Promise.all(engines.map((e) => e.stop()));
@@ -523,6 +573,10 @@ async function main(): Promise<void> {
     `seed ${options.seed}; ${DOCUMENTS} documents of ${Math.min(...workload.documentTokens)}-` +
     `${Math.max(...workload.documentTokens)} tokens picked with Zipf(${ZIPF_S}) (requests per ` +
     `document: ${perDoc.join(", ")}), each with a question of its own; ${MAX_TOKENS} tokens out`,
+    `- routers: tidegate (this commit, in-process) with each policy named; ` +
+    `SMG ${SMG_VERSION} (\`smg launch --policy P\`, a fresh process per arm, HTTP workers: ` +
+    "routes on the request text, does not tokenize) for the `smg:` arms. Arms run one after " +
+    "another on the same engines, caches emptied between them",
     `- TTFT: client side, request sent to first content byte` +
     (fromEvent > 0 ? ` (${fromEvent} answers had no content: their first SSE event)` : ""),
     `- total run: ${((performance.now() - started) / 1000).toFixed(0)} s`,
@@ -533,7 +587,12 @@ async function main(): Promise<void> {
     "",
     "| policy | router's KV agreement at the end | keys in the store at the end |",
     "| --- | --- | --: |",
-    ...results.map((r) => `| ${r.policy} | ${r.agreement.join(", ")} | ${r.storeKeys} |`),
+    ...results.map((r) => `| ${r.policy} | ${r.agreement.join(", ") || "-"} | ${r.storeKeys} |`),
+    "",
+    `tidegate's experiment verdict (src/experiment/verdict.ts; TTFT clustered by document), ` +
+    `${VERDICT_ARM} against each arm:`,
+    "",
+    ...verdictLines(results).map((line) => `- ${line}`),
     "",
   ].join("\n");
   console.log(report);
