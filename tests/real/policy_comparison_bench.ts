@@ -53,7 +53,9 @@ import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
   "[--concurrency C] [--seed S] [--policies a,b,c] [--kv store|local] [--out FILE] " +
-  "[--decisions FILE]";
+  "[--in-process] [--decisions FILE]\n" +
+  "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
+  "the benchmark's process instead (--decisions, its decision logs, implies it)";
 
 /**
  * tidegate's default (affinity_ttft), its previous default (cache_aware) and mooncake_ttft; the
@@ -83,6 +85,8 @@ interface Options {
   out?: string;
   /** Where the routers' decision logs (every candidate's terms) go, as JSON by policy. */
   decisions?: string;
+  /** tidegate in the benchmark's own process (its decision log readable) instead of its own. */
+  inProcess: boolean;
 }
 
 function parseArgs(args: string[]): Options {
@@ -92,6 +96,7 @@ function parseArgs(args: string[]): Options {
     seed: 24,
     policies: DEFAULT_POLICIES,
     kv: "store",
+    inProcess: false,
   };
   for (let i = 0; i < args.length; i++) {
     const flag = args[i];
@@ -99,6 +104,10 @@ function parseArgs(args: string[]): Options {
     if (flag === "--help" || flag === "-h") {
       console.log(USAGE);
       Deno.exit(0);
+    }
+    if (flag === "--in-process") {
+      options.inProcess = true;
+      continue;
     }
     if (value === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
     i++;
@@ -113,6 +122,8 @@ function parseArgs(args: string[]): Options {
       options.kv = value;
     } else throw new Error(`unknown argument ${flag}\n${USAGE}`);
   }
+  // The decision logs are read from the router object: in the benchmark's process only.
+  if (options.decisions) options.inProcess = true;
   return options;
 }
 
@@ -123,6 +134,16 @@ function positiveInt(flag: string, value: string): number {
 }
 
 function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], policy: string) {
+  return resolveConfig(rawRouterConfig(master, engines, policy, 0));
+}
+
+/** The router's config as a file holds it (`start --config`). */
+function rawRouterConfig(
+  master: RealMaster | undefined,
+  engines: VllmEngine[],
+  policy: string,
+  port: number,
+) {
   const keys = {
     hash: "sha256", // vLLM's default --prefix-caching-hash-algo
     chunkSize: CPU_BLOCK_SIZE,
@@ -135,8 +156,8 @@ function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], pol
     // No store: the router's own dispatches are all it knows; the engines' caches (2M tokens
     // each) evict nothing in a run, so those predictions are kept for the whole run.
     : { ...keys, store: "none", predictedIndex: { ttlMs: 3_600_000 } };
-  return resolveConfig({
-    listen: { port: 0 },
+  return {
+    listen: { host: "127.0.0.1", port },
     models: [{
       name: REAL.modelName,
       tokenizer: { path: REAL.model },
@@ -145,7 +166,7 @@ function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], pol
       health: { intervalMs: 1_000, timeoutMs: 2_000 },
       instances: engines.map((e, i) => ({ id: `v${i}`, url: e.url, kvHost: HOSTS[i] })),
     }],
-  });
+  };
 }
 
 interface Sample {
@@ -419,6 +440,56 @@ async function runTidegateArm(
   }
 }
 
+/**
+ * tidegate as its own process (`deno run -A cli/main.ts start`), as SMG runs: the benchmark's
+ * client then shares no event loop with it. The agreement is read from its /metrics.
+ */
+async function runTidegateProcess(
+  policy: string,
+  master: RealMaster | undefined,
+  engines: VllmEngine[],
+  workload: Workload,
+  options: Options,
+): Promise<PolicyResult> {
+  const port = freePort();
+  const dir = await Deno.makeTempDir({ prefix: "tidegate-bench-" });
+  const config = `${dir}/tidegate.json`;
+  await Deno.writeTextFile(config, JSON.stringify(rawRouterConfig(master, engines, policy, port)));
+  const router = startRealProcess(
+    "tidegate",
+    Deno.execPath(),
+    ["run", "-A", `${REAL.root}cli/main.ts`, "start", "--config", config],
+  );
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(
+      async () => {
+        if (!router.alive()) throw new Error(`tidegate exited:\n${router.logTail(30)}`);
+        const status = await fetch(`${url}/readyz`).then((r) => {
+          r.body?.cancel();
+          return r.status;
+        }, () => 0);
+        return status === 200 ? true : undefined;
+      },
+      120_000,
+      "tidegate to be ready",
+    );
+    const run = await runWorkload(url, workload, options.concurrency);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    const agreement = engines.map((_, i) => {
+      const state = metrics.match(
+        new RegExp(`tidegate_kv_agreement\\{[^}]*instance="v${i}",state="(\\w+)"\\} 1`),
+      )?.[1];
+      return `v${i} ${state ?? "?"}`;
+    });
+    const storeKeys = master ? await storeKeyCount(master) : 0;
+    return { policy, ...run, agreement, storeKeys, servedPerEngine: [] };
+  } finally {
+    await router.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
 /** The SGLang Model Gateway in front of the same engines (`smg:<policy>`). */
 async function runSmgArm(
   arm: string,
@@ -536,7 +607,9 @@ async function main(): Promise<void> {
       const before = await enginesServed(engines);
       const result = policy.startsWith("smg:")
         ? await runSmgArm(policy, engines, workload, options)
-        : await runTidegateArm(policy, master, engines, workload, options, decisions);
+        : options.inProcess
+        ? await runTidegateArm(policy, master, engines, workload, options, decisions)
+        : await runTidegateProcess(policy, master, engines, workload, options);
       const after = await enginesServed(engines);
       result.servedPerEngine = after.map((n, i) => n - before[i]);
       results.push(result);
@@ -573,7 +646,9 @@ async function main(): Promise<void> {
     `seed ${options.seed}; ${DOCUMENTS} documents of ${Math.min(...workload.documentTokens)}-` +
     `${Math.max(...workload.documentTokens)} tokens picked with Zipf(${ZIPF_S}) (requests per ` +
     `document: ${perDoc.join(", ")}), each with a question of its own; ${MAX_TOKENS} tokens out`,
-    `- routers: tidegate (this commit, in-process) with each policy named; ` +
+    `- routers: tidegate (this commit, ${
+      options.inProcess ? "in the benchmark's process" : "its own process: `cli/main.ts start`"
+    }) with each policy named; ` +
     `SMG ${SMG_VERSION} (\`smg launch --policy P\`, a fresh process per arm, HTTP workers: ` +
     "routes on the request text, does not tokenize) for the `smg:` arms. Arms run one after " +
     "another on the same engines, caches emptied between them",
