@@ -64,10 +64,6 @@ export class EngineEventFeed {
     );
   }
 
-  get index(): EngineBlockIndex {
-    return this.#options.index;
-  }
-
   start(): void {
     const { sockets, endpoint, topic } = this.#options;
     this.#subscription = sockets.subscribe(endpoint, topic ?? "");
@@ -100,18 +96,16 @@ export class EngineEventFeed {
   }
 
   #decode(frames: Uint8Array[]): EngineKvEventBatch | undefined {
-    try {
-      return decodeKvEventMessage(frames);
-    } catch (error) {
-      this.decodeErrors++;
-      if (this.decodeErrors === 1) {
+    return decodeCounting(
+      frames,
+      decodeKvEventMessage,
+      this,
+      (error) =>
         this.#options.log(`KV events of ${this.#options.instanceId}: a message is not a batch`, {
           level: "warn",
-          error: (error as Error).message,
-        });
-      }
-      return undefined;
-    }
+          error,
+        }),
+    );
   }
 
   async #resync(from: bigint): Promise<void> {
@@ -133,5 +127,23 @@ export class EngineEventFeed {
     if (from === undefined) return;
     this.#replaying = this.#resync(from);
     await this.#replaying;
+  }
+}
+
+/**
+ * A message decoded, or undefined when it is not a batch: counted on `feed.decodeErrors`, and
+ * `logFirst` told about the first (a publisher speaking another format would flood the log).
+ */
+export function decodeCounting<T>(
+  frames: Uint8Array[],
+  decode: (frames: Uint8Array[]) => T,
+  feed: { decodeErrors: number },
+  logFirst: (error: string) => void,
+): T | undefined {
+  try {
+    return decode(frames);
+  } catch (error) {
+    if (feed.decodeErrors++ === 0) logFirst((error as Error).message);
+    return undefined;
   }
 }

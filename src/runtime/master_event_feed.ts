@@ -2,7 +2,11 @@ import { PeriodicTask } from "../cluster/periodic_task.ts";
 import type { Timers } from "../cluster/timers.ts";
 import { decodeMasterKvMessage } from "../kv/events/master_kv_event.ts";
 import type { PoolMirror } from "../kv/events/pool_mirror.ts";
-import type { KvEventSockets, KvEventSubscription } from "./engine_event_feed.ts";
+import {
+  decodeCounting,
+  type KvEventSockets,
+  type KvEventSubscription,
+} from "./engine_event_feed.ts";
 
 /**
  * Feeds the Mooncake master's KV events into the pool mirror (src/kv/events/pool_mirror.ts).
@@ -68,19 +72,17 @@ export class MasterEventFeed {
 
   async #read(subscription: KvEventSubscription): Promise<void> {
     for await (const frames of subscription) {
-      let batch;
-      try {
-        batch = decodeMasterKvMessage(frames);
-      } catch (error) {
-        if (this.decodeErrors++ === 0) {
+      const batch = decodeCounting(
+        frames,
+        decodeMasterKvMessage,
+        this,
+        (error) =>
           this.#options.log("the master's KV events: a message is not a batch", {
             level: "warn",
-            error: (error as Error).message,
-          });
-        }
-        continue;
-      }
-      if (this.#options.mirror.receive(batch)) void this.#resync();
+            error,
+          }),
+      );
+      if (batch && this.#options.mirror.receive(batch)) void this.#resync();
     }
   }
 

@@ -6,14 +6,12 @@ import { EngineBlockIndex } from "./engine_block_index.ts";
  * what they say about a prompt: per instance whose mirror is exact, how many of its leading
  * blocks the engine holds itself. The router's block hashes are the engine's (same chain, same
  * seed: docs/keys.md) only at the engine's own block size, so a mirror whose engine reports
- * another block size than `kv.chunkSize` says nothing (and `mismatchedBlockSize` counts it).
+ * another block size than `kv.chunkSize` says nothing.
  * Pure: src/runtime/background_work.ts runs the feeds that fill the mirrors.
  */
 export class EngineCaches {
   readonly #indexes = new Map<string, EngineBlockIndex>();
   readonly #chunkSize: number;
-  /** Prompts for which a mirror's block size differed from the model's chunk size. */
-  mismatchedBlockSize = 0;
 
   constructor(instanceIds: readonly string[], chunkSize: number) {
     this.#chunkSize = chunkSize;
@@ -38,10 +36,7 @@ export class EngineCaches {
     if (this.#indexes.size === 0 || blockHashes.length === 0) return out;
     const ids = blockHashes.map(blockId);
     for (const [instanceId, index] of this.#indexes) {
-      if (index.blockSize !== undefined && index.blockSize !== this.#chunkSize) {
-        this.mismatchedBlockSize++;
-        continue;
-      }
+      if (index.blockSize !== undefined && index.blockSize !== this.#chunkSize) continue;
       const blocks = index.prefixBlocks(ids);
       if (blocks !== undefined) out.set(instanceId, blocks);
     }
