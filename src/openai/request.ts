@@ -262,7 +262,8 @@ export function parseOpenAIRequest(
 }
 
 function jsonObject(bytes: Uint8Array): Record<string, unknown> {
-  if (nestsDeeperThan(bytes)) {
+  const text = new TextDecoder().decode(bytes);
+  if (nestsDeeperThan(text)) {
     throw new HttpError(
       400,
       `Request body nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects.`,
@@ -271,7 +272,7 @@ function jsonObject(bytes: Uint8Array): Record<string, unknown> {
   }
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder().decode(bytes));
+    json = JSON.parse(text);
   } catch (error) {
     throw new HttpError(400, `Request body is not valid JSON: ${(error as Error).message}`, {
       code: "invalid_json",

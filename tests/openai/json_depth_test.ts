@@ -6,11 +6,18 @@ import { parseOpenAIRequest } from "../../src/openai/request.ts";
 const bytes = (text: string) => new TextEncoder().encode(text);
 
 Deno.test("nestsDeeperThan() counts brackets outside strings only", () => {
-  assertEquals(nestsDeeperThan(bytes("[[[]]]"), 3), false);
-  assertEquals(nestsDeeperThan(bytes("[[[[]]]]"), 3), true);
-  assertEquals(nestsDeeperThan(bytes('{"a":{"b":{"c":1}}}'), 2), true);
-  assertEquals(nestsDeeperThan(bytes('["[[[[[[", "\\"[[[["]'), 1), false, "brackets in strings");
-  assertEquals(nestsDeeperThan(bytes('["\\\\", [[1]]]'), 2), true, "an escaped backslash ends");
+  assertEquals(nestsDeeperThan("[[[]]]", 3), false);
+  assertEquals(nestsDeeperThan("[[[[]]]]", 3), true);
+  assertEquals(nestsDeeperThan('{"a":{"b":{"c":1}}}', 2), true);
+  assertEquals(nestsDeeperThan('["[[[[[[", "\\"[[[["]', 1), false, "brackets in strings");
+  assertEquals(nestsDeeperThan('["\\\\", [[1]]]', 2), true, "an escaped backslash ends");
+});
+
+Deno.test("nestsDeeperThan() scans exactly once brackets outnumber the limit", () => {
+  const siblings = `[${"[],".repeat(1_000)}[]]`;
+  assertEquals(nestsDeeperThan(siblings, 3), false, "many brackets, shallow");
+  assertEquals(nestsDeeperThan(`[${"[],".repeat(1_000)}[[[[]]]]]`, 3), true, "deep past many");
+  assertEquals(nestsDeeperThan(`"${"[".repeat(1_000)}"`, 3), false, "all in a string");
 });
 
 Deno.test("a body nested past MAX_JSON_DEPTH is refused before parsing, in OpenAI's shape", () => {
