@@ -1,37 +1,41 @@
 import { type Context, Hono } from "hono";
 import type { ConnectionEnv } from "../src/admin/auth.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
+import { type Endpoint, LOAD_ROUTED_PATHS } from "../src/openai/endpoints.ts";
 import type { ModelRegistry } from "../src/runtime/model_registry.ts";
 import { bodyBounds, ClientLeftError, readBody } from "./read_body.ts";
 
 type ConnectionBindings = { Bindings: ConnectionEnv };
 
-/** The OpenAI-compatible surface: completions, chat completions (stream or not), models. */
+/**
+ * The OpenAI-compatible surface: completions, chat completions (stream or not), models, and the
+ * engines' pooling and utility routes (src/openai/endpoints.ts).
+ */
 export function openaiRoutes(
   gateway: Pick<Gateway, "handleInference">,
   models: ModelRegistry,
 ): Hono<ConnectionBindings> {
   const app = new Hono<ConnectionBindings>();
-  const inference =
-    (endpoint: "completions" | "chat") => async (c: Context<ConnectionBindings>) => {
-      let bytes: Uint8Array<ArrayBuffer>;
-      try {
-        bytes = await readBody(c.req.raw, bodyBounds(models.config));
-      } catch (error) {
-        // Nobody is left to answer: counted as the client's, not logged as the router's fault.
-        if (error instanceof ClientLeftError) return new Response(null, { status: 499 });
-        throw error;
-      }
-      const address = c.env?.remoteAddr?.transport === "tcp"
-        ? c.env.remoteAddr.hostname
-        : undefined;
-      return gateway.handleInference(endpoint, c.req.raw, bytes, {
-        signal: c.req.raw.signal,
-        address,
-      });
-    };
+  const inference = (endpoint: Endpoint) => async (c: Context<ConnectionBindings>) => {
+    let bytes: Uint8Array<ArrayBuffer>;
+    try {
+      bytes = await readBody(c.req.raw, bodyBounds(models.config));
+    } catch (error) {
+      // Nobody is left to answer: counted as the client's, not logged as the router's fault.
+      if (error instanceof ClientLeftError) return new Response(null, { status: 499 });
+      throw error;
+    }
+    const address = c.env?.remoteAddr?.transport === "tcp" ? c.env.remoteAddr.hostname : undefined;
+    return gateway.handleInference(endpoint, c.req.raw, bytes, {
+      signal: c.req.raw.signal,
+      address,
+    });
+  };
   app.post("/v1/completions", inference("completions"));
   app.post("/v1/chat/completions", inference("chat"));
   app.get("/v1/models", (c) => c.json(models.listModels()));
+  for (const [endpoint, paths] of Object.entries(LOAD_ROUTED_PATHS)) {
+    for (const path of paths) app.post(path, inference(endpoint as Endpoint));
+  }
   return app;
 }

@@ -6,6 +6,7 @@
  */
 import type { InstanceEntry } from "./cluster/model_cluster.ts";
 import type { ModelConfig } from "./config/schema.ts";
+import type { Endpoint } from "./openai/endpoints.ts";
 import type { LookupResult, PrefixHits } from "./kv/types.ts";
 import type { AttemptRecord, ForwardTarget } from "./proxy/forward.ts";
 import type { PdProtocol } from "./proxy/pd_protocol.ts";
@@ -36,7 +37,14 @@ export interface DecodePlan {
 }
 
 /** How the prompt's tokens were obtained, or why there are none (then: load-only dispatch). */
-export type TokenSource = "tokenized" | "token_ids" | "disabled" | "failed" | "input_error";
+export type TokenSource =
+  | "tokenized"
+  | "token_ids"
+  | "disabled"
+  | "failed"
+  | "input_error"
+  /** A load-routed request: the router reads no prompt from it. */
+  | "not_read";
 
 /** Everything decided before the request leaves the router; also what traces and logs explain. */
 export interface DispatchPlan {
@@ -110,7 +118,7 @@ export type AssignmentKind = "sticky" | "random" | "fallback" | "override";
 export interface RequestRecord {
   requestId: string;
   model: string;
-  endpoint: "completions" | "chat";
+  endpoint: Endpoint;
   arm: string;
   /** Inside an A/B experiment: the arms' version and how the request got its arm. */
   experiment?: { version: number; assignment: AssignmentKind; cluster: number };

@@ -20,6 +20,12 @@ import type { PrefillModelCoefficients } from "../scheduling/types.ts";
 import { DEFAULT_TTFT_PARAMS } from "../scheduling/ttft_estimate.ts";
 import type { EngineKvCache } from "./engine_kv_cache.ts";
 import type { OpenAiBody } from "./openai_body.ts";
+import {
+  type FakeRunner,
+  isUtilityPath,
+  servesRoute,
+  utilityAnswer,
+} from "./fake_utility_routes.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillSeconds } from "./prefill_time.ts";
 import {
   checkPdRequest,
@@ -231,6 +237,11 @@ export interface FakeEngineOptions {
   now?: () => number;
   /** Act as the prefill or decode instance of a P/D protocol (see `FakePdOptions`). */
   pd?: FakePdOptions;
+  /**
+   * The model's runner, as vLLM's `--runner`/task: which POST routes exist
+   * (fake_utility_routes.ts; default "generate": completions, chat, tokenize, detokenize).
+   */
+  runner?: FakeRunner;
 }
 
 export interface FailureOptions {
@@ -242,6 +253,8 @@ export interface FailureOptions {
    * only ever apply to inference.
    */
   allEndpoints?: boolean;
+  /** Only these paths fail (default: all of them), e.g. `["/tokenize"]`. */
+  paths?: string[];
 }
 
 /** One inference request as the engine saw it. */
@@ -512,6 +525,7 @@ class Engine implements FakeEngine {
       slowFirstByteMs: options.slowFirstByteMs ?? 300,
       maxRecords: options.maxRecords ?? 1000,
       loraModules: options.loraModules ?? [],
+      runner: options.runner ?? "generate",
       now: options.now ?? (() => performance.timeOrigin + performance.now()),
     };
     this.stats = {
@@ -657,13 +671,11 @@ class Engine implements FakeEngine {
 
   async #handle(request: Request): Promise<Response> {
     const path = new URL(request.url).pathname;
-    if (
-      request.method === "POST" && (path === "/v1/completions" || path === "/v1/chat/completions")
-    ) {
+    if (request.method === "POST" && servesRoute(this.#opts.runner, path)) {
       return await this.#inference(request, path);
     }
     if (request.method !== "GET") return this.#json(404, { detail: "Not Found" });
-    const failure = this.#failure;
+    const failure = this.#failureOn(path);
     if (this.#failureOptions.allEndpoints !== false) {
       if (failure === "hang") return await this.#hang(request);
       if (failure === "http500") {
@@ -740,6 +752,25 @@ class Engine implements FakeEngine {
     return new Response(null, { status: 503, headers: this.#headers() });
   }
 
+  /** The failure mode a POST to `path` meets. */
+  #failureOn(path: string): FailureMode {
+    const paths = this.#failureOptions.paths;
+    return paths && !paths.includes(path) ? "none" : this.#failure;
+  }
+
+  /** A pooling or utility route: answered at once (no prefill queue: these are rare and small). */
+  #utility(
+    record: RequestRecord,
+    path: string,
+    body: OpenAiBody,
+    echo: Record<string, string>,
+  ): Response {
+    const answer = utilityAnswer(path, body as Record<string, unknown>, this.model);
+    record.promptTokens = answer.promptTokens;
+    this.#finish(record, answer.status === 200 ? "ok" : "bad_request");
+    return this.#json(answer.status, answer.body, echo);
+  }
+
   #finish(record: RequestRecord, outcome: RequestOutcome): void {
     if (record.outcome) return;
     record.outcome = outcome;
@@ -752,7 +783,7 @@ class Engine implements FakeEngine {
     const now = this.#opts.now;
     const headers: Record<string, string> = {};
     request.headers.forEach((value, name) => (headers[name] = value));
-    const failure = this.#failure;
+    const failure = this.#failureOn(path);
     const record: RequestRecord = {
       seq: this.#seq++,
       path,
@@ -844,6 +875,7 @@ class Engine implements FakeEngine {
         "model",
       );
     }
+    if (isUtilityPath(path)) return this.#utility(record, path, body, echo);
     if (chat ? !Array.isArray(body.messages) : body.prompt === undefined) {
       this.#finish(record, "bad_request");
       return this.#error(

@@ -11,7 +11,8 @@ import type {
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import { decodeLease, forgetPredictions, type Reservation, reserve } from "./reservation.ts";
 
-const BREAKER_KIND: Record<AttemptFailure, FailureKind> = {
+/** A `not_served` attempt is no failure of the engine: it is left out. */
+const BREAKER_KIND: Record<Exclude<AttemptFailure, "not_served">, FailureKind> = {
   connect_error: "connect",
   connection_dropped: "connect",
   timeout: "timeout",
@@ -134,7 +135,10 @@ export class AttemptLeases {
     this.#attemptTrace = undefined;
     const held = this.#held.get(target.id);
     if (!held) return;
-    if (attempt.failure) {
+    if (attempt.failure === "not_served") {
+      held.permit.success();
+      this.release(target.id);
+    } else if (attempt.failure) {
       const detail = `${target.url}: ${attempt.error}`;
       const kind = BREAKER_KIND[attempt.failure];
       const judgedLater = attempt.failure === "http_5xx" ||

@@ -26,6 +26,11 @@ export interface PlanContext {
   extraKeys?: ExtraKeys;
   /** Once the prompt's tokens are known, before any hashing or lookup: may throw to refuse it. */
   checkPrompt?: (prompt: { tokens?: number[]; promptTokens: number }) => void;
+  /**
+   * A load-routed request (src/openai/endpoints.ts): every instance of the model may take it
+   * whole (no prefill/decode split), except those `serves` says do not serve its route.
+   */
+  loadRouted?: { serves: (instanceId: string) => boolean };
   /** Hashes a long prompt's keys off the main loop (request_worker_pool.ts); absent: inline. */
   hashKeys?: (
     scheme: KeySchemeOptions,
@@ -218,7 +223,9 @@ function schedule(
   const { candidates: all, entries } = runtime.cluster.candidates((id) =>
     cap(hits.localChunks.get(id) ?? 0)
   );
-  const candidates = all.map((candidate) => {
+  const loadRouted = context.loadRouted;
+  const serving = loadRouted ? all.filter((c) => loadRouted.serves(c.id)) : all;
+  const candidates = serving.map((candidate) => {
     const estimator = runtime.prefillEstimators.get(candidate.id);
     return estimator && estimator.sampleCount > 0
       ? { ...candidate, prefillModel: estimator.model() }
@@ -229,7 +236,9 @@ function schedule(
   const poolPrefixTokens = kvLoadOnly ? 0 : cap(hits.poolChunks);
   const seen = kvLoadOnly ? candidates.map((c) => ({ ...c, localPrefixTokens: 0 })) : candidates;
   const entryMap = new Map(entries.map((e) => [e.config.id, e]));
-  const { prefillSide, decode } = splitByRole(runtime, seen, entryMap);
+  const { prefillSide, decode } = loadRouted
+    ? { prefillSide: seen, decode: undefined }
+    : splitByRole(runtime, seen, entryMap);
   // The router cannot make an engine load the pool's part of a prefix: the estimate never counts
   // on it (the simulator's replays, which can, share this step: src/scheduling/prefill_choice.ts).
   const request = { promptTokens, poolPrefixTokens };
@@ -316,6 +325,7 @@ async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<
   if (prompt.kind === "tokens") {
     return withPromptTokens({ tokens: prompt.tokens, source: "token_ids" });
   }
+  if (prompt.kind === "opaque") return withPromptTokens({ source: "not_read" });
   try {
     const outcome = await tryTokenize(
       prompt.kind === "text"
@@ -349,9 +359,11 @@ function estimateTokens(request: ParsedRequest): number {
   const prompt = request.prompt;
   if (prompt.kind === "text") return Math.ceil(prompt.text.length / 4);
   if (prompt.kind === "tokens") return prompt.tokens.length;
+  if (prompt.kind === "opaque") return Math.ceil(prompt.chars / 4);
   return Math.ceil(chatInputSize(prompt.messages, prompt) / 4) + 4 * prompt.messages.length;
 }
 
 function promptBatchExtra(request: ParsedRequest): number {
-  return request.prompt.kind === "chat" ? 0 : request.prompt.extraPromptCount;
+  const prompt = request.prompt;
+  return prompt.kind === "chat" || prompt.kind === "opaque" ? 0 : prompt.extraPromptCount;
 }

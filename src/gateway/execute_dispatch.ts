@@ -48,6 +48,15 @@ export async function executeDispatch(options: ExecuteOptions): Promise<Response
     leases.releaseAll();
     return clientGone(options);
   }
+  if (outcome.kind === "failed" && outcome.status === 404) {
+    record.outcome = "client_error";
+    const error = new HttpError(
+      404,
+      `No instance of model '${record.model}' serves ${options.path}: ${outcome.message}`,
+      { code: "route_not_served" },
+    );
+    return fail(options, error);
+  }
   if (outcome.kind === "failed") {
     const timedOut = outcome.status === 504;
     record.outcome = timedOut ? "upstream_timeout" : "upstream_failed";
@@ -83,6 +92,7 @@ function forward(
       maxAttempts: 1 + options.maxRetries,
       headersTimeoutMs: options.headersTimeoutMs,
       signal: options.clientSignal,
+      notFoundMeansNotServed: options.notFoundMeansNotServed,
     },
     { fetch: leases.tracedFetch(options.fetch), now: options.now },
     leases.hooks(),

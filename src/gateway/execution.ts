@@ -23,6 +23,8 @@ export interface ExecuteOptions {
   record: RequestRecord;
   /** The engine path, e.g. `/v1/chat/completions`. */
   path: string;
+  /** A load-routed request: an engine's 404 means it lacks the route; the next one is tried. */
+  notFoundMeansNotServed?: boolean;
   /** The headers that go to the engine (proxy/hop_headers.ts `upstreamHeaders`), this request's own. */
   upstreamHeaders: Headers;
   body: Uint8Array<ArrayBuffer>;

@@ -12,7 +12,10 @@ import type {
   RequestTracer,
 } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
+import { RouteSupport } from "../cluster/route_support.ts";
+import { type Endpoint, INFERENCE_PATHS, isInferenceEndpoint } from "../openai/endpoints.ts";
 import { HttpError } from "../openai/errors.ts";
+import { modelNeeded } from "../openai/load_routed_request.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { requestStreamUsage } from "../proxy/stream_usage.ts";
 import { planDispatch } from "./dispatch_plan.ts";
@@ -52,11 +55,9 @@ export interface GatewayCollaborators {
   arms?: ArmSelector;
   /** Parses large bodies and hashes long prompts off the main loop (default: inline). */
   requestWorkers?: Pick<RequestWorkerPool, "parse" | "hash">;
+  /** Which instances lack which load-routed path (default: a fresh memory). */
+  routeSupport?: RouteSupport;
 }
-
-const ENGINE_PATHS = { completions: "/v1/completions", chat: "/v1/chat/completions" } as const;
-
-type Endpoint = keyof typeof ENGINE_PATHS;
 
 /** The client's connection, as the listener saw it. */
 export interface ClientConnection {
@@ -69,6 +70,8 @@ export interface ClientConnection {
 /** One inference request while the gateway handles it. */
 interface InFlight {
   request: Request;
+  /** The path (and query) asked of the engine. */
+  path: string;
   client: ClientConnection;
   record: RequestRecord;
   trace: RequestTrace;
@@ -122,11 +125,13 @@ export class Gateway {
     this.#tracing = collaborators.tracing ?? { begin: () => NO_TRACE };
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#requestWorkers = collaborators.requestWorkers;
+    this.#routeSupport = collaborators.routeSupport ?? new RouteSupport();
     this.#tenants = new TenantGate(registry.config.tenants, deps.now);
     this.#trustedProxies = new HostAllowList(registry.config.listen.trustedProxies);
   }
 
   readonly #tenants: TenantGate;
+  readonly #routeSupport: RouteSupport;
   #trustedProxies: HostAllowList;
 
   /** Inference requests in flight, streams included (`limits.maxConcurrentRequests`). */
@@ -158,17 +163,18 @@ export class Gateway {
       if (verdict) return verdict;
       const { reservation, decodeReservation } = flight;
       flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
-      const sent = flight.runtime!.config.kv.requestStreamUsage
+      const sent = isInferenceEndpoint(endpoint) && flight.runtime!.config.kv.requestStreamUsage
         ? requestStreamUsage(bytes, parsed.body)
         : { bytes, body: parsed.body, strip: false };
-      return await executeDispatch({
+      const response = await executeDispatch({
         runtime: flight.runtime!,
         plan: flight.plan!,
         reservation,
         decodeReservation,
         requestBody: sent.body,
         record: flight.record,
-        path: ENGINE_PATHS[endpoint],
+        path: flight.path,
+        notFoundMeansNotServed: !isInferenceEndpoint(endpoint),
         upstreamHeaders: this.#upstreamHeaders(flight),
         body: sent.bytes,
         stripStreamUsage: sent.strip,
@@ -193,8 +199,19 @@ export class Gateway {
         },
         trace: flight.trace,
       });
+      this.#noteRoutesNotServed(flight);
+      return response;
     } catch (error) {
       return this.#failed(flight, error);
+    }
+  }
+
+  /** Instances that answered 404 for a load-routed path are skipped for it a while. */
+  #noteRoutesNotServed(flight: InFlight): void {
+    for (const attempt of flight.record.attempts) {
+      if (attempt.failure !== "not_served") continue;
+      const model = flight.runtime!.config.name;
+      this.#routeSupport.markNotServed(model, attempt.instanceId, flight.path, this.#deps.now());
     }
   }
 
@@ -217,11 +234,13 @@ export class Gateway {
       usage: {},
     };
     this.#inFlightRecords.add(record);
+    const path = isInferenceEndpoint(endpoint) ? INFERENCE_PATHS[endpoint] : pathOf(request);
     return {
       request,
+      path,
       client,
       record,
-      trace: this.#tracing.begin(request, `POST ${ENGINE_PATHS[endpoint]}`, now),
+      trace: this.#tracing.begin(request, `POST ${path}`, now),
       // "none" until an arm is assigned: a body that does not parse or an unknown model has no
       // experiment, yet every response says which arm served it.
       responseHeaders: new Headers({ "x-request-id": requestId, "x-tidegate-arm": "none" }),
@@ -251,7 +270,7 @@ export class Gateway {
       throw error;
     }
     record.stream = parsed.stream;
-    const resolved = this.#registry.resolve(parsed.model);
+    const resolved = this.#registry.resolve(parsed.model || this.#onlyModel(record));
     if (!resolved) {
       // Not the client's string: metric labels must stay a bounded set.
       record.model = "unknown";
@@ -262,7 +281,10 @@ export class Gateway {
     refuseOversizedPrompt(resolved.runtime.config.limits.maxPromptChars, parsed.prompt);
     record.tenant = this.#tenants.tenantOf(flight.request, parsed);
     if (record.tenant) this.#chargeTenant(flight, "requests", 1);
-    const selection = this.#arms.select(resolved.runtime, flight.request, parsed.body);
+    // A/B arms compare dispatch policies on inference; a load-routed request takes the default.
+    const selection = isInferenceEndpoint(endpoint)
+      ? this.#arms.select(resolved.runtime, flight.request, parsed.body)
+      : DEFAULT_ARMS.select(resolved.runtime, flight.request, parsed.body);
     record.arm = selection.arm;
     record.experiment = selection.experiment;
     flight.responseHeaders.set("x-tidegate-arm", selection.arm);
@@ -271,8 +293,17 @@ export class Gateway {
     return { parsed, bytes };
   }
 
+  /** A load-routed request that names no model goes to the router's only one (as vLLM's would). */
+  #onlyModel(record: RequestRecord): string {
+    const names = this.#config.models.map((m) => m.name);
+    if (names.length === 1) return names[0];
+    record.model = "unknown";
+    throw modelNeeded(names);
+  }
+
   /** Plans the request; answers 429 itself when admission refuses it. */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
+    const loadRouted = isInferenceEndpoint(parsed.endpoint) ? undefined : this.#loadRouted(flight);
     const extraKeys: ExtraKeys = {};
     if (flight.loraName) {
       extraKeys.loraName = flight.loraName;
@@ -286,6 +317,7 @@ export class Gateway {
       random: this.#deps.random,
       policy: flight.selection!.policy,
       extraKeys,
+      loadRouted,
       hashKeys: this.#requestWorkers &&
         ((scheme, tokens, extra) => this.#requestWorkers!.hash(scheme, tokens, extra)),
       // Refused before the keys are hashed and looked up: such work would be thrown away.
@@ -323,6 +355,22 @@ export class Gateway {
       code: verdict.reason,
     });
     return this.#answer(flight, error, "rejected");
+  }
+
+  /** Which instances may take a load-routed request; 404 when every one lacks its path. */
+  #loadRouted(flight: InFlight): { serves: (instanceId: string) => boolean } {
+    const model = flight.runtime!.config.name;
+    const now = this.#deps.now();
+    const serves = (id: string) => this.#routeSupport.serves(model, id, flight.path, now);
+    const instances = flight.runtime!.cluster.entries().map((e) => e.config.id);
+    if (instances.length > 0 && !instances.some(serves)) {
+      throw new HttpError(
+        404,
+        `No instance of model '${model}' serves ${flight.path} (each answered 404 lately)`,
+        { code: "route_not_served" },
+      );
+    }
+    return { serves };
   }
 
   /**
@@ -427,4 +475,10 @@ export class Gateway {
       }
     }
   }
+}
+
+/** A load-routed request's path and query, as the client sent them. */
+function pathOf(request: Request): string {
+  const url = new URL(request.url);
+  return url.pathname + url.search;
 }

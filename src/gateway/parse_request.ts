@@ -4,7 +4,9 @@
  * same errors; if the worker fails the body is parsed inline.
  */
 import { HttpError } from "../openai/errors.ts";
-import { InvalidRequestError, type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
+import type { Endpoint } from "../openai/endpoints.ts";
+import { parseRequestBody } from "../openai/parse_body.ts";
+import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { plainIds } from "../tokenize/plain_ids.ts";
 import type { RequestWorkerError, RequestWorkerPool } from "./request_worker_pool.ts";
 import type { RequestJobResult } from "./request_worker_protocol.ts";
@@ -18,13 +20,13 @@ export const PARSE_INLINE_MAX_BYTES = 256 * 1024;
  * model name's prompt limit, checked on the worker before a huge prompt comes back.
  */
 export async function parseRequest(
-  endpoint: "completions" | "chat",
+  endpoint: Endpoint,
   body: Uint8Array<ArrayBuffer>,
   workers: Pick<RequestWorkerPool, "parse"> | undefined,
   maxPromptChars: () => ReadonlyMap<string, number>,
 ): Promise<{ parsed: ParsedRequest; bytes: Uint8Array<ArrayBuffer> }> {
   if (!workers || body.byteLength <= PARSE_INLINE_MAX_BYTES) {
-    return { parsed: parseOpenAIRequest(endpoint, body), bytes: body };
+    return { parsed: parseRequestBody(endpoint, body), bytes: body };
   }
   // Only a buffer of its own may be transferred (a view may share its buffer with others).
   const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength
@@ -37,7 +39,7 @@ export async function parseRequest(
     // The worker failed: parse here, from the bytes it handed back or that never left.
     const back = (error as RequestWorkerError).bytes ?? (own.byteLength > 0 ? own : undefined);
     if (!back) throw unread(error);
-    return { parsed: parseOpenAIRequest(endpoint, back), bytes: back };
+    return { parsed: parseRequestBody(endpoint, back), bytes: back };
   }
   if (result.kind === "hashed") throw new Error("unexpected hashed answer to a parse");
   if (result.kind === "refused") {

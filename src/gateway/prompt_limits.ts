@@ -12,6 +12,7 @@ export const CHARS_PER_TOKEN_ID = 4;
  * times its size, as its load is estimated. Counting stops just past `stopAbove`.
  */
 export function promptChars(prompt: PromptInput, stopAbove = Infinity): number {
+  if (prompt.kind === "opaque") return prompt.chars;
   const copies = prompt.kind === "chat" ? 1 : 1 + prompt.extraPromptCount;
   if (prompt.kind === "text") return prompt.text.length * copies;
   if (prompt.kind === "tokens") return prompt.tokens.length * CHARS_PER_TOKEN_ID * copies;
@@ -57,5 +58,5 @@ export function refuseOverlongPrompt(
 }
 
 function paramOf(prompt: PromptInput): string {
-  return prompt.kind === "chat" ? "messages" : "prompt";
+  return prompt.kind === "chat" ? "messages" : prompt.kind === "opaque" ? "input" : "prompt";
 }

@@ -7,7 +7,8 @@
 import { createKeyScheme } from "../hashing/key_scheme.ts";
 import type { KeyScheme } from "../hashing/types.ts";
 import { HttpError } from "../openai/errors.ts";
-import { InvalidRequestError, type ParsedRequest, parseOpenAIRequest } from "../openai/request.ts";
+import { parseRequestBody } from "../openai/parse_body.ts";
+import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { refuseOversizedPrompt } from "./prompt_limits.ts";
 import type {
   FromRequestWorker,
@@ -29,7 +30,7 @@ function parse(job: RequestJob & { kind: "parse" }): RequestJobResult {
   const { bytes } = job;
   let parsed: ParsedRequest | undefined;
   try {
-    parsed = parseOpenAIRequest(job.endpoint, bytes);
+    parsed = parseRequestBody(job.endpoint, bytes);
     const limit = job.maxPromptChars.get(parsed.model);
     if (limit !== undefined) refuseOversizedPrompt(limit, parsed.prompt);
   } catch (error) {

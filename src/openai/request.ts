@@ -2,6 +2,7 @@ import { z } from "zod";
 import { formatPath } from "../config/load.ts";
 import type { ChatMessage } from "../tokenize/types.ts";
 import { HttpError, quoted } from "./errors.ts";
+import type { Endpoint } from "./endpoints.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json_depth.ts";
 
 /**
@@ -204,6 +205,8 @@ export type ChatRequest = z.infer<typeof ChatRequestSchema>;
 /** What the dispatcher needs to know of one request, whichever endpoint it came through. */
 export type PromptInput =
   | { kind: "text"; text: string; extraPromptCount: number }
+  /** A body the router reads no prompt from (pooling, utilities): `chars` is its size. */
+  | { kind: "opaque"; chars: number }
   | { kind: "tokens"; tokens: number[]; extraPromptCount: number }
   | {
     kind: "chat";
@@ -214,7 +217,7 @@ export type PromptInput =
   };
 
 export interface ParsedRequest {
-  endpoint: "completions" | "chat";
+  endpoint: Endpoint;
   model: string;
   stream: boolean;
   prompt: PromptInput;
@@ -247,7 +250,7 @@ export function parseOpenAIRequest(
   endpoint: "completions" | "chat",
   bytes: Uint8Array,
 ): ParsedRequest {
-  const body = validated(endpoint, jsonObject(bytes));
+  const body = validated(endpoint, parseJsonObject(bytes));
   return {
     endpoint,
     model: body.model as string,
@@ -261,7 +264,8 @@ export function parseOpenAIRequest(
   };
 }
 
-function jsonObject(bytes: Uint8Array): Record<string, unknown> {
+/** The body as a JSON object, or a 400 in OpenAI's shape (too deep, not JSON, not an object). */
+export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   const text = new TextDecoder().decode(bytes);
   if (nestsDeeperThan(text)) {
     throw new HttpError(

@@ -8,9 +8,15 @@ export interface ForwardTarget {
 /**
  * Why an attempt did not produce a response worth returning: no connection (`connect_error`), a
  * connection the engine closed after taking the request and before answering
- * (`connection_dropped`: a crash, or a body it chokes on), no headers in time, or a 5xx.
+ * (`connection_dropped`: a crash, or a body it chokes on), no headers in time, a 5xx, or (for a
+ * load-routed request, `notFoundMeansNotServed`) a 404: the engine does not serve the route.
  */
-export type AttemptFailure = "connect_error" | "connection_dropped" | "timeout" | "http_5xx";
+export type AttemptFailure =
+  | "connect_error"
+  | "connection_dropped"
+  | "timeout"
+  | "http_5xx"
+  | "not_served";
 
 export interface AttemptRecord {
   instanceId: string;
@@ -36,6 +42,8 @@ export interface ForwardRequest {
   headersTimeoutMs: number;
   /** Aborts while waiting for headers (client gone). Not used after headers arrive. */
   signal?: AbortSignal;
+  /** A 404 says the engine lacks the route (a pooling route on a generative model): try the next. */
+  notFoundMeansNotServed?: boolean;
 }
 
 export interface ForwardHooks {
@@ -53,7 +61,7 @@ export interface ForwardDeps {
 
 export type ForwardOutcome =
   | { kind: "response"; target: ForwardTarget; response: Response; attempts: AttemptRecord[] }
-  | { kind: "failed"; status: 502 | 504; message: string; attempts: AttemptRecord[] }
+  | { kind: "failed"; status: 404 | 502 | 504; message: string; attempts: AttemptRecord[] }
   | { kind: "client_gone"; attempts: AttemptRecord[] };
 
 class HeadersTimeout extends Error {}
@@ -164,6 +172,12 @@ async function attemptOnce(
     clearTimeout(timer);
     request.signal?.removeEventListener("abort", onClientAbort);
   }
+  if (response.status === 404 && request.notFoundMeansNotServed) {
+    record.failure = "not_served";
+    record.error = `HTTP 404: ${request.path} is not served`;
+    response.body?.cancel().catch(() => {});
+    return undefined;
+  }
   if (response.status < 500) return response;
   record.failure = "http_5xx";
   const message = await engineErrorMessage(response);
@@ -175,6 +189,10 @@ async function attemptOnce(
 function failedOutcome(attempts: AttemptRecord[], repeated = false): ForwardOutcome {
   if (attempts.length === 0) {
     return { kind: "failed", status: 502, message: "No instance could take the request", attempts };
+  }
+  if (attempts.every((a) => a.failure === "not_served")) {
+    const ids = attempts.map((a) => a.instanceId).join(", ");
+    return { kind: "failed", status: 404, message: `Not served by ${ids}`, attempts };
   }
   const allTimeouts = attempts.every((a) => a.failure === "timeout");
   const summary = attempts.map((a) => `${a.instanceId}: ${a.error ?? a.failure}`).join("; ");

@@ -19,6 +19,7 @@ import type {
   RequestTracer,
 } from "../contracts.ts";
 import type { ForwardTarget } from "../proxy/forward.ts";
+import type { Endpoint } from "../openai/endpoints.ts";
 
 export interface TracingOptions {
   /** Default: the global provider (Deno's own exporter when OTEL_DENO=true; a no-op otherwise). */
@@ -319,7 +320,7 @@ function endAttemptSpan(
 
 function finishedAttributes(record: RequestRecord): Attributes {
   const attributes: Attributes = {
-    "gen_ai.operation.name": record.endpoint === "chat" ? "chat" : "text_completion",
+    "gen_ai.operation.name": OPERATION_NAMES[record.endpoint] ?? record.endpoint,
     "gen_ai.request.model": record.model,
     "http.response.status_code": record.status,
     "tidegate.request_id": record.requestId,
@@ -347,3 +348,10 @@ function finishedAttributes(record: RequestRecord): Attributes {
 export function untracedFetch(fetch: typeof globalThis.fetch): typeof globalThis.fetch {
   return (input, init) => otelContext.with(ROOT_CONTEXT, () => fetch(input, init));
 }
+
+/** OpenTelemetry's GenAI operation names where one fits; other routes go by their own name. */
+const OPERATION_NAMES: Partial<Record<Endpoint, string>> = {
+  chat: "chat",
+  completions: "text_completion",
+  embeddings: "embeddings",
+};

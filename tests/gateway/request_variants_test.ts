@@ -72,9 +72,10 @@ Deno.test("a LoRA without its path is dispatched by load under tagged extra keys
 });
 
 Deno.test("when the tokenizer fails the request is still served by load, and the failure is counted", async () => {
-  // Engine mode: the fake engines have no /tokenize endpoint, so every tokenize call fails.
+  // Engine mode, and every engine's /tokenize answers 500: every tokenize call fails.
   const t = await startTestCluster({ model: { tokenizer: { mode: "engine", timeoutMs: 200 } } });
   try {
+    for (const engine of t.engines) await engine.setFailure("http500", { paths: ["/tokenize"] });
     for (let i = 0; i < 3; i++) {
       const response = await completion(t.url, { prompt: `hello ${i}` });
       assertEquals(response.status, 200);

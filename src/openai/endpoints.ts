@@ -1,0 +1,31 @@
+/**
+ * The engine routes the router carries, by the name they are counted under (the `endpoint` of
+ * metrics, logs and traces). Inference routes are read for their prompt and routed cache-aware;
+ * the others (pooling and utilities) are routed by load to an instance of the model, their body
+ * forwarded as received (docs/api.md).
+ */
+export const INFERENCE_PATHS = {
+  completions: "/v1/completions",
+  chat: "/v1/chat/completions",
+} as const;
+
+export type InferenceEndpoint = keyof typeof INFERENCE_PATHS;
+
+/** Load-routed routes: each path the engines (vLLM's OpenAI server) serve, by its name. */
+export const LOAD_ROUTED_PATHS = {
+  embeddings: ["/v1/embeddings"],
+  pooling: ["/pooling"],
+  classify: ["/classify"],
+  score: ["/score", "/v1/score"],
+  rerank: ["/rerank", "/v1/rerank", "/v2/rerank"],
+  tokenize: ["/tokenize"],
+  detokenize: ["/detokenize"],
+} as const;
+
+export type LoadRoutedEndpoint = keyof typeof LOAD_ROUTED_PATHS;
+
+export type Endpoint = InferenceEndpoint | LoadRoutedEndpoint;
+
+export function isInferenceEndpoint(endpoint: Endpoint): endpoint is InferenceEndpoint {
+  return endpoint === "completions" || endpoint === "chat";
+}
