@@ -4,7 +4,7 @@ import { withLatestPredictions } from "../kv/merged_index.ts";
 import { computePrefixHits, withEngineHits } from "../kv/prefix.ts";
 import { crossCheck, mirrorLookup } from "../kv/events/pool_mirror.ts";
 import type { LookupResult, PrefixHits } from "../kv/types.ts";
-import type { ParsedRequest } from "../openai/request.ts";
+import type { ParsedRequest, PromptInput } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
 import type { NamedPolicy } from "../scheduling/named_policy.ts";
@@ -317,11 +317,7 @@ async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<
   const prompt = request.prompt;
   const withPromptTokens = (
     outcome: { tokens?: number[]; source: TokenSource; error?: string },
-  ): Tokenized => ({
-    ...outcome,
-    promptTokens: (outcome.tokens?.length ?? estimateTokens(request)) *
-      (1 + promptBatchExtra(request)),
-  });
+  ): Tokenized => ({ ...outcome, promptTokens: promptTokensOf(prompt, outcome.tokens) });
   if (prompt.kind === "tokens") {
     return withPromptTokens({ tokens: prompt.tokens, source: "token_ids" });
   }
@@ -329,7 +325,10 @@ async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<
   try {
     const outcome = await tryTokenize(
       prompt.kind === "text"
-        ? runtime.tokenizer.encode(prompt.text, { addSpecialTokens: true })
+        ? runtime.tokenizer.encode(prompt.text, { addSpecialTokens: true }).then((tokens) =>
+          // A batch's shared text may end inside a word its prompts go on to tokenize otherwise.
+          prompt.extraPromptCount > 0 ? tokens.slice(0, -1) : tokens
+        )
         : runtime.tokenizer.encodeChat(prompt.messages, {
           tools: prompt.tools,
           documents: prompt.documents,
@@ -354,16 +353,20 @@ async function tokenize(runtime: ModelRuntime, request: ParsedRequest): Promise<
   }
 }
 
-/** ~4 characters per token: only used for load accounting when the prompt has no tokens. */
-function estimateTokens(request: ParsedRequest): number {
-  const prompt = request.prompt;
-  if (prompt.kind === "text") return Math.ceil(prompt.text.length / 4);
-  if (prompt.kind === "tokens") return prompt.tokens.length;
+/**
+ * The prefill work of a prompt, in tokens: its tokens when known, else ~4 characters a token. A
+ * batch counts every prompt: its token ids exactly, its texts as the shared prefix's tokens for
+ * each prompt plus ~4 characters a token for the rest.
+ */
+export function promptTokensOf(prompt: PromptInput, tokens: readonly number[] | undefined): number {
+  if (prompt.kind === "tokens") return prompt.batchSize ?? prompt.tokens.length;
   if (prompt.kind === "opaque") return Math.ceil(prompt.chars / 4);
-  return Math.ceil(chatInputSize(prompt.messages, prompt) / 4) + 4 * prompt.messages.length;
-}
-
-function promptBatchExtra(request: ParsedRequest): number {
-  const prompt = request.prompt;
-  return prompt.kind === "chat" || prompt.kind === "opaque" ? 0 : prompt.extraPromptCount;
+  if (prompt.kind === "chat") {
+    return tokens?.length ??
+      Math.ceil(chatInputSize(prompt.messages, prompt) / 4) + 4 * prompt.messages.length;
+  }
+  const copies = 1 + prompt.extraPromptCount;
+  const total = prompt.batchSize ?? prompt.text.length;
+  if (!tokens) return Math.ceil(total / 4);
+  return tokens.length * copies + Math.ceil((total - prompt.text.length * copies) / 4);
 }

@@ -6,7 +6,7 @@
 import { HttpError } from "../openai/errors.ts";
 import type { Endpoint } from "../openai/endpoints.ts";
 import { parseRequestBody } from "../openai/parse_body.ts";
-import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
+import { completionPrompt, InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { plainIds } from "../tokenize/plain_ids.ts";
 import type { RequestWorkerError, RequestWorkerPool } from "./request_worker_pool.ts";
 import type { RequestJobResult } from "./request_worker_protocol.ts";
@@ -68,7 +68,7 @@ function withTokens(
 ): ParsedRequest {
   if (!tokens || parsed.prompt.kind !== "tokens") return parsed;
   const lists = tokens.map(plainIds);
-  parsed.prompt.tokens = lists[0];
   parsed.body.prompt = batch ? lists : lists[0];
+  parsed.prompt = completionPrompt(parsed.body.prompt as number[] | number[][]);
   return parsed;
 }

@@ -8,14 +8,15 @@ export const CHARS_PER_TOKEN_ID = 4;
 
 /**
  * The characters of text the router would tokenize for `prompt`: a chat counts every template
- * input (src/tokenize/input_size.ts), a token id CHARS_PER_TOKEN_ID, and a batch its first prompt
- * times its size, as its load is estimated. Counting stops just past `stopAbove`.
+ * input (src/tokenize/input_size.ts), a token id CHARS_PER_TOKEN_ID, and a batch all its prompts.
+ * Counting stops just past `stopAbove`.
  */
 export function promptChars(prompt: PromptInput, stopAbove = Infinity): number {
   if (prompt.kind === "opaque") return prompt.chars;
-  const copies = prompt.kind === "chat" ? 1 : 1 + prompt.extraPromptCount;
-  if (prompt.kind === "text") return prompt.text.length * copies;
-  if (prompt.kind === "tokens") return prompt.tokens.length * CHARS_PER_TOKEN_ID * copies;
+  if (prompt.kind === "text") return prompt.batchSize ?? prompt.text.length;
+  if (prompt.kind === "tokens") {
+    return (prompt.batchSize ?? prompt.tokens.length) * CHARS_PER_TOKEN_ID;
+  }
   return chatInputSize(prompt.messages, prompt, stopAbove);
 }
 

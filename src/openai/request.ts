@@ -2,6 +2,7 @@ import { z } from "zod";
 import { formatPath } from "../config/load.ts";
 import type { ChatMessage } from "../tokenize/types.ts";
 import { HttpError, quoted } from "./errors.ts";
+import { sharedTextPrefix, sharedTokenPrefix } from "./batch_prompt.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json_depth.ts";
 
@@ -203,11 +204,16 @@ export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;
 export type ChatRequest = z.infer<typeof ChatRequestSchema>;
 
 /** What the dispatcher needs to know of one request, whichever endpoint it came through. */
+/**
+ * A completions batch (`extraPromptCount` > 0) has its prompts' shared prefix as `text` or
+ * `tokens` (src/openai/batch_prompt.ts), and in `batchSize` the characters (text) or token ids
+ * of all its prompts together, so that its load counts every prompt.
+ */
 export type PromptInput =
-  | { kind: "text"; text: string; extraPromptCount: number }
+  | { kind: "text"; text: string; extraPromptCount: number; batchSize?: number }
   /** A body the router reads no prompt from (pooling, utilities): `chars` is its size. */
   | { kind: "opaque"; chars: number }
-  | { kind: "tokens"; tokens: number[]; extraPromptCount: number }
+  | { kind: "tokens"; tokens: number[]; extraPromptCount: number; batchSize?: number }
   | {
     kind: "chat";
     messages: ChatMessage[];
@@ -318,15 +324,27 @@ function chatPrompt(chat: ChatRequest): PromptInput {
   };
 }
 
-/** A batch of prompts is routed by its first prompt; the rest only add prefill work. */
-function completionPrompt(prompt: CompletionRequest["prompt"]): PromptInput {
+/** A batch of prompts is routed by the prefix they share; each adds its prefill work. */
+export function completionPrompt(prompt: CompletionRequest["prompt"]): PromptInput {
   if (typeof prompt === "string") return { kind: "text", text: prompt, extraPromptCount: 0 };
   if (typeof prompt[0] === "number") {
     return { kind: "tokens", tokens: prompt as number[], extraPromptCount: 0 };
   }
+  if (prompt.length === 1) return completionPrompt(prompt[0] as string | number[]);
   if (typeof prompt[0] === "string") {
-    return { kind: "text", text: prompt[0], extraPromptCount: prompt.length - 1 };
+    const texts = prompt as string[];
+    return {
+      kind: "text",
+      text: sharedTextPrefix(texts),
+      extraPromptCount: texts.length - 1,
+      batchSize: texts.reduce((sum, text) => sum + text.length, 0),
+    };
   }
-  const batches = prompt as number[][];
-  return { kind: "tokens", tokens: batches[0], extraPromptCount: batches.length - 1 };
+  const lists = prompt as number[][];
+  return {
+    kind: "tokens",
+    tokens: sharedTokenPrefix(lists),
+    extraPromptCount: lists.length - 1,
+    batchSize: lists.reduce((sum, ids) => sum + ids.length, 0),
+  };
 }

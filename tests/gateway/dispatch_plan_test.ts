@@ -4,7 +4,7 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
-import { type PlanContext, planDispatch } from "../../src/gateway/dispatch_plan.ts";
+import { type PlanContext, planDispatch, promptTokensOf } from "../../src/gateway/dispatch_plan.ts";
 import { ModelRuntime, type RuntimeDeps } from "../../src/runtime/model_runtime.ts";
 import type { ParsedRequest } from "../../src/openai/request.ts";
 import type { NamedPolicy } from "../../src/scheduling/named_policy.ts";
@@ -263,4 +263,22 @@ Deno.test("planDispatch: a policy that ranks nothing takes no reservation", asyn
     assertEquals(runtime.cluster.account.load(id).prefillRequests, 0, id);
   }
   assertEquals(runtime.predicted!.size, 0);
+});
+
+Deno.test("promptTokensOf() counts every prompt of a batch", () => {
+  const ids = { kind: "tokens" as const, tokens: [1, 2], extraPromptCount: 2, batchSize: 30 };
+  assertEquals(promptTokensOf(ids, ids.tokens), 30);
+  // Three texts of 40 characters sharing 20: the shared part's 5 tokens each, then 20 of their
+  // own characters each at ~4 a token.
+  const texts = {
+    kind: "text" as const,
+    text: "x".repeat(20),
+    extraPromptCount: 2,
+    batchSize: 120,
+  };
+  assertEquals(promptTokensOf(texts, [1, 2, 3, 4, 5]), 5 * 3 + 15);
+  assertEquals(promptTokensOf(texts, undefined), 30, "untokenized: ~4 characters a token");
+  const one = { kind: "text" as const, text: "hello", extraPromptCount: 0 };
+  assertEquals(promptTokensOf(one, [9, 9]), 2);
+  assertEquals(promptTokensOf({ kind: "opaque", chars: 41 }, undefined), 11);
 });

@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
-import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { CHUNK, completion, MODEL, range, startTestCluster } from "../support/harness.ts";
 
 const scheme = createKeyScheme({
   hash: "sha256_cbor",
@@ -132,6 +132,33 @@ Deno.test("mooncake_ttft runs in the live router: it predicts TTFT and plans a p
     const chosen = decision.candidates.find((c) => c.id === decision.chosen)!;
     assert(chosen.terms.transferS > 0, JSON.stringify(chosen.terms));
     busy.release();
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a completions batch is routed by the prefix all its prompts share, its load counting every prompt", async () => {
+  const t = await startTestCluster();
+  try {
+    const shared = range(1000, 4 * CHUNK);
+    const lists = [
+      [...shared, ...range(1, 2 * CHUNK)],
+      [...shared, ...range(500, 3)],
+      [...shared, ...range(900, CHUNK + 5)],
+    ];
+    t.hold(1, lists[0], 6); // the first prompt's own six chunks: only four serve every prompt
+    const response = await completion(t.url, { prompt: lists });
+    assertEquals(response.status, 200);
+    await response.body?.cancel();
+    assertEquals(response.headers.get("x-tidegate-instance"), "e1");
+    assertEquals(response.headers.get("x-tidegate-hit-tokens"), String(4 * CHUNK));
+    const sum = lists.reduce((n, l) => n + l.length, 0);
+    assertEquals(response.headers.get("x-tidegate-prompt-tokens"), String(sum));
+    assertEquals(
+      [...t.master.requests.at(-1)!.keys],
+      t.keys(shared),
+      "only the shared prefix is looked up",
+    );
   } finally {
     await t.close();
   }

@@ -38,11 +38,22 @@ Deno.test("parseOpenAIRequest() reads a chat request with tools and template kwa
   assertEquals(parsed.body.unknown_field, 1);
 });
 
-Deno.test("parseOpenAIRequest() takes token-id prompts as they are and routes batches by the first", () => {
+Deno.test("parseOpenAIRequest() takes token-id prompts as they are and routes batches by their shared prefix", () => {
   const ids = parseOpenAIRequest("completions", bytes({ model: "m", prompt: [1, 2, 3] }));
   assertEquals(ids.prompt, { kind: "tokens", tokens: [1, 2, 3], extraPromptCount: 0 });
-  const batch = parseOpenAIRequest("completions", bytes({ model: "m", prompt: ["a", "b"] }));
-  assertEquals(batch.prompt, { kind: "text", text: "a", extraPromptCount: 1 });
+  const texts = ["Summarize: the cat", "Summarize: the dog", "Summarize: a bird"];
+  const batch = parseOpenAIRequest("completions", bytes({ model: "m", prompt: texts }));
+  assertEquals(batch.prompt, {
+    kind: "text",
+    text: "Summarize: ",
+    extraPromptCount: 2,
+    batchSize: texts.join("").length,
+  });
+  const lists = [[5, 6, 7, 8], [5, 6, 7, 9, 9], [5, 6, 1]];
+  const ids3 = parseOpenAIRequest("completions", bytes({ model: "m", prompt: lists }));
+  assertEquals(ids3.prompt, { kind: "tokens", tokens: [5, 6], extraPromptCount: 2, batchSize: 12 });
+  const one = parseOpenAIRequest("completions", bytes({ model: "m", prompt: [[4, 5]] }));
+  assertEquals(one.prompt, { kind: "tokens", tokens: [4, 5], extraPromptCount: 0 });
 });
 
 Deno.test("parseOpenAIRequest() answers 400 naming the field at fault", () => {
@@ -220,7 +231,7 @@ Deno.test("parseOpenAIRequest() tells the prompt forms apart by their first elem
   const max = parseOpenAIRequest("completions", bytes({ model: "m", prompt: [0, 2 ** 31 - 1] }));
   assertEquals(max.prompt, { kind: "tokens", tokens: [0, 2 ** 31 - 1], extraPromptCount: 0 });
   const batch = parseOpenAIRequest("completions", bytes({ model: "m", prompt: [[1, 2], [3]] }));
-  assertEquals(batch.prompt, { kind: "tokens", tokens: [1, 2], extraPromptCount: 1 });
+  assertEquals(batch.prompt, { kind: "tokens", tokens: [], extraPromptCount: 1, batchSize: 3 });
 });
 
 Deno.test("parseOpenAIRequest() checks messages one by one and reports the first bad one", () => {
