@@ -2,6 +2,8 @@ import { type Context, Hono } from "hono";
 import type { ConnectionEnv } from "../src/admin/auth.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
 import { type Endpoint, LOAD_ROUTED_PATHS } from "../src/openai/endpoints.ts";
+import { errorAnswerFor } from "../src/openai/error_answer.ts";
+import { HttpError } from "../src/openai/errors.ts";
 import type { ModelRegistry } from "../src/runtime/model_registry.ts";
 import { bodyBounds, ClientLeftError, readBody } from "./read_body.ts";
 
@@ -23,6 +25,8 @@ export function openaiRoutes(
     } catch (error) {
       // Nobody is left to answer: counted as the client's, not logged as the router's fault.
       if (error instanceof ClientLeftError) return new Response(null, { status: 499 });
+      // Too large, too slow, malformed: in the shape of the route's own clients.
+      if (error instanceof HttpError) return errorAnswerFor(endpoint)(error);
       throw error;
     }
     const address = c.env?.remoteAddr?.transport === "tcp" ? c.env.remoteAddr.hostname : undefined;
@@ -33,6 +37,7 @@ export function openaiRoutes(
   };
   app.post("/v1/completions", inference("completions"));
   app.post("/v1/chat/completions", inference("chat"));
+  app.post("/v1/messages", inference("messages"));
   app.get("/v1/models", (c) => c.json(models.listModels()));
   for (const [endpoint, paths] of Object.entries(LOAD_ROUTED_PATHS)) {
     for (const path of paths) app.post(path, inference(endpoint as Endpoint));

@@ -21,6 +21,13 @@ import { DEFAULT_TTFT_PARAMS } from "../scheduling/ttft_estimate.ts";
 import type { EngineKvCache } from "./engine_kv_cache.ts";
 import type { OpenAiBody } from "./openai_body.ts";
 import {
+  anthropicEngineError,
+  anthropicMessage,
+  anthropicStreamDelta,
+  anthropicStreamEnd,
+  anthropicStreamStart,
+} from "./fake_anthropic.ts";
+import {
   type FakeRunner,
   isUtilityPath,
   servesRoute,
@@ -862,12 +869,21 @@ class Engine implements FakeEngine {
       if (record.pd) this.#pdOutcome(record, "invalid", bodyError);
       return this.#error(400, bodyError!, "BadRequestError");
     }
-    const chat = path === "/v1/chat/completions";
+    const anthropic = path === "/v1/messages";
+    const chat = path === "/v1/chat/completions" || anthropic;
+    if (anthropic && !Number.isInteger(body.max_tokens)) {
+      this.#finish(record, "bad_request");
+      return this.#json(400, anthropicEngineError("max_tokens: Field required", "BadRequestError"));
+    }
     if (
       typeof body.model === "string" && body.model !== this.model &&
       !this.#opts.loraModules.includes(body.model)
     ) {
       this.#finish(record, "not_found");
+      if (anthropic) {
+        const message = `The model \`${body.model}\` does not exist.`;
+        return this.#json(404, anthropicEngineError(message, "NotFoundError"));
+      }
       return this.#error(
         404,
         `The model \`${body.model}\` does not exist.`,
@@ -916,6 +932,7 @@ class Engine implements FakeEngine {
       record,
       body,
       chat,
+      anthropic,
       promptTokens,
       outputTokens,
       finishReason,
@@ -1408,6 +1425,18 @@ class Engine implements FakeEngine {
       return new Response(null, { status: 499, headers: this.#headers() });
     }
     const text = parts.join("");
+    if (reply.anthropic) {
+      const usage = { ...reply, cachedTokens: record.cachedTokens ?? 0 };
+      const json = JSON.stringify(
+        anthropicMessage(reply.id, this.model, text, reply.finishReason, usage),
+      );
+      record.headersAtMs = record.firstByteAtMs = this.#opts.now();
+      this.#finish(record, "ok");
+      return new Response(json, {
+        status: 200,
+        headers: this.#headers({ "content-type": "application/json", ...echo }),
+      });
+    }
     const choice = reply.chat
       ? {
         index: 0,
@@ -1509,7 +1538,20 @@ class Engine implements FakeEngine {
         if (record.firstByteAtMs === undefined) record.firstByteAtMs = this.#opts.now();
         controller.enqueue(encoder.encode(text));
       };
+      const usage = () => ({ ...reply, cachedTokens: record.cachedTokens ?? 0 });
       try {
+        if (reply.anthropic) {
+          await this.#generate(reply, signal, (index, text) => {
+            if (index === 0) send(anthropicStreamStart(reply.id, this.model, usage()));
+            send(anthropicStreamDelta(text));
+          });
+          send(anthropicStreamEnd(reply.finishReason, usage()));
+          this.#finish(record, "ok");
+          try {
+            controller.close();
+          } catch { /* already cancelled */ }
+          return;
+        }
         await this.#generate(reply, signal, (index, text) => {
           if (index === 0 && reply.chat) {
             send(chunk({
@@ -1805,6 +1847,8 @@ interface Reply {
   record: RequestRecord;
   body: OpenAiBody;
   chat: boolean;
+  /** Anthropic's Messages API: answered in its shapes (fake_anthropic.ts). */
+  anthropic: boolean;
   promptTokens: number;
   outputTokens: number;
   finishReason: "length" | "stop";

@@ -10,12 +10,22 @@ export type FakeRunner = "generate" | "embed" | "classify";
 const ALWAYS = ["/tokenize", "/detokenize"];
 const SCORING = ["/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank"];
 const ROUTES: Record<FakeRunner, readonly string[]> = {
-  generate: [...ALWAYS, "/v1/completions", "/v1/chat/completions"],
+  generate: [
+    ...ALWAYS,
+    "/v1/completions",
+    "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+  ],
   embed: [...ALWAYS, "/v1/embeddings", "/pooling", ...SCORING],
   classify: [...ALWAYS, "/classify", "/pooling"],
 };
 
-const UTILITY_PATHS = new Set([...ROUTES.embed, ...ROUTES.classify]);
+const UTILITY_PATHS = new Set([
+  ...ROUTES.embed,
+  ...ROUTES.classify,
+  "/v1/messages/count_tokens",
+]);
 
 /** Whether a model of `runner` has the POST route `path` at all. */
 export function servesRoute(runner: FakeRunner, path: string): boolean {
@@ -45,6 +55,8 @@ export function utilityAnswer(
       return tokenize(body);
     case "/detokenize":
       return detokenize(body);
+    case "/v1/messages/count_tokens":
+      return countTokens(body);
     case "/v1/embeddings":
       return embeddings(body, model);
     case "/pooling":
@@ -67,6 +79,13 @@ function tokenize(body: Record<string, unknown>): UtilityAnswer {
   else return missing("prompt");
   const tokens = fakeIds(text);
   return ok({ count: tokens.length, max_model_len: MAX_MODEL_LEN, tokens, token_strs: null }, 0);
+}
+
+/** Anthropic's count of a Messages body's prompt. */
+function countTokens(body: Record<string, unknown>): UtilityAnswer {
+  if (!Array.isArray(body.messages)) return missing("messages");
+  const text = JSON.stringify([body.system ?? "", body.messages, body.tools ?? []]);
+  return ok({ input_tokens: fakeIds(text).length }, 0);
 }
 
 function detokenize(body: Record<string, unknown>): UtilityAnswer {

@@ -4,6 +4,7 @@
  * finished once. Both executors use it: execute_dispatch.ts (whole requests) and execute_pd.ts
  * (a prefill and a decode leg).
  */
+import type { ErrorAnswer } from "../openai/error_answer.ts";
 import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts";
 import { HttpError } from "../openai/errors.ts";
 import type { BodyLimits } from "../proxy/observed_body.ts";
@@ -23,6 +24,8 @@ export interface ExecuteOptions {
   record: RequestRecord;
   /** The engine path, e.g. `/v1/chat/completions`. */
   path: string;
+  /** The router's own errors in the client's shape (default: OpenAI's). */
+  errorAnswer?: ErrorAnswer;
   /** A load-routed request: an engine's 404 means it lacks the route; the next one is tried. */
   notFoundMeansNotServed?: boolean;
   /** The headers that go to the engine (proxy/hop_headers.ts `upstreamHeaders`), this request's own. */
@@ -73,7 +76,7 @@ export function fail(options: ExecuteOptions, error: HttpError): Response {
   options.record.status = error.status;
   options.record.error = error.message;
   finishOnce(options);
-  return error.toResponse(options.responseHeaders);
+  return (options.errorAnswer ?? ((e, h) => e.toResponse(h)))(error, options.responseHeaders);
 }
 
 export function finishOnce(options: ExecuteOptions): void {

@@ -15,6 +15,7 @@ import type { ExtraKeys } from "../hashing/types.ts";
 import { RouteSupport } from "../cluster/route_support.ts";
 import { type Endpoint, INFERENCE_PATHS, isInferenceEndpoint } from "../openai/endpoints.ts";
 import { HttpError } from "../openai/errors.ts";
+import { errorAnswerFor } from "../openai/error_answer.ts";
 import { modelNeeded } from "../openai/load_routed_request.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { requestStreamUsage } from "../proxy/stream_usage.ts";
@@ -163,7 +164,8 @@ export class Gateway {
       if (verdict) return verdict;
       const { reservation, decodeReservation } = flight;
       flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
-      const sent = isInferenceEndpoint(endpoint) && flight.runtime!.config.kv.requestStreamUsage
+      const openAI = endpoint === "completions" || endpoint === "chat";
+      const sent = openAI && flight.runtime!.config.kv.requestStreamUsage
         ? requestStreamUsage(bytes, parsed.body)
         : { bytes, body: parsed.body, strip: false };
       const response = await executeDispatch({
@@ -175,6 +177,7 @@ export class Gateway {
         record: flight.record,
         path: flight.path,
         notFoundMeansNotServed: !isInferenceEndpoint(endpoint),
+        errorAnswer: errorAnswerFor(endpoint),
         upstreamHeaders: this.#upstreamHeaders(flight),
         body: sent.bytes,
         stripStreamUsage: sent.strip,
@@ -419,7 +422,7 @@ export class Gateway {
     record.error = error.message;
     record.durationS = (this.#deps.now() - record.startedAt) / 1000;
     this.#finish(flight.trace, record);
-    return error.toResponse(flight.responseHeaders);
+    return errorAnswerFor(record.endpoint)(error, flight.responseHeaders);
   }
 
   /** Charges the request's tenant; a refusal is recorded and thrown (answered by #failed). */

@@ -7,6 +7,8 @@
 export const INFERENCE_PATHS = {
   completions: "/v1/completions",
   chat: "/v1/chat/completions",
+  /** Anthropic's Messages API, as vLLM serves it (src/openai/anthropic_messages.ts). */
+  messages: "/v1/messages",
 } as const;
 
 export type InferenceEndpoint = keyof typeof INFERENCE_PATHS;
@@ -20,6 +22,8 @@ export const LOAD_ROUTED_PATHS = {
   rerank: ["/rerank", "/v1/rerank", "/v2/rerank"],
   tokenize: ["/tokenize"],
   detokenize: ["/detokenize"],
+  /** Anthropic's token count of a Messages body, as vLLM serves it. */
+  count_tokens: ["/v1/messages/count_tokens"],
 } as const;
 
 export type LoadRoutedEndpoint = keyof typeof LOAD_ROUTED_PATHS;
@@ -27,5 +31,10 @@ export type LoadRoutedEndpoint = keyof typeof LOAD_ROUTED_PATHS;
 export type Endpoint = InferenceEndpoint | LoadRoutedEndpoint;
 
 export function isInferenceEndpoint(endpoint: Endpoint): endpoint is InferenceEndpoint {
-  return endpoint === "completions" || endpoint === "chat";
+  return endpoint in INFERENCE_PATHS;
+}
+
+/** Routes whose clients are Anthropic's: the router's own errors there take Anthropic's shape. */
+export function speaksAnthropic(endpoint: Endpoint): boolean {
+  return endpoint === "messages" || endpoint === "count_tokens";
 }

@@ -1,6 +1,6 @@
 import { SseLines } from "./sse_lines.ts";
 
-/** Token usage as OpenAI-compatible engines report it. */
+/** Token usage as engines report it (OpenAI's fields, or Anthropic's on /v1/messages). */
 export interface ObservedUsage {
   promptTokens?: number;
   completionTokens?: number;
@@ -84,14 +84,33 @@ export class UsageSniffer {
     } catch {
       return;
     }
-    const usage = (value as { usage?: Record<string, unknown> } | null)?.usage;
-    if (!usage || typeof usage !== "object") return;
-    const number = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+    const usage = usageOf(value);
+    if (!usage) return;
     const details = usage.prompt_tokens_details as Record<string, unknown> | null | undefined;
     this.usage = {
-      promptTokens: number(usage.prompt_tokens) ?? this.usage.promptTokens,
-      completionTokens: number(usage.completion_tokens) ?? this.usage.completionTokens,
-      cachedTokens: number(details?.cached_tokens) ?? this.usage.cachedTokens,
+      promptTokens: number(usage.prompt_tokens) ?? anthropicInput(usage) ??
+        this.usage.promptTokens,
+      completionTokens: number(usage.completion_tokens) ?? number(usage.output_tokens) ??
+        this.usage.completionTokens,
+      cachedTokens: number(details?.cached_tokens) ?? number(usage.cache_read_input_tokens) ??
+        this.usage.cachedTokens,
     };
   }
+}
+
+const number = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+/** OpenAI's `usage`, or an Anthropic message's (at the top, or in a stream's `message_start`). */
+function usageOf(value: unknown): Record<string, unknown> | undefined {
+  const body = value as { usage?: unknown; message?: { usage?: unknown } } | null;
+  const usage = body?.usage ?? body?.message?.usage;
+  return usage && typeof usage === "object" ? usage as Record<string, unknown> : undefined;
+}
+
+/** Anthropic counts the prompt apart from what the cache read or wrote: the sum is the prompt. */
+function anthropicInput(usage: Record<string, unknown>): number | undefined {
+  const input = number(usage.input_tokens);
+  if (input === undefined) return undefined;
+  return input + (number(usage.cache_read_input_tokens) ?? 0) +
+    (number(usage.cache_creation_input_tokens) ?? 0);
 }

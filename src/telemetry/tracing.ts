@@ -352,6 +352,7 @@ export function untracedFetch(fetch: typeof globalThis.fetch): typeof globalThis
 /** OpenTelemetry's GenAI operation names where one fits; other routes go by their own name. */
 const OPERATION_NAMES: Partial<Record<Endpoint, string>> = {
   chat: "chat",
+  messages: "chat",
   completions: "text_completion",
   embeddings: "embeddings",
 };

@@ -163,3 +163,25 @@ Deno.test("UsageSniffer: an endless line is skipped, never buffered whole, and t
   assertEquals(sniffer.push(encoder.encode(`data: {"usage": {"prompt_tokens": 1}}\n${tail}`)), 3);
   assertEquals(sniffer.finish(), EXPECTED, "the oversized line is dropped, not parsed");
 });
+
+Deno.test("Anthropic usage: a message's, and a stream's message_start then message_delta", () => {
+  const json = new UsageSniffer("application/json");
+  json.push(new TextEncoder().encode(JSON.stringify({
+    type: "message",
+    usage: { input_tokens: 10, cache_read_input_tokens: 256, output_tokens: 4 },
+  })));
+  assertEquals(json.finish(), { promptTokens: 266, completionTokens: 4, cachedTokens: 256 });
+  const sse = new UsageSniffer("text/event-stream");
+  const events = [
+    {
+      type: "message_start",
+      message: { usage: { input_tokens: 3, cache_read_input_tokens: 128 } },
+    },
+    { type: "content_block_delta", delta: { type: "text_delta", text: "hi" } },
+    { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 7 } },
+  ];
+  for (const event of events) {
+    sse.push(new TextEncoder().encode(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
+  }
+  assertEquals(sse.finish(), { promptTokens: 131, completionTokens: 7, cachedTokens: 128 });
+});
