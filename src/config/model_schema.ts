@@ -310,6 +310,12 @@ export const ModelSchema = z.strictObject({
      */
     path: z.string().min(1).optional(),
   })).default([]),
+  /**
+   * When no instance lists a requested adapter in its `/v1/models`, load it on the instance the
+   * policy picks (`POST /v1/load_lora_adapter` with the adapter's `path`; the engine needs
+   * VLLM_ALLOW_RUNTIME_LORA_UPDATING). Off: such requests go wherever the policy sends them.
+   */
+  loraLoading: z.boolean().default(false),
   tokenizer: TokenizerSchema.prefault({}),
   kv: KvSchema,
   policy: PolicySchema.default("affinity_ttft"),

@@ -197,7 +197,11 @@ export interface FakeEngineOptions {
   flavour?: EngineFlavour;
   /** Served model name (default "fake-model"); other names get a 404 like vLLM's. */
   model?: string;
-  /** LoRA adapters served too, like vLLM's `--lora-modules` (their names are valid models). */
+  /**
+   * LoRA adapters served too, like vLLM's `--lora-modules` (their names are valid models, listed
+   * in /v1/models with `parent`). `POST /v1/load_lora_adapter` and `/v1/unload_lora_adapter` change
+   * them, as vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING.
+   */
   loraModules?: string[];
   /** Port to bind (default 0: any free port). */
   port?: number;
@@ -301,6 +305,8 @@ export interface FakeEngineStats {
   served: number;
   healthChecks: number;
   metricsScrapes: number;
+  /** GET /v1/models answered. */
+  modelListings: number;
   loadQueries: number;
   /** Hanging requests that ended because their client (the router) went away. */
   hungUntilClientLeft: number;
@@ -531,7 +537,7 @@ class Engine implements FakeEngine {
       reportCachedTokens: options.reportCachedTokens ?? true,
       slowFirstByteMs: options.slowFirstByteMs ?? 300,
       maxRecords: options.maxRecords ?? 1000,
-      loraModules: options.loraModules ?? [],
+      loraModules: [...(options.loraModules ?? [])],
       runner: options.runner ?? "generate",
       now: options.now ?? (() => performance.timeOrigin + performance.now()),
     };
@@ -541,6 +547,7 @@ class Engine implements FakeEngine {
       served: 0,
       healthChecks: 0,
       metricsScrapes: 0,
+      modelListings: 0,
       loadQueries: 0,
       hungUntilClientLeft: 0,
       prefixCacheQueries: 0,
@@ -678,6 +685,9 @@ class Engine implements FakeEngine {
 
   async #handle(request: Request): Promise<Response> {
     const path = new URL(request.url).pathname;
+    if (request.method === "POST" && path.endsWith("_lora_adapter")) {
+      return await this.#loraAdapter(request, path);
+    }
     if (request.method === "POST" && servesRoute(this.#opts.runner, path)) {
       return await this.#inference(request, path);
     }
@@ -698,16 +708,17 @@ class Engine implements FakeEngine {
         this.stats.healthChecks++;
         return this.#plain(this.#ready ? 200 : 503, "");
       case "/v1/models":
+        this.stats.modelListings++;
         return this.#json(200, {
           object: "list",
-          data: [{
-            id: this.model,
+          data: [this.model, ...this.#opts.loraModules].map((id, i) => ({
+            id,
             object: "model",
             created: this.#startedAtS,
             owned_by: this.flavour,
-            root: this.model,
-            parent: null,
-          }],
+            root: i === 0 ? this.model : `/adapters/${id}`,
+            parent: i === 0 ? null : this.model,
+          })),
         });
       case "/metrics":
         this.stats.metricsScrapes++;
@@ -763,6 +774,32 @@ class Engine implements FakeEngine {
   #failureOn(path: string): FailureMode {
     const paths = this.#failureOptions.paths;
     return paths && !paths.includes(path) ? "none" : this.#failure;
+  }
+
+  /** vLLM's runtime LoRA routes: load (400 when already loaded) and unload (404 when absent). */
+  async #loraAdapter(request: Request, path: string): Promise<Response> {
+    const body = await request.json().catch(() => ({})) as { lora_name?: unknown };
+    const name = body.lora_name;
+    if (typeof name !== "string") {
+      return this.#error(400, "lora_name: Field required", "BadRequestError");
+    }
+    const loaded = this.#opts.loraModules;
+    if (path === "/v1/load_lora_adapter") {
+      if (loaded.includes(name)) {
+        return this.#error(
+          400,
+          `The lora adapter '${name}' has already been loaded.`,
+          "BadRequestError",
+        );
+      }
+      loaded.push(name);
+      return this.#plain(200, `Success: LoRA adapter '${name}' added successfully.`);
+    }
+    if (!loaded.includes(name)) {
+      return this.#error(404, `The lora adapter '${name}' cannot be found.`, "NotFoundError");
+    }
+    loaded.splice(loaded.indexOf(name), 1);
+    return this.#plain(200, `Success: LoRA adapter '${name}' removed successfully.`);
   }
 
   /** A pooling or utility route: answered at once (no prefill queue: these are rare and small). */

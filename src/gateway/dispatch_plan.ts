@@ -26,11 +26,10 @@ export interface PlanContext {
   extraKeys?: ExtraKeys;
   /** Once the prompt's tokens are known, before any hashing or lookup: may throw to refuse it. */
   checkPrompt?: (prompt: { tokens?: number[]; promptTokens: number }) => void;
-  /**
-   * A load-routed request (src/openai/endpoints.ts): every instance of the model may take it
-   * whole (no prefill/decode split), except those `serves` says do not serve its route.
-   */
-  loadRouted?: { serves: (instanceId: string) => boolean };
+  /** Only these instances may take the request (a route they serve, a LoRA they hold). */
+  eligible?: (instanceId: string) => boolean;
+  /** Sent whole to one instance even on a disaggregated model (a load-routed request). */
+  whole?: boolean;
   /** Hashes a long prompt's keys off the main loop (request_worker_pool.ts); absent: inline. */
   hashKeys?: (
     scheme: KeySchemeOptions,
@@ -223,9 +222,8 @@ function schedule(
   const { candidates: all, entries } = runtime.cluster.candidates((id) =>
     cap(hits.localChunks.get(id) ?? 0)
   );
-  const loadRouted = context.loadRouted;
-  const serving = loadRouted ? all.filter((c) => loadRouted.serves(c.id)) : all;
-  const candidates = serving.map((candidate) => {
+  const eligible = context.eligible;
+  const candidates = (eligible ? all.filter((c) => eligible(c.id)) : all).map((candidate) => {
     const estimator = runtime.prefillEstimators.get(candidate.id);
     return estimator && estimator.sampleCount > 0
       ? { ...candidate, prefillModel: estimator.model() }
@@ -236,7 +234,7 @@ function schedule(
   const poolPrefixTokens = kvLoadOnly ? 0 : cap(hits.poolChunks);
   const seen = kvLoadOnly ? candidates.map((c) => ({ ...c, localPrefixTokens: 0 })) : candidates;
   const entryMap = new Map(entries.map((e) => [e.config.id, e]));
-  const { prefillSide, decode } = loadRouted
+  const { prefillSide, decode } = context.whole
     ? { prefillSide: seen, decode: undefined }
     : splitByRole(runtime, seen, entryMap);
   // The router cannot make an engine load the pool's part of a prefix: the estimate never counts

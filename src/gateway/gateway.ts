@@ -162,6 +162,7 @@ export class Gateway {
       const { parsed, bytes } = await this.#parse(flight, endpoint, body);
       const verdict = await this.#plan(flight, parsed);
       if (verdict) return verdict;
+      await this.#loadAdapter(flight);
       const { reservation, decodeReservation } = flight;
       flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
       const openAI = endpoint === "completions" || endpoint === "chat";
@@ -306,13 +307,16 @@ export class Gateway {
 
   /** Plans the request; answers 429 itself when admission refuses it. */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
-    const loadRouted = isInferenceEndpoint(parsed.endpoint) ? undefined : this.#loadRouted(flight);
+    const whole = !isInferenceEndpoint(parsed.endpoint);
+    const eligible = whole ? this.#servingRoute(flight) : this.#holdingAdapter(flight);
     const extraKeys: ExtraKeys = {};
     if (flight.loraName) {
       extraKeys.loraName = flight.loraName;
       // The adapter path: the "tagged" extra keys of vLLM >= 0.31.0 hash it with the name.
-      const lora = flight.runtime!.config.loras.find((l) => l.name === parsed.model);
-      if (lora?.path !== undefined) extraKeys.loraPath = lora.path;
+      const runtime = flight.runtime!;
+      const path = runtime.config.loras.find((l) => l.name === parsed.model)?.path ??
+        runtime.adapters.adapters().get(flight.loraName)?.path;
+      if (path !== undefined) extraKeys.loraPath = path;
     }
     if (parsed.cacheSalt) extraKeys.cacheSalt = parsed.cacheSalt;
     const { plan, reservation, decodeReservation } = await planDispatch(flight.runtime!, parsed, {
@@ -320,7 +324,8 @@ export class Gateway {
       random: this.#deps.random,
       policy: flight.selection!.policy,
       extraKeys,
-      loadRouted,
+      eligible,
+      whole,
       hashKeys: this.#requestWorkers &&
         ((scheme, tokens, extra) => this.#requestWorkers!.hash(scheme, tokens, extra)),
       // Refused before the keys are hashed and looked up: such work would be thrown away.
@@ -361,7 +366,7 @@ export class Gateway {
   }
 
   /** Which instances may take a load-routed request; 404 when every one lacks its path. */
-  #loadRouted(flight: InFlight): { serves: (instanceId: string) => boolean } {
+  #servingRoute(flight: InFlight): (instanceId: string) => boolean {
     const model = flight.runtime!.config.name;
     const now = this.#deps.now();
     const serves = (id: string) => this.#routeSupport.serves(model, id, flight.path, now);
@@ -373,7 +378,56 @@ export class Gateway {
         { code: "route_not_served" },
       );
     }
-    return { serves };
+    return serves;
+  }
+
+  /**
+   * A LoRA adapter's request goes only to instances whose `/v1/models` lists it; when none does
+   * (or nothing is known yet) any instance may take it, and `loraLoading` loads it on the one
+   * chosen (#loadAdapter).
+   */
+  #holdingAdapter(flight: InFlight): ((instanceId: string) => boolean) | undefined {
+    if (!flight.loraName) return undefined;
+    const holders = new Set(flight.runtime!.adapters.holders(flight.loraName));
+    return holders.size > 0 ? (id) => holders.has(id) : undefined;
+  }
+
+  /**
+   * With `loraLoading`, an adapter no instance lists is loaded on the plan's first choice before
+   * the request goes there (vLLM's `/v1/load_lora_adapter`; "already loaded" counts as loaded). A
+   * failed load is logged and the request goes on: the engine's own answer then tells the client.
+   */
+  async #loadAdapter(flight: InFlight): Promise<void> {
+    const runtime = flight.runtime!;
+    const adapter = flight.loraName;
+    if (!adapter || !runtime.config.loraLoading) return;
+    if (runtime.adapters.holders(adapter).length > 0) return;
+    const target = flight.plan!.decision.ranking[0];
+    const entry = target === undefined ? undefined : flight.plan!.entries.get(target);
+    const path = runtime.config.loras.find((l) => l.adapter === adapter)?.path;
+    if (!entry || !path) return;
+    const url = `${entry.config.url.replace(/\/+$/, "")}/v1/load_lora_adapter`;
+    try {
+      const response = await this.#deps.fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ lora_name: adapter, lora_path: path }),
+        signal: AbortSignal.timeout(this.#config.limits.upstreamHeadersTimeoutMs),
+      });
+      const text = await response.text();
+      if (!response.ok && !/already/i.test(text)) {
+        throw new Error(`HTTP ${response.status}: ${text}`);
+      }
+      runtime.adapters.noteLoaded(entry.config.id, adapter, path);
+      this.#deps.log("lora adapter loaded", { adapter, instance: entry.config.id });
+    } catch (error) {
+      this.#deps.log("lora adapter load failed", {
+        level: "warn",
+        adapter,
+        instance: entry.config.id,
+        error: (error as Error).message,
+      });
+    }
   }
 
   /**

@@ -163,8 +163,9 @@ function convertTools(tools: unknown): unknown[] | undefined {
       name: tool.name,
       description: tool.description ?? null,
       parameters: tool.input_schema,
-      strict: tool.strict ?? null,
-      defer_loading: tool.defer_loading ?? null,
+      // vLLM's tool model keeps `strict` and drops `defer_loading` when the template sees them;
+      // src/tokenize/chat_messages.ts fills the fields it declares.
+      ...(tool.strict !== undefined && tool.strict !== null ? { strict: tool.strict } : {}),
     },
   }));
 }

@@ -1,4 +1,5 @@
 import type { DiscoveryConfig } from "../config/schema.ts";
+import { AdapterPoller } from "../cluster/adapter_poller.ts";
 import { DnsDiscovery, type ResolveDns } from "../cluster/dns_discovery.ts";
 import { systemTimers, type Timers } from "../cluster/timers.ts";
 import { EngineEventFeed, type KvEventSockets } from "./engine_event_feed.ts";
@@ -45,6 +46,26 @@ export class BackgroundWork {
     if (this.#options.enabled) runtime.cluster.start();
     this.setDiscovery(runtime, runtime.config.discovery, previous);
     if (this.#options.enabled) this.#startFeeds(runtime);
+    if (this.#options.enabled) this.#startAdapterPoller(runtime);
+  }
+
+  /** A model with LoRA adapters learns from each instance's `/v1/models` which it holds. */
+  #startAdapterPoller(runtime: ModelRuntime): void {
+    const config = runtime.config;
+    if (config.loras.length === 0 && !config.loraLoading) return;
+    const poller = new AdapterPoller({
+      catalog: runtime.adapters,
+      instances: () =>
+        runtime.cluster.entries().map((e) => ({ id: e.config.id, url: e.config.url })),
+      fetch: this.#options.fetch ?? fetch,
+      timers: this.#options.timers ?? systemTimers(),
+      now: this.#options.now,
+      intervalMs: config.health.intervalMs,
+      timeoutMs: config.health.timeoutMs,
+      log: this.#options.log,
+    });
+    poller.start();
+    this.#feeds.set(runtime, [...(this.#feeds.get(runtime) ?? []), poller]);
   }
 
   async stop(runtime: ModelRuntime): Promise<void> {

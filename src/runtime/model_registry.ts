@@ -20,6 +20,8 @@ export interface ModelCard {
   created: number;
   owned_by: string;
   root: string;
+  /** An adapter's base model (as vLLM lists adapters). */
+  parent?: string;
 }
 
 export class ModelRegistry {
@@ -55,9 +57,15 @@ export class ModelRegistry {
     this.#indexNames();
   }
 
-  /** A name, alias or LoRA name as a request gives it. */
+  /**
+   * A name, alias or LoRA name as a request gives it; also an adapter not in the config that an
+   * instance of a model lists in its `/v1/models` (src/cluster/adapter_catalog.ts).
+   */
   resolve(name: string): ResolvedModel | undefined {
-    return this.#names.get(name);
+    const named = this.#names.get(name);
+    if (named) return named;
+    const runtime = this.#runtimes.values().find((r) => r.adapters.holders(name).length > 0);
+    return runtime ? { runtime, loraName: name } : undefined;
   }
 
   /** The runtime serving a model name or alias; throws the OpenAI 404 when there is none. */
@@ -78,19 +86,31 @@ export class ModelRegistry {
     );
   }
 
-  /** `GET /v1/models` in OpenAI's shape, aliases and LoRA names included. */
+  /**
+   * `GET /v1/models` in OpenAI's shape: names, aliases, configured LoRA names, and the adapters
+   * the instances list that the config does not name (with `parent`, as vLLM lists them).
+   */
   listModels(): { object: "list"; data: ModelCard[] } {
     const created = Math.floor(this.#wallNow() / 1000);
-    return {
-      object: "list",
-      data: [...this.#names.entries()].map(([id, { runtime }]) => ({
-        id,
-        object: "model" as const,
-        created,
-        owned_by: "tidegate",
-        root: runtime.config.name,
-      })),
-    };
+    const card = (id: string, root: string): ModelCard => ({
+      id,
+      object: "model",
+      created,
+      owned_by: "tidegate",
+      root,
+    });
+    const data = [...this.#names.entries()].map(([id, { runtime }]) =>
+      card(id, runtime.config.name)
+    );
+    const listed = new Set(this.#names.keys());
+    for (const runtime of this.#runtimes.values()) {
+      for (const adapter of runtime.adapters.adapters().keys()) {
+        if (listed.has(adapter)) continue;
+        listed.add(adapter);
+        data.push({ ...card(adapter, runtime.config.name), parent: runtime.config.name });
+      }
+    }
+    return { object: "list", data };
   }
 
   /** Each served name's `limits.maxPromptChars` (aliases and LoRA names too). */

@@ -1,4 +1,5 @@
 import type { ModelConfig } from "../config/schema.ts";
+import { AdapterCatalog } from "../cluster/adapter_catalog.ts";
 import { masterUrls } from "../config/kv_masters.ts";
 import { DecodeOutlook } from "../cluster/decode_outlook.ts";
 import { ModelCluster } from "../cluster/model_cluster.ts";
@@ -78,6 +79,8 @@ export class ModelRuntime {
   sequence = 0;
   /** The last prompts dispatched (token ids), for `POST /admin/kv/detect {"recent": n}`. */
   readonly recentPrompts = new RecentPrompts();
+  /** Which instances list which LoRA adapters (src/cluster/adapter_poller.ts fills it). */
+  readonly adapters = new AdapterCatalog();
 
   private constructor(init: {
     config: ModelConfig;

@@ -65,8 +65,6 @@ Deno.test("tool use and tool results become tool calls and tool messages; tools 
       name: "weather",
       description: "Now",
       parameters: { type: "object" },
-      strict: null,
-      defer_loading: null,
     },
   }]);
 });
