@@ -43,6 +43,12 @@ export interface VllmEngine {
   stop(): Promise<void>;
 }
 
+/** KV-event endpoints on this machine only: the PUB socket on a Unix socket (vLLM binds ipc://). */
+export async function kvEventEndpoints(): Promise<{ pub: string; replay: string }> {
+  const dir = await Deno.makeTempDir({ prefix: "tidegate-kv-events-" });
+  return { pub: `ipc://${dir}/pub.sock`, replay: `tcp://127.0.0.1:${freePort()}` };
+}
+
 /** The KV block size on the CPU build: its attention takes multiples of 32; 128 is its default. */
 export const CPU_BLOCK_SIZE = 128;
 

@@ -15,8 +15,8 @@ import { EngineEventFeed } from "../../src/runtime/engine_event_feed.ts";
 import { blockId } from "../../src/kv/events/engine_kv_event.ts";
 import { zmtpSockets } from "../../src/runtime/kv_event_sockets.ts";
 import { eventually } from "../support/eventually.ts";
-import { freePort, REAL } from "./real_env.ts";
-import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
+import { REAL } from "./real_env.ts";
+import { CPU_BLOCK_SIZE, kvEventEndpoints, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const scheme = createKeyScheme({ hash: "sha256", chunkSize: CPU_BLOCK_SIZE, keyFormat: "{hex}" });
 
@@ -29,12 +29,6 @@ function prompt(n: number, blocks: number): number[] {
 }
 
 const blockIds = (tokens: number[]) => scheme.blockHashes(tokens).map(blockId);
-
-/** Endpoints on this machine only: the PUB socket on a Unix socket (vLLM binds ipc://). */
-async function endpoints(): Promise<{ pub: string; replay: string }> {
-  const dir = await Deno.makeTempDir({ prefix: "tidegate-kv-events-" });
-  return { pub: `ipc://${dir}/pub.sock`, replay: `tcp://127.0.0.1:${freePort()}` };
-}
 
 async function complete(url: string, tokens: number[]): Promise<Response> {
   const response = await fetch(`${url}/v1/completions`, {
@@ -68,7 +62,7 @@ function feedOn(ends: { pub: string; replay: string }, index: EngineBlockIndex):
 }
 
 Deno.test("real vLLM KV events: the mirror survives a late start, lost messages and a restart", async () => {
-  const ends = await endpoints();
+  const ends = await kvEventEndpoints();
   const vllm = (startTimeoutMs: number) =>
     startVllm({ kvEventsEndpoint: ends.pub, kvEventsReplayEndpoint: ends.replay, startTimeoutMs });
   let engine: VllmEngine | undefined = await vllm(600_000);
@@ -118,7 +112,7 @@ Deno.test("real vLLM KV events: the mirror survives a late start, lost messages 
 });
 
 Deno.test("real vLLM KV events: with only the engines' events the router follows the prefix", async () => {
-  const ends = [await endpoints(), await endpoints()];
+  const ends = [await kvEventEndpoints(), await kvEventEndpoints()];
   const engines = await Promise.all(ends.map((e) =>
     startVllm({
       kvEventsEndpoint: e.pub,

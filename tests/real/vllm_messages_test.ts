@@ -1,0 +1,136 @@
+/**
+ * Anthropic's Messages API through the router in front of two real vLLM engines whose KV events
+ * are the router's only view of their caches: a conversation's follow-up lands on the engine that
+ * served its opening, and the hit the router predicts is the engine's `cache_read_input_tokens`.
+ * That holds only if the router renders a Messages body into the very prompt vLLM builds.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { resolveConfig } from "../../src/config/load.ts";
+import { createRouter } from "../../routes/app.ts";
+import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
+import { blockId } from "../../src/kv/events/engine_kv_event.ts";
+import { anthropicToChat } from "../../src/openai/anthropic_messages.ts";
+import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
+import { eventually } from "../support/eventually.ts";
+import { REAL } from "./real_env.ts";
+import { CPU_BLOCK_SIZE, kvEventEndpoints, startVllm } from "./vllm_engine.ts";
+
+const scheme = createKeyScheme({ hash: "sha256", chunkSize: CPU_BLOCK_SIZE, keyFormat: "{hex}" });
+
+/** Conversation n's opening: a long system prompt of its own, a tool, a question. */
+function opening(n: number): Record<string, unknown> {
+  return {
+    model: REAL.modelName,
+    max_tokens: 2,
+    system: [{
+      type: "text",
+      text: `Case file ${n}. ` + `Clause ${n}: the tenant keeps the harbour gate shut at night. `
+        .repeat(30),
+    }],
+    tools: [{
+      name: "lookup",
+      description: "Look up a clause",
+      input_schema: { type: "object", properties: { clause: { type: "integer" } } },
+    }],
+    messages: [{ role: "user", content: `What does clause ${n} say?` }],
+  };
+}
+
+function followUp(body: Record<string, unknown>): Record<string, unknown> {
+  const messages = body.messages as Record<string, unknown>[];
+  return {
+    ...body,
+    messages: [
+      ...messages,
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "tu_1", name: "lookup", input: { clause: 1 } }],
+      },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "tu_1", content: "Shut at night." }],
+      },
+    ],
+  };
+}
+
+async function send(url: string, body: Record<string, unknown>): Promise<Response> {
+  const response = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`);
+  return response;
+}
+
+Deno.test("real vLLM: a Messages follow-up lands on the engine holding its prefix, predicted hit = cache_read_input_tokens", async () => {
+  const ends = [await kvEventEndpoints(), await kvEventEndpoints()];
+  const engines = await Promise.all(ends.map((e) =>
+    startVllm({
+      kvEventsEndpoint: e.pub,
+      kvEventsReplayEndpoint: e.replay,
+      startTimeoutMs: 600_000,
+    })
+  ));
+  const router = await createRouter(
+    resolveConfig({
+      listen: { port: 0 },
+      models: [{
+        name: REAL.modelName,
+        tokenizer: { path: REAL.model },
+        kv: {
+          store: "none",
+          hash: "sha256",
+          chunkSize: CPU_BLOCK_SIZE,
+          keyFormat: "{hex}",
+          minPromptTokens: CPU_BLOCK_SIZE,
+          predictedIndex: { enabled: false },
+        },
+        policy: "cache_aware",
+        health: { intervalMs: 1_000, timeoutMs: 2_000 },
+        instances: engines.map((engine, i) => ({
+          id: `v${i}`,
+          url: engine.url,
+          kvEvents: { endpoint: ends[i].pub, replayEndpoint: ends[i].replay },
+        })),
+      }],
+    }),
+    { log: () => {} },
+  );
+  try {
+    const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
+    const url = `http://127.0.0.1:${port}`;
+    const caches = router.registry.runtime(REAL.modelName)!.engineCaches;
+    const tokenizer = await loadTokenizer(REAL.model);
+    const openings = [0, 1, 2, 3].map(opening);
+    const blocksOf = (body: Record<string, unknown>) => {
+      const { messages, tools } = anthropicToChat(body);
+      return scheme.blockHashes(tokenizer.encodeChat(messages, { tools })).map(blockId);
+    };
+    // Each opening straight to one engine: only that engine's events can tell the router.
+    for (const [n, body] of openings.entries()) {
+      await (await send(engines[n % 2].url, body)).body?.cancel();
+    }
+    await eventually(
+      () =>
+        openings.every((body, n) => {
+          const blocks = blocksOf(body);
+          return caches.get(`v${n % 2}`)!.prefixBlocks(blocks) === blocks.length;
+        }),
+      30_000,
+      "both mirrors to hold the openings",
+    );
+    for (const [n, body] of openings.entries()) {
+      const response = await send(url, followUp(body));
+      const answer = await response.json();
+      assertEquals(response.headers.get("x-tidegate-instance"), `v${n % 2}`, `conversation ${n}`);
+      const predicted = Number(response.headers.get("x-tidegate-hit-tokens"));
+      assert(predicted >= 3 * CPU_BLOCK_SIZE, `conversation ${n}: predicted ${predicted}`);
+      assertEquals(answer.usage.cache_read_input_tokens, predicted, `conversation ${n}`);
+    }
+  } finally {
+    await router.close();
+    await Promise.all(engines.map((e) => e.stop()));
+  }
+});
