@@ -14,7 +14,7 @@ type ConnectionBindings = { Bindings: ConnectionEnv };
  * engines' pooling and utility routes (src/openai/endpoints.ts).
  */
 export function openaiRoutes(
-  gateway: Pick<Gateway, "handleInference">,
+  gateway: Pick<Gateway, "handleInference" | "handleStoredResponse">,
   models: ModelRegistry,
 ): Hono<ConnectionBindings> {
   const app = new Hono<ConnectionBindings>();
@@ -38,6 +38,16 @@ export function openaiRoutes(
   app.post("/v1/completions", inference("completions"));
   app.post("/v1/chat/completions", inference("chat"));
   app.post("/v1/messages", inference("messages"));
+  app.post("/v1/responses", inference("responses"));
+  // A stored response lives on the engine that made it: these go there (or are vLLM's 404).
+  app.get(
+    "/v1/responses/:id",
+    (c) => gateway.handleStoredResponse(c.req.raw, c.req.param("id"), "retrieve"),
+  );
+  app.post(
+    "/v1/responses/:id/cancel",
+    (c) => gateway.handleStoredResponse(c.req.raw, c.req.param("id"), "cancel"),
+  );
   app.get("/v1/models", (c) => c.json(models.listModels()));
   for (const [endpoint, paths] of Object.entries(LOAD_ROUTED_PATHS)) {
     for (const path of paths) app.post(path, inference(endpoint as Endpoint));

@@ -135,6 +135,8 @@ export interface RequestRecord {
   prefillInstanceId?: string;
   status: number;
   outcome: RequestOutcome;
+  /** A Responses API answer's id (its engine stores it: src/cluster/response_homes.ts). */
+  responseId?: string;
   /**
    * Seconds from arrival to the first byte of a streamed (SSE) answer. Absent for a non-streamed
    * answer: its first byte comes after the whole generation, so it has no observable first token.

@@ -21,6 +21,14 @@ import { DEFAULT_TTFT_PARAMS } from "../scheduling/ttft_estimate.ts";
 import type { EngineKvCache } from "./engine_kv_cache.ts";
 import type { OpenAiBody } from "./openai_body.ts";
 import {
+  responseCompleted,
+  responseCreated,
+  responseDelta,
+  responseNotFound,
+  responseObject,
+  ResponseStore,
+} from "./fake_responses.ts";
+import {
   anthropicEngineError,
   anthropicMessage,
   anthropicStreamDelta,
@@ -446,6 +454,7 @@ export function roughTokenCount(body: OpenAiBody): number {
     }
     return total;
   }
+  if (body.input !== undefined) return Math.max(1, chars(body.input) + chars(body.instructions));
   return Math.max(1, chars(body.prompt));
 }
 
@@ -509,6 +518,8 @@ class Engine implements FakeEngine {
   /** P/D: SGLang prefills holding their KV until their decode takes it (they count as running). */
   #pdHolding = new Map<number, { rank: number; kvTokens: number }>();
   #pd: PdState | undefined;
+  /** Stored Responses API answers (this engine's memory only, as vLLM's). */
+  readonly #responses = new ResponseStore();
   #startedAtS = Math.floor(Date.now() / 1000);
 
   constructor(options: FakeEngineOptions, server: Deno.HttpServer<Deno.NetAddr>) {
@@ -685,6 +696,9 @@ class Engine implements FakeEngine {
 
   async #handle(request: Request): Promise<Response> {
     const path = new URL(request.url).pathname;
+    if (path.startsWith("/v1/responses/") && this.#opts.runner === "generate") {
+      return this.#storedResponse(path, request.method);
+    }
     if (request.method === "POST" && path.endsWith("_lora_adapter")) {
       return await this.#loraAdapter(request, path);
     }
@@ -774,6 +788,38 @@ class Engine implements FakeEngine {
   #failureOn(path: string): FailureMode {
     const paths = this.#failureOptions.paths;
     return paths && !paths.includes(path) ? "none" : this.#failure;
+  }
+
+  /** What vLLM refuses of a Responses body: no `input` (400), an unknown previous response (404). */
+  #responsesRefusal(body: OpenAiBody): Response | undefined {
+    if (typeof body.input !== "string" && !Array.isArray(body.input)) {
+      return this.#error(400, "input: Field required", "BadRequestError", "input");
+    }
+    const previous = body.previous_response_id;
+    if (typeof previous === "string" && !this.#responses.get(previous)) {
+      return this.#json(404, responseNotFound(previous));
+    }
+    return undefined;
+  }
+
+  /** GET /v1/responses/{id} and POST .../cancel on this engine's stored responses. */
+  #storedResponse(path: string, method: string): Response {
+    const match = /^\/v1\/responses\/([^/]+)(\/cancel)?$/.exec(path)!;
+    const id = decodeURIComponent(match[1]);
+    const stored = this.#responses.get(id);
+    if (!stored) return this.#json(404, responseNotFound(id));
+    if (!match[2]) return this.#json(200, stored);
+    if (method !== "POST") return this.#json(405, { detail: "Method Not Allowed" });
+    if (stored.status !== "queued" && stored.status !== "in_progress") {
+      return this.#error(
+        400,
+        "Cannot cancel a synchronous response.",
+        "invalid_request_error",
+        "response_id",
+      );
+    }
+    stored.status = "cancelled";
+    return this.#json(200, stored);
   }
 
   /** vLLM's runtime LoRA routes: load (400 when already loaded) and unload (404 when absent). */
@@ -907,7 +953,15 @@ class Engine implements FakeEngine {
       return this.#error(400, bodyError!, "BadRequestError");
     }
     const anthropic = path === "/v1/messages";
-    const chat = path === "/v1/chat/completions" || anthropic;
+    const responses = path === "/v1/responses";
+    const chat = path === "/v1/chat/completions" || anthropic || responses;
+    if (responses) {
+      const refused = this.#responsesRefusal(body);
+      if (refused) {
+        this.#finish(record, refused.status === 404 ? "not_found" : "bad_request");
+        return refused;
+      }
+    }
     if (anthropic && !Number.isInteger(body.max_tokens)) {
       this.#finish(record, "bad_request");
       return this.#json(400, anthropicEngineError("max_tokens: Field required", "BadRequestError"));
@@ -929,7 +983,7 @@ class Engine implements FakeEngine {
       );
     }
     if (isUtilityPath(path)) return this.#utility(record, path, body, echo);
-    if (chat ? !Array.isArray(body.messages) : body.prompt === undefined) {
+    if (!responses && (chat ? !Array.isArray(body.messages) : body.prompt === undefined)) {
       this.#finish(record, "bad_request");
       return this.#error(
         400,
@@ -938,12 +992,16 @@ class Engine implements FakeEngine {
         chat ? "messages" : "prompt",
       );
     }
-    const contentProblem = chat ? messageContentProblem(body.messages as unknown[]) : undefined;
+    const contentProblem = chat && !responses
+      ? messageContentProblem(body.messages as unknown[])
+      : undefined;
     if (contentProblem) {
       this.#finish(record, "bad_request");
       return this.#error(400, contentProblem, "BadRequestError", "messages");
     }
-    const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? 16);
+    const maxTokens = Number(
+      body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens ?? 16,
+    );
     if (!Number.isInteger(maxTokens) || maxTokens < 1) {
       this.#finish(record, "bad_request");
       if (record.pd) this.#pdOutcome(record, "invalid", "`max_tokens` must be a positive integer.");
@@ -970,11 +1028,14 @@ class Engine implements FakeEngine {
       body,
       chat,
       anthropic,
+      responses,
       promptTokens,
       outputTokens,
       finishReason,
       rank: this.#rankOf(record),
-      id: `${chat ? "chatcmpl" : "cmpl"}-${crypto.randomUUID().replaceAll("-", "")}`,
+      id: responses
+        ? `resp_${crypto.randomUUID().replaceAll("-", "")}`
+        : `${chat ? "chatcmpl" : "cmpl"}-${crypto.randomUUID().replaceAll("-", "")}`,
       created: Math.floor(Date.now() / 1000),
       includeUsage: (body.stream_options as { include_usage?: unknown } | undefined)
         ?.include_usage === true,
@@ -1462,6 +1523,17 @@ class Engine implements FakeEngine {
       return new Response(null, { status: 499, headers: this.#headers() });
     }
     const text = parts.join("");
+    if (reply.responses) {
+      const usage = { ...reply, cachedTokens: record.cachedTokens ?? 0 };
+      const answer = responseObject(reply.id, this.model, text, "completed", usage);
+      if (reply.body.store !== false) this.#responses.put(answer);
+      record.headersAtMs = record.firstByteAtMs = this.#opts.now();
+      this.#finish(record, "ok");
+      return new Response(JSON.stringify(answer), {
+        status: 200,
+        headers: this.#headers({ "content-type": "application/json", ...echo }),
+      });
+    }
     if (reply.anthropic) {
       const usage = { ...reply, cachedTokens: record.cachedTokens ?? 0 };
       const json = JSON.stringify(
@@ -1577,6 +1649,25 @@ class Engine implements FakeEngine {
       };
       const usage = () => ({ ...reply, cachedTokens: record.cachedTokens ?? 0 });
       try {
+        if (reply.responses) {
+          const itemId = `msg_${reply.id.slice(5)}`;
+          const texts: string[] = [];
+          await this.#generate(reply, signal, (index, text) => {
+            if (index === 0) {
+              send(responseCreated(responseObject(reply.id, this.model, "", "in_progress", null)));
+            }
+            texts.push(text);
+            send(responseDelta(itemId, text));
+          });
+          const done = responseObject(reply.id, this.model, texts.join(""), "completed", usage());
+          if (reply.body.store !== false) this.#responses.put(done);
+          send(responseCompleted(done));
+          this.#finish(record, "ok");
+          try {
+            controller.close();
+          } catch { /* already cancelled */ }
+          return;
+        }
         if (reply.anthropic) {
           await this.#generate(reply, signal, (index, text) => {
             if (index === 0) send(anthropicStreamStart(reply.id, this.model, usage()));
@@ -1886,6 +1977,8 @@ interface Reply {
   chat: boolean;
   /** Anthropic's Messages API: answered in its shapes (fake_anthropic.ts). */
   anthropic: boolean;
+  /** OpenAI's Responses API: answered in its shapes and stored (fake_responses.ts). */
+  responses: boolean;
   promptTokens: number;
   outputTokens: number;
   finishReason: "length" | "stop";

@@ -16,6 +16,7 @@ const ROUTES: Record<FakeRunner, readonly string[]> = {
     "/v1/chat/completions",
     "/v1/messages",
     "/v1/messages/count_tokens",
+    "/v1/responses",
   ],
   embed: [...ALWAYS, "/v1/embeddings", "/pooling", ...SCORING],
   classify: [...ALWAYS, "/classify", "/pooling"],

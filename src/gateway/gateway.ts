@@ -12,9 +12,10 @@ import type {
   RequestTracer,
 } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
+import { ResponseHomes } from "../cluster/response_homes.ts";
 import { RouteSupport } from "../cluster/route_support.ts";
 import { type Endpoint, INFERENCE_PATHS, isInferenceEndpoint } from "../openai/endpoints.ts";
-import { HttpError } from "../openai/errors.ts";
+import { HttpError, quoted } from "../openai/errors.ts";
 import { errorAnswerFor } from "../openai/error_answer.ts";
 import { modelNeeded } from "../openai/load_routed_request.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
@@ -58,6 +59,8 @@ export interface GatewayCollaborators {
   requestWorkers?: Pick<RequestWorkerPool, "parse" | "hash">;
   /** Which instances lack which load-routed path (default: a fresh memory). */
   routeSupport?: RouteSupport;
+  /** Which instance stored which Responses API response (default: a fresh memory). */
+  responseHomes?: ResponseHomes;
 }
 
 /** The client's connection, as the listener saw it. */
@@ -127,12 +130,14 @@ export class Gateway {
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#requestWorkers = collaborators.requestWorkers;
     this.#routeSupport = collaborators.routeSupport ?? new RouteSupport();
+    this.#responseHomes = collaborators.responseHomes ?? new ResponseHomes();
     this.#tenants = new TenantGate(registry.config.tenants, deps.now);
     this.#trustedProxies = new HostAllowList(registry.config.listen.trustedProxies);
   }
 
   readonly #tenants: TenantGate;
   readonly #routeSupport: RouteSupport;
+  readonly #responseHomes: ResponseHomes;
   #trustedProxies: HostAllowList;
 
   /** Inference requests in flight, streams included (`limits.maxConcurrentRequests`). */
@@ -199,6 +204,7 @@ export class Gateway {
         responseHeaders: flight.responseHeaders,
         finish: (record) => {
           flight.runtime!.agreement.observe(record);
+          this.#rememberResponse(record);
           this.#finish(flight.trace, record);
         },
         trace: flight.trace,
@@ -308,7 +314,11 @@ export class Gateway {
   /** Plans the request; answers 429 itself when admission refuses it. */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
     const whole = !isInferenceEndpoint(parsed.endpoint);
-    const eligible = whole ? this.#servingRoute(flight) : this.#holdingAdapter(flight);
+    const eligible = whole
+      ? this.#servingRoute(flight)
+      : parsed.previousResponseId !== undefined
+      ? this.#storingResponse(flight, parsed.previousResponseId)
+      : this.#holdingAdapter(flight);
     const extraKeys: ExtraKeys = {};
     if (flight.loraName) {
       extraKeys.loraName = flight.loraName;
@@ -379,6 +389,63 @@ export class Gateway {
       );
     }
     return serves;
+  }
+
+  /** A request continuing a stored response goes to the instance that stored it, or is a 404. */
+  #storingResponse(flight: InFlight, responseId: string): (instanceId: string) => boolean {
+    const home = this.#responseHomes.find(responseId, this.#deps.now());
+    const runtime = flight.runtime!;
+    if (!home || home.model !== runtime.config.name || !runtime.cluster.get(home.instanceId)) {
+      throw responseNotFound(responseId);
+    }
+    return (id) => id === home.instanceId;
+  }
+
+  /** A stored response's id, and where it is stored, once its answer has ended well. */
+  #rememberResponse(record: RequestRecord): void {
+    if (!record.responseId || !record.instanceId || record.status >= 400) return;
+    this.#responseHomes.remember(
+      record.responseId,
+      { model: record.model, instanceId: record.instanceId },
+      this.#deps.now(),
+    );
+  }
+
+  /**
+   * `GET /v1/responses/{id}` and `POST /v1/responses/{id}/cancel`: sent to the instance that
+   * stored the response, its answer relayed as it is; vLLM's own 404 when no instance known to
+   * the router stored it (or that instance has left).
+   */
+  async handleStoredResponse(
+    request: Request,
+    responseId: string,
+    action: "retrieve" | "cancel",
+  ): Promise<Response> {
+    const home = this.#responseHomes.find(responseId, this.#deps.now());
+    const entry = home && this.#registry.resolve(home.model)?.runtime.cluster.get(home.instanceId);
+    if (!home || !entry) return responseNotFound(responseId).toResponse();
+    const path = `/v1/responses/${encodeURIComponent(responseId)}${
+      action === "cancel" ? "/cancel" : ""
+    }${new URL(request.url).search}`;
+    try {
+      const response = await this.#deps.fetch(`${entry.config.url.replace(/\/+$/, "")}${path}`, {
+        method: action === "cancel" ? "POST" : "GET",
+        headers: upstreamHeaders(request.headers),
+        signal: AbortSignal.timeout(this.#config.limits.upstreamHeadersTimeoutMs),
+      });
+      const headers = new Headers(response.headers);
+      headers.set("x-tidegate-instance", entry.config.id);
+      headers.delete("server");
+      return new Response(response.body, { status: response.status, headers });
+    } catch (error) {
+      return new HttpError(
+        502,
+        `The instance that stored response '${responseId}' (${entry.config.id}) did not answer: ${
+          (error as Error).message
+        }`,
+        { code: "upstream_unavailable" },
+      ).toResponse();
+    }
   }
 
   /**
@@ -538,4 +605,13 @@ export class Gateway {
 function pathOf(request: Request): string {
   const url = new URL(request.url);
   return url.pathname + url.search;
+}
+
+/** vLLM's answer for a response id it does not hold, word for word. */
+function responseNotFound(responseId: string): HttpError {
+  return new HttpError(404, `Response with id '${quoted(responseId)}' not found.`, {
+    type: "invalid_request_error",
+    param: "response_id",
+    code: 404,
+  });
 }

@@ -99,6 +99,7 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
     },
     onEnd(end, error) {
       record.usage = sniffer.finish();
+      record.responseId = sniffer.responseId;
       if (end === "client_aborted") record.outcome = "client_aborted";
       if (end === "upstream_failed") {
         record.outcome = "midstream_failure";

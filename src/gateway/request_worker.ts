@@ -41,7 +41,7 @@ function parse(job: RequestJob & { kind: "parse" }): RequestJobResult {
       status: error.status,
       message: error.message,
       param: param ?? undefined,
-      code: code ?? "invalid_value",
+      code: code === null || code === undefined ? "invalid_value" : String(code),
       model,
     };
     return { kind: "refused", refusal, bytes };

@@ -9,6 +9,8 @@ export const INFERENCE_PATHS = {
   chat: "/v1/chat/completions",
   /** Anthropic's Messages API, as vLLM serves it (src/openai/anthropic_messages.ts). */
   messages: "/v1/messages",
+  /** OpenAI's Responses API, as vLLM serves it (src/openai/responses_request.ts). */
+  responses: "/v1/responses",
 } as const;
 
 export type InferenceEndpoint = keyof typeof INFERENCE_PATHS;

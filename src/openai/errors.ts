@@ -1,12 +1,13 @@
 /** OpenAI's error body: `{"error":{"message","type","param","code"}}`, the only shape clients parse. */
 export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null };
+  /** `code` is a string in OpenAI's answers; vLLM's own errors put the status there. */
+  error: { message: string; type: string; param: string | null; code: string | number | null };
 }
 
 export interface OpenAIErrorOptions {
   type?: string;
   param?: string | null;
-  code?: string | null;
+  code?: string | number | null;
   headers?: HeadersInit;
 }
 

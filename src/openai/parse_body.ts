@@ -1,4 +1,5 @@
 import { parseAnthropicMessages } from "./anthropic_messages.ts";
+import { parseResponsesRequest } from "./responses_request.ts";
 import { type Endpoint, isInferenceEndpoint } from "./endpoints.ts";
 import { parseLoadRoutedRequest } from "./load_routed_request.ts";
 import { type ParsedRequest, parseOpenAIRequest } from "./request.ts";
@@ -6,6 +7,7 @@ import { type ParsedRequest, parseOpenAIRequest } from "./request.ts";
 /** A request body read as its endpoint is: inference for its prompt, the others for `model`. */
 export function parseRequestBody(endpoint: Endpoint, bytes: Uint8Array): ParsedRequest {
   if (endpoint === "messages") return parseAnthropicMessages(endpoint, bytes);
+  if (endpoint === "responses") return parseResponsesRequest(endpoint, bytes);
   return isInferenceEndpoint(endpoint)
     ? parseOpenAIRequest(endpoint, bytes)
     : parseLoadRoutedRequest(endpoint, bytes);

@@ -231,6 +231,8 @@ export interface ParsedRequest {
   user?: string;
   /** The decoded JSON, for fields later stages read (A/B keys, P/D flows). */
   body: Record<string, unknown>;
+  /** A Responses request continuing a stored response: only its engine can take it. */
+  previousResponseId?: string;
 }
 
 /**

@@ -24,6 +24,8 @@ export class UsageSniffer {
   #json: Uint8Array[] = [];
   #jsonBytes = 0;
   usage: ObservedUsage = {};
+  /** A Responses API answer's id (`resp_...`), from its body or its `response.created` event. */
+  responseId?: string;
   /** SSE `data:` events other than `[DONE]`. */
   events = 0;
 
@@ -58,7 +60,7 @@ export class UsageSniffer {
     if (!line.startsWith("data:")) return 0;
     const data = line.slice(5).trim();
     if (data === "[DONE]" || data === "") return 0;
-    if (data.includes('"usage"')) this.#readUsage(data);
+    if (data.includes('"usage"') || data.includes('"response.created"')) this.#readUsage(data);
     return 1;
   }
 
@@ -84,26 +86,39 @@ export class UsageSniffer {
     } catch {
       return;
     }
+    this.responseId ??= responseIdOf(value);
     const usage = usageOf(value);
     if (!usage) return;
     const details = usage.prompt_tokens_details as Record<string, unknown> | null | undefined;
+    const inputDetails = usage.input_tokens_details as Record<string, unknown> | null | undefined;
     this.usage = {
       promptTokens: number(usage.prompt_tokens) ?? anthropicInput(usage) ??
         this.usage.promptTokens,
       completionTokens: number(usage.completion_tokens) ?? number(usage.output_tokens) ??
         this.usage.completionTokens,
-      cachedTokens: number(details?.cached_tokens) ?? number(usage.cache_read_input_tokens) ??
-        this.usage.cachedTokens,
+      cachedTokens: number(details?.cached_tokens) ?? number(inputDetails?.cached_tokens) ??
+        number(usage.cache_read_input_tokens) ?? this.usage.cachedTokens,
     };
   }
 }
 
 const number = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 
+/** The id of a Responses object, at the top or in an event's `response`. */
+function responseIdOf(value: unknown): string | undefined {
+  const body = value as { object?: unknown; id?: unknown; response?: unknown } | null;
+  const response = body?.object === "response" ? body : body?.response as typeof body;
+  return response?.object === "response" && typeof response.id === "string"
+    ? response.id
+    : undefined;
+}
+
 /** OpenAI's `usage`, or an Anthropic message's (at the top, or in a stream's `message_start`). */
 function usageOf(value: unknown): Record<string, unknown> | undefined {
-  const body = value as { usage?: unknown; message?: { usage?: unknown } } | null;
-  const usage = body?.usage ?? body?.message?.usage;
+  const body = value as
+    | { usage?: unknown; message?: { usage?: unknown }; response?: { usage?: unknown } }
+    | null;
+  const usage = body?.usage ?? body?.message?.usage ?? body?.response?.usage;
   return usage && typeof usage === "object" ? usage as Record<string, unknown> : undefined;
 }
 

@@ -353,6 +353,7 @@ export function untracedFetch(fetch: typeof globalThis.fetch): typeof globalThis
 const OPERATION_NAMES: Partial<Record<Endpoint, string>> = {
   chat: "chat",
   messages: "chat",
+  responses: "chat",
   completions: "text_completion",
   embeddings: "embeddings",
 };

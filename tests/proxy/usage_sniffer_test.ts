@@ -185,3 +185,26 @@ Deno.test("Anthropic usage: a message's, and a stream's message_start then messa
   }
   assertEquals(sse.finish(), { promptTokens: 131, completionTokens: 7, cachedTokens: 128 });
 });
+
+Deno.test("a Responses answer's id and usage are read from its body or its events", () => {
+  const usage = {
+    input_tokens: 300,
+    input_tokens_details: { cached_tokens: 256 },
+    output_tokens: 2,
+  };
+  const json = new UsageSniffer("application/json");
+  json.push(new TextEncoder().encode(JSON.stringify({ id: "resp_1", object: "response", usage })));
+  assertEquals(json.finish(), { promptTokens: 300, completionTokens: 2, cachedTokens: 256 });
+  assertEquals(json.responseId, "resp_1");
+  const sse = new UsageSniffer("text/event-stream");
+  const created = { type: "response.created", response: { id: "resp_2", object: "response" } };
+  const completed = {
+    type: "response.completed",
+    response: { id: "resp_2", object: "response", usage },
+  };
+  for (const event of [created, completed]) {
+    sse.push(new TextEncoder().encode(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
+  }
+  assertEquals(sse.finish().cachedTokens, 256);
+  assertEquals(sse.responseId, "resp_2");
+});
