@@ -1,8 +1,9 @@
 /**
- * Anthropic's Messages API through the router in front of two real vLLM engines whose KV events
- * are the router's only view of their caches: a conversation's follow-up lands on the engine that
- * served its opening, and the hit the router predicts is the engine's `cache_read_input_tokens`.
- * That holds only if the router renders a Messages body into the very prompt vLLM builds.
+ * Anthropic's Messages API and OpenAI's Responses API through the router in front of two real
+ * vLLM engines whose KV events are the router's only view of their caches: a conversation's
+ * follow-up lands on the engine that served its opening, and the hit the router predicts is the
+ * engine's own cached-token count; that holds only if the router renders a body into the very
+ * prompt vLLM builds. A stored response's continuation lands on the engine that stored it.
  */
 import { assert, assertEquals } from "../assert.ts";
 import { resolveConfig } from "../../src/config/load.ts";
@@ -10,6 +11,7 @@ import { createRouter } from "../../routes/app.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { blockId } from "../../src/kv/events/engine_kv_event.ts";
 import { anthropicToChat } from "../../src/openai/anthropic_messages.ts";
+import { renderResponsesInput } from "../../src/openai/responses_request.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import { eventually } from "../support/eventually.ts";
 import { REAL } from "./real_env.ts";
@@ -54,8 +56,12 @@ function followUp(body: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
-async function send(url: string, body: Record<string, unknown>): Promise<Response> {
-  const response = await fetch(`${url}/v1/messages`, {
+async function send(
+  url: string,
+  body: Record<string, unknown>,
+  path = "/v1/messages",
+): Promise<Response> {
+  const response = await fetch(`${url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -64,13 +70,24 @@ async function send(url: string, body: Record<string, unknown>): Promise<Respons
   return response;
 }
 
-Deno.test("real vLLM: a Messages follow-up lands on the engine holding its prefix, predicted hit = cache_read_input_tokens", async () => {
+/** A Responses conversation's opening: long instructions of its own and a question. */
+function responsesOpening(n: number): Record<string, unknown> {
+  return {
+    model: REAL.modelName,
+    max_output_tokens: 2,
+    instructions: `Ledger ${n}. ` + `Entry ${n}: the harbour fee is paid at the gate. `.repeat(30),
+    input: [{ role: "user", content: [{ type: "input_text", text: `What is entry ${n}?` }] }],
+  };
+}
+
+Deno.test("real vLLM: Messages and Responses follow-ups land on the engine holding their prefix, predicted hit = the engine's cached tokens; a stored response's continuation on its engine", async () => {
   const ends = [await kvEventEndpoints(), await kvEventEndpoints()];
   const engines = await Promise.all(ends.map((e) =>
     startVllm({
       kvEventsEndpoint: e.pub,
       kvEventsReplayEndpoint: e.replay,
       startTimeoutMs: 600_000,
+      env: { VLLM_ENABLE_RESPONSES_API_STORE: "1" },
     })
   ));
   const router = await createRouter(
@@ -128,6 +145,49 @@ Deno.test("real vLLM: a Messages follow-up lands on the engine holding its prefi
       const predicted = Number(response.headers.get("x-tidegate-hit-tokens"));
       assert(predicted >= 3 * CPU_BLOCK_SIZE, `conversation ${n}: predicted ${predicted}`);
       assertEquals(answer.usage.cache_read_input_tokens, predicted, `conversation ${n}`);
+    }
+
+    // Responses: the same, from instructions and input items.
+    const ledgers = [0, 1].map(responsesOpening);
+    const responseBlocks = (body: Record<string, unknown>) => {
+      const { messages, tools } = renderResponsesInput(body)!;
+      return scheme.blockHashes(tokenizer.encodeChat(messages, { tools })).map(blockId);
+    };
+    for (const [n, body] of ledgers.entries()) {
+      await (await send(engines[n % 2].url, body, "/v1/responses")).body?.cancel();
+    }
+    await eventually(
+      () =>
+        ledgers.every((body, n) => {
+          const blocks = responseBlocks(body);
+          return caches.get(`v${n % 2}`)!.prefixBlocks(blocks) === blocks.length;
+        }),
+      30_000,
+      "both mirrors to hold the ledgers",
+    );
+    for (const [n, body] of ledgers.entries()) {
+      const input = [...body.input as unknown[], { role: "user", content: "And the fee?" }];
+      const response = await send(url, { ...body, input }, "/v1/responses");
+      const answer = await response.json();
+      assertEquals(response.headers.get("x-tidegate-instance"), `v${n % 2}`, `ledger ${n}`);
+      const predicted = Number(response.headers.get("x-tidegate-hit-tokens"));
+      assert(predicted >= 3 * CPU_BLOCK_SIZE, `ledger ${n}: predicted ${predicted}`);
+      assertEquals(answer.usage.input_tokens_details.cached_tokens, predicted, `ledger ${n}`);
+
+      // Its continuation needs the history only that engine stored.
+      for (let turn = 0; turn < 3; turn++) {
+        const next = await send(url, {
+          model: REAL.modelName,
+          max_output_tokens: 2,
+          previous_response_id: answer.id,
+          input: `Turn ${turn}?`,
+        }, "/v1/responses");
+        await next.body?.cancel();
+        assertEquals(next.headers.get("x-tidegate-instance"), `v${n % 2}`, `turn ${turn}`);
+      }
+      const stored = await fetch(`${url}/v1/responses/${answer.id}`);
+      assertEquals(stored.status, 200);
+      assertEquals((await stored.json()).id, answer.id);
     }
   } finally {
     await router.close();
