@@ -12,10 +12,10 @@ import type {
   RequestTracer,
 } from "../contracts.ts";
 import type { ExtraKeys } from "../hashing/types.ts";
-import { ResponseHomes } from "../cluster/response_homes.ts";
+import type { ResponseHomes } from "../cluster/response_homes.ts";
 import { RouteSupport } from "../cluster/route_support.ts";
 import { type Endpoint, INFERENCE_PATHS, isInferenceEndpoint } from "../openai/endpoints.ts";
-import { HttpError, quoted } from "../openai/errors.ts";
+import { HttpError } from "../openai/errors.ts";
 import { errorAnswerFor } from "../openai/error_answer.ts";
 import { modelNeeded } from "../openai/load_routed_request.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
@@ -29,6 +29,8 @@ import type { ModelRegistry } from "../runtime/model_registry.ts";
 import type { Reservation } from "./reservation.ts";
 import { refuseOverlongPrompt, refuseOversizedPrompt } from "./prompt_limits.ts";
 import { ShutdownState } from "./shutdown_state.ts";
+import { holdingAdapter, loadMissingAdapter } from "./adapter_loading.ts";
+import { StoredResponses } from "./stored_responses.ts";
 import { FairShareError, RateLimitedError, TenantGate } from "./tenant_gate.ts";
 
 export interface GatewayDeps {
@@ -130,14 +132,19 @@ export class Gateway {
     this.#arms = collaborators.arms ?? DEFAULT_ARMS;
     this.#requestWorkers = collaborators.requestWorkers;
     this.#routeSupport = collaborators.routeSupport ?? new RouteSupport();
-    this.#responseHomes = collaborators.responseHomes ?? new ResponseHomes();
+    this.#storedResponses = new StoredResponses({
+      fetch: deps.fetch,
+      now: deps.now,
+      models: registry,
+      timeoutMs: () => this.#config.limits.upstreamHeadersTimeoutMs,
+    }, collaborators.responseHomes);
     this.#tenants = new TenantGate(registry.config.tenants, deps.now);
     this.#trustedProxies = new HostAllowList(registry.config.listen.trustedProxies);
   }
 
   readonly #tenants: TenantGate;
   readonly #routeSupport: RouteSupport;
-  readonly #responseHomes: ResponseHomes;
+  readonly #storedResponses: StoredResponses;
   #trustedProxies: HostAllowList;
 
   /** Inference requests in flight, streams included (`limits.maxConcurrentRequests`). */
@@ -167,7 +174,11 @@ export class Gateway {
       const { parsed, bytes } = await this.#parse(flight, endpoint, body);
       const verdict = await this.#plan(flight, parsed);
       if (verdict) return verdict;
-      await this.#loadAdapter(flight);
+      await loadMissingAdapter(flight.runtime!, flight.plan!, flight.loraName, {
+        fetch: this.#deps.fetch,
+        timeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
+        log: this.#deps.log,
+      });
       const { reservation, decodeReservation } = flight;
       flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
       const openAI = endpoint === "completions" || endpoint === "chat";
@@ -204,7 +215,7 @@ export class Gateway {
         responseHeaders: flight.responseHeaders,
         finish: (record) => {
           flight.runtime!.agreement.observe(record);
-          this.#rememberResponse(record);
+          this.#storedResponses.remember(record);
           this.#finish(flight.trace, record);
         },
         trace: flight.trace,
@@ -313,12 +324,14 @@ export class Gateway {
 
   /** Plans the request; answers 429 itself when admission refuses it. */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
-    const whole = !isInferenceEndpoint(parsed.endpoint);
-    const eligible = whole
+    const loadRouted = !isInferenceEndpoint(parsed.endpoint);
+    // The P/D protocols split OpenAI completions and chats; every other body goes whole.
+    const whole = parsed.endpoint !== "completions" && parsed.endpoint !== "chat";
+    const eligible = loadRouted
       ? this.#servingRoute(flight)
       : parsed.previousResponseId !== undefined
-      ? this.#storingResponse(flight, parsed.previousResponseId)
-      : this.#holdingAdapter(flight);
+      ? this.#storedResponses.storing(flight.runtime!, parsed.previousResponseId)
+      : holdingAdapter(flight.runtime!, flight.loraName);
     const extraKeys: ExtraKeys = {};
     if (flight.loraName) {
       extraKeys.loraName = flight.loraName;
@@ -391,110 +404,13 @@ export class Gateway {
     return serves;
   }
 
-  /** A request continuing a stored response goes to the instance that stored it, or is a 404. */
-  #storingResponse(flight: InFlight, responseId: string): (instanceId: string) => boolean {
-    const home = this.#responseHomes.find(responseId, this.#deps.now());
-    const runtime = flight.runtime!;
-    if (!home || home.model !== runtime.config.name || !runtime.cluster.get(home.instanceId)) {
-      throw responseNotFound(responseId);
-    }
-    return (id) => id === home.instanceId;
-  }
-
-  /** A stored response's id, and where it is stored, once its answer has ended well. */
-  #rememberResponse(record: RequestRecord): void {
-    if (!record.responseId || !record.instanceId || record.status >= 400) return;
-    this.#responseHomes.remember(
-      record.responseId,
-      { model: record.model, instanceId: record.instanceId },
-      this.#deps.now(),
-    );
-  }
-
-  /**
-   * `GET /v1/responses/{id}` and `POST /v1/responses/{id}/cancel`: sent to the instance that
-   * stored the response, its answer relayed as it is; vLLM's own 404 when no instance known to
-   * the router stored it (or that instance has left).
-   */
-  async handleStoredResponse(
+  /** `GET /v1/responses/{id}` and `POST .../cancel`: relayed to the engine that stored it. */
+  handleStoredResponse(
     request: Request,
     responseId: string,
     action: "retrieve" | "cancel",
   ): Promise<Response> {
-    const home = this.#responseHomes.find(responseId, this.#deps.now());
-    const entry = home && this.#registry.resolve(home.model)?.runtime.cluster.get(home.instanceId);
-    if (!home || !entry) return responseNotFound(responseId).toResponse();
-    const path = `/v1/responses/${encodeURIComponent(responseId)}${
-      action === "cancel" ? "/cancel" : ""
-    }${new URL(request.url).search}`;
-    try {
-      const response = await this.#deps.fetch(`${entry.config.url.replace(/\/+$/, "")}${path}`, {
-        method: action === "cancel" ? "POST" : "GET",
-        headers: upstreamHeaders(request.headers),
-        signal: AbortSignal.timeout(this.#config.limits.upstreamHeadersTimeoutMs),
-      });
-      const headers = new Headers(response.headers);
-      headers.set("x-tidegate-instance", entry.config.id);
-      headers.delete("server");
-      return new Response(response.body, { status: response.status, headers });
-    } catch (error) {
-      return new HttpError(
-        502,
-        `The instance that stored response '${responseId}' (${entry.config.id}) did not answer: ${
-          (error as Error).message
-        }`,
-        { code: "upstream_unavailable" },
-      ).toResponse();
-    }
-  }
-
-  /**
-   * A LoRA adapter's request goes only to instances whose `/v1/models` lists it; when none does
-   * (or nothing is known yet) any instance may take it, and `loraLoading` loads it on the one
-   * chosen (#loadAdapter).
-   */
-  #holdingAdapter(flight: InFlight): ((instanceId: string) => boolean) | undefined {
-    if (!flight.loraName) return undefined;
-    const holders = new Set(flight.runtime!.adapters.holders(flight.loraName));
-    return holders.size > 0 ? (id) => holders.has(id) : undefined;
-  }
-
-  /**
-   * With `loraLoading`, an adapter no instance lists is loaded on the plan's first choice before
-   * the request goes there (vLLM's `/v1/load_lora_adapter`; "already loaded" counts as loaded). A
-   * failed load is logged and the request goes on: the engine's own answer then tells the client.
-   */
-  async #loadAdapter(flight: InFlight): Promise<void> {
-    const runtime = flight.runtime!;
-    const adapter = flight.loraName;
-    if (!adapter || !runtime.config.loraLoading) return;
-    if (runtime.adapters.holders(adapter).length > 0) return;
-    const target = flight.plan!.decision.ranking[0];
-    const entry = target === undefined ? undefined : flight.plan!.entries.get(target);
-    const path = runtime.config.loras.find((l) => l.adapter === adapter)?.path;
-    if (!entry || !path) return;
-    const url = `${entry.config.url.replace(/\/+$/, "")}/v1/load_lora_adapter`;
-    try {
-      const response = await this.#deps.fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ lora_name: adapter, lora_path: path }),
-        signal: AbortSignal.timeout(this.#config.limits.upstreamHeadersTimeoutMs),
-      });
-      const text = await response.text();
-      if (!response.ok && !/already/i.test(text)) {
-        throw new Error(`HTTP ${response.status}: ${text}`);
-      }
-      runtime.adapters.noteLoaded(entry.config.id, adapter, path);
-      this.#deps.log("lora adapter loaded", { adapter, instance: entry.config.id });
-    } catch (error) {
-      this.#deps.log("lora adapter load failed", {
-        level: "warn",
-        adapter,
-        instance: entry.config.id,
-        error: (error as Error).message,
-      });
-    }
+    return this.#storedResponses.relay(request, responseId, action);
   }
 
   /**
@@ -605,13 +521,4 @@ export class Gateway {
 function pathOf(request: Request): string {
   const url = new URL(request.url);
   return url.pathname + url.search;
-}
-
-/** vLLM's answer for a response id it does not hold, word for word. */
-function responseNotFound(responseId: string): HttpError {
-  return new HttpError(404, `Response with id '${quoted(responseId)}' not found.`, {
-    type: "invalid_request_error",
-    param: "response_id",
-    code: 404,
-  });
 }
