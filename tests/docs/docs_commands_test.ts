@@ -166,7 +166,7 @@ const RULES: Rule[] = [
     }),
   },
   {
-    when: (w) => isTask(w, "bench:tokenize", "bench:predispatch"),
+    when: (w) => isTask(w, "bench:tokenize", "bench:predispatch", "bench:request"),
     plan: () => ({
       kind: "listed",
       reason: "a benchmark: a minute or more of saturated CPU",
