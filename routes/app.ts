@@ -37,6 +37,7 @@ import { createSharedState } from "../src/cluster/shared_state_setup.ts";
 import type { SharedState } from "../src/cluster/shared_state.ts";
 import type { LoadedTokenizer } from "../src/tokenize/local_tokenizer.ts";
 import { adminRoutes } from "./admin.ts";
+import { adminAdapterRoutes } from "./admin_adapters.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { experimentRoutes } from "./experiments.ts";
 import { healthRoutes } from "./health.ts";
@@ -291,6 +292,7 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
   app.use("/admin", adminGuard);
   app.use("/admin/*", adminGuard);
   app.route("/admin", adminRoutes(registry, { log: deps.log }));
+  app.route("/admin", adminAdapterRoutes(registry, { fetch: deps.fetch, log: deps.log }));
   app.route("/admin", kvDetectRoutes(registry));
   app.route("/admin", experimentRoutes(registry, { arms: parts.arms, stats: parts.stats }));
   app.route("/", healthRoutes(registry, gateway.shutdown));

@@ -37,6 +37,11 @@ export class AdapterCatalog {
     this.#byInstance.set(instanceId, adapters);
   }
 
+  /** The router unloaded `adapter` there itself. */
+  noteUnloaded(instanceId: string, adapter: string): void {
+    this.#byInstance.get(instanceId)?.delete(adapter);
+  }
+
   /** The instance left the pool. */
   forget(instanceId: string): void {
     this.#byInstance.delete(instanceId);

@@ -38,16 +38,8 @@ export async function loadMissingAdapter(
   const entry = target === undefined ? undefined : plan.entries.get(target);
   const path = runtime.config.loras.find((l) => l.adapter === adapter)?.path;
   if (!entry || !path) return;
-  const url = `${entry.config.url.replace(/\/+$/, "")}/v1/load_lora_adapter`;
   try {
-    const response = await deps.fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ lora_name: adapter, lora_path: path }),
-      signal: AbortSignal.timeout(deps.timeoutMs),
-    });
-    const text = await response.text();
-    if (!response.ok && !/already/i.test(text)) throw new Error(`HTTP ${response.status}: ${text}`);
+    await changeAdapter(entry.config.url, "load", adapter, path, deps);
     runtime.adapters.noteLoaded(entry.config.id, adapter, path);
     deps.log("lora adapter loaded", { adapter, instance: entry.config.id });
   } catch (error) {
@@ -58,4 +50,31 @@ export async function loadMissingAdapter(
       error: (error as Error).message,
     });
   }
+}
+
+/**
+ * vLLM's runtime LoRA routes on one instance: `/v1/load_lora_adapter` ("already loaded" counts as
+ * loaded) or `/v1/unload_lora_adapter`. Throws with the engine's words when it refuses.
+ */
+export async function changeAdapter(
+  instanceUrl: string,
+  action: "load" | "unload",
+  adapter: string,
+  path: string | undefined,
+  deps: Pick<AdapterLoadDeps, "fetch" | "timeoutMs">,
+): Promise<void> {
+  const url = `${instanceUrl.replace(/\/+$/, "")}/v1/${action}_lora_adapter`;
+  const response = await deps.fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(
+      action === "load" ? { lora_name: adapter, lora_path: path } : {
+        lora_name: adapter,
+      },
+    ),
+    signal: AbortSignal.timeout(deps.timeoutMs),
+  });
+  const text = await response.text();
+  if (response.ok || (action === "load" && /already/i.test(text))) return;
+  throw new Error(`HTTP ${response.status}: ${text.slice(0, 500)}`);
 }

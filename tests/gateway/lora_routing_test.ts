@@ -114,3 +114,37 @@ Deno.test("without loraLoading an adapter nobody holds goes by the policy and th
     assertEquals(response.status, 404);
   });
 });
+
+Deno.test("the admin API lists, loads and unloads adapters across the pool", async () => {
+  await withRouter([["sql-lora"], []], {}, async ({ url, engines, router }) => {
+    const adapters = router.registry.runtime(BASE)!.adapters;
+    await eventually(() => adapters.holders("sql-lora").length === 1, PATIENCE_MS, "a listing");
+    const listed = await (await fetch(`${url}/admin/adapters?model=${BASE}`)).json();
+    assertEquals(listed.models[0].adapters, [
+      { name: "sql-lora", path: "/adapters/sql-lora", instances: ["e0"] },
+    ]);
+    const load = await fetch(`${url}/admin/adapters`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: BASE, name: "new-lora", path: "/adapters/new-lora" }),
+    });
+    assertEquals(load.status, 200);
+    assertEquals((await load.json()).instances, [{ id: "e0", ok: true }, { id: "e1", ok: true }]);
+    for (const engine of engines) {
+      const ids = (await (await fetch(`${engine.url}/v1/models`)).json()).data.map((
+        m: { id: string },
+      ) => m.id);
+      assert(ids.includes("new-lora"), engine.id);
+    }
+    const unload = await fetch(`${url}/admin/adapters/${BASE}/sql-lora`, { method: "DELETE" });
+    assertEquals(unload.status, 200);
+    assertEquals((await unload.json()).instances, [{ id: "e0", ok: true }]);
+    assertEquals(adapters.holders("sql-lora"), []);
+    const again = await fetch(`${url}/admin/adapters/${BASE}/sql-lora`, { method: "DELETE" });
+    assertEquals(again.status, 404);
+    await again.body?.cancel();
+    const bad = await fetch(`${url}/admin/adapters`, { method: "POST", body: "{}" });
+    assertEquals(bad.status, 400);
+    await bad.body?.cancel();
+  });
+});
