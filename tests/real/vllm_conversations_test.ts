@@ -6,14 +6,13 @@
  * prompt vLLM builds. A stored response's continuation lands on the engine that stored it.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter } from "../../routes/app.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { blockId } from "../../src/kv/events/engine_kv_event.ts";
 import { anthropicToChat } from "../../src/openai/anthropic_messages.ts";
 import { renderResponsesInput } from "../../src/openai/responses_request.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import { eventually } from "../support/eventually.ts";
+import { eventsOnlyRouter } from "./events_only_router.ts";
 import { REAL } from "./real_env.ts";
 import { CPU_BLOCK_SIZE, kvEventEndpoints, startVllm } from "./vllm_engine.ts";
 
@@ -90,31 +89,7 @@ Deno.test("real vLLM: Messages and Responses follow-ups land on the engine holdi
       env: { VLLM_ENABLE_RESPONSES_API_STORE: "1" },
     })
   ));
-  const router = await createRouter(
-    resolveConfig({
-      listen: { port: 0 },
-      models: [{
-        name: REAL.modelName,
-        tokenizer: { path: REAL.model },
-        kv: {
-          store: "none",
-          hash: "sha256",
-          chunkSize: CPU_BLOCK_SIZE,
-          keyFormat: "{hex}",
-          minPromptTokens: CPU_BLOCK_SIZE,
-          predictedIndex: { enabled: false },
-        },
-        policy: "cache_aware",
-        health: { intervalMs: 1_000, timeoutMs: 2_000 },
-        instances: engines.map((engine, i) => ({
-          id: `v${i}`,
-          url: engine.url,
-          kvEvents: { endpoint: ends[i].pub, replayEndpoint: ends[i].replay },
-        })),
-      }],
-    }),
-    { log: () => {} },
-  );
+  const router = await eventsOnlyRouter(engines, ends);
   try {
     const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
     const url = `http://127.0.0.1:${port}`;

@@ -6,8 +6,6 @@
  * predicting exactly the engine's `cached_tokens`.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { resolveConfig } from "../../src/config/load.ts";
-import { createRouter } from "../../routes/app.ts";
 import { systemTimers } from "../../src/cluster/timers.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { EngineBlockIndex } from "../../src/kv/events/engine_block_index.ts";
@@ -15,6 +13,7 @@ import { EngineEventFeed } from "../../src/runtime/engine_event_feed.ts";
 import { blockId } from "../../src/kv/events/engine_kv_event.ts";
 import { zmtpSockets } from "../../src/runtime/kv_event_sockets.ts";
 import { eventually } from "../support/eventually.ts";
+import { eventsOnlyRouter } from "./events_only_router.ts";
 import { REAL } from "./real_env.ts";
 import { CPU_BLOCK_SIZE, kvEventEndpoints, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
@@ -120,32 +119,7 @@ Deno.test("real vLLM KV events: with only the engines' events the router follows
       startTimeoutMs: 600_000,
     })
   ));
-  const router = await createRouter(
-    resolveConfig({
-      listen: { port: 0 },
-      models: [{
-        name: REAL.modelName,
-        tokenizer: { path: REAL.model },
-        // No store and no predicted index: the events are the router's only view of the caches.
-        kv: {
-          store: "none",
-          hash: "sha256",
-          chunkSize: CPU_BLOCK_SIZE,
-          keyFormat: "{hex}",
-          minPromptTokens: CPU_BLOCK_SIZE,
-          predictedIndex: { enabled: false },
-        },
-        policy: "cache_aware",
-        health: { intervalMs: 1_000, timeoutMs: 2_000 },
-        instances: engines.map((engine, i) => ({
-          id: `v${i}`,
-          url: engine.url,
-          kvEvents: { endpoint: ends[i].pub, replayEndpoint: ends[i].replay },
-        })),
-      }],
-    }),
-    { log: () => {} },
-  );
+  const router = await eventsOnlyRouter(engines, ends);
   try {
     const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
     const url = `http://127.0.0.1:${port}`;
