@@ -62,6 +62,7 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
       name: "m",
       aliases: [],
       loras: [],
+      loraLoading: false,
       tokenizer: { mode: "none", ...TOKENIZER_DEFAULTS },
       kv: { store: "none", ...KV_DEFAULTS },
       policy: "affinity_ttft",
