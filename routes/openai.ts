@@ -4,7 +4,6 @@ import type { Gateway } from "../src/gateway/gateway.ts";
 import { type Endpoint, LOAD_ROUTED_PATHS } from "../src/openai/endpoints.ts";
 import { errorAnswerFor } from "../src/openai/error_answer.ts";
 import { openApiDocument } from "../src/openai/openapi.ts";
-import project from "../deno.json" with { type: "json" };
 import { HttpError } from "../src/openai/errors.ts";
 import type { ModelRegistry } from "../src/runtime/model_registry.ts";
 import { bodyBounds, ClientLeftError, readBody } from "./read_body.ts";
@@ -51,7 +50,7 @@ export function openaiRoutes(
     (c) => gateway.handleStoredResponse(c.req.raw, c.req.param("id"), "cancel"),
   );
   app.get("/v1/models", (c) => c.json(models.listModels()));
-  const description = openApiDocument(project.version);
+  const description = openApiDocument();
   app.get("/openapi.json", (c) => c.json(description));
   for (const [endpoint, paths] of Object.entries(LOAD_ROUTED_PATHS)) {
     for (const path of paths) app.post(path, inference(endpoint as Endpoint));

@@ -10,6 +10,9 @@ import { ChatRequestSchema, CompletionRequestSchema } from "./request.ts";
 
 type Json = Record<string, unknown>;
 
+/** The package's version, as deno.json names it (tests/openai/openapi_test.ts keeps them equal). */
+export const VERSION = "0.4.0";
+
 const anyObject = (required: string[] = [], properties: Json = {}): Json => ({
   type: "object",
   required,
@@ -62,7 +65,7 @@ const SUMMARIES: Record<string, string> = {
   responses: "OpenAI Responses as vLLM serves it, routed cache-aware or to its stored response",
 };
 
-export function openApiDocument(version: string): Json {
+export function openApiDocument(version = VERSION): Json {
   const paths: Record<string, Json> = {};
   const schemas = bodies();
   for (const [name, path] of Object.entries(INFERENCE_PATHS)) {
