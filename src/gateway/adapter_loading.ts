@@ -4,6 +4,7 @@
  * instance the plan chose (vLLM's `/v1/load_lora_adapter`; "already loaded" counts as loaded).
  */
 import type { DispatchPlan } from "../contracts.ts";
+import { joinUrl } from "../proxy/forward.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 
 /** The instances listing `adapter`; undefined (any instance) when none does or none is known. */
@@ -63,7 +64,7 @@ export async function changeAdapter(
   path: string | undefined,
   deps: Pick<AdapterLoadDeps, "fetch" | "timeoutMs">,
 ): Promise<void> {
-  const url = `${instanceUrl.replace(/\/+$/, "")}/v1/${action}_lora_adapter`;
+  const url = joinUrl(instanceUrl, `/v1/${action}_lora_adapter`);
   const response = await deps.fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json" },

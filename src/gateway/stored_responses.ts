@@ -7,6 +7,7 @@
 import { ResponseHomes } from "../cluster/response_homes.ts";
 import type { RequestRecord } from "../contracts.ts";
 import { HttpError, quoted } from "../openai/errors.ts";
+import { joinUrl } from "../proxy/forward.ts";
 import { upstreamHeaders } from "../proxy/hop_headers.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import type { ModelRegistry } from "../runtime/model_registry.ts";
@@ -61,7 +62,7 @@ export class StoredResponses {
       action === "cancel" ? "/cancel" : ""
     }${new URL(request.url).search}`;
     try {
-      const response = await this.#deps.fetch(`${entry.config.url.replace(/\/+$/, "")}${path}`, {
+      const response = await this.#deps.fetch(joinUrl(entry.config.url, path), {
         method: action === "cancel" ? "POST" : "GET",
         headers: upstreamHeaders(request.headers),
         signal: AbortSignal.timeout(this.#deps.timeoutMs()),
