@@ -11,8 +11,9 @@ import { bodyBounds, ClientLeftError, readBody } from "./read_body.ts";
 type ConnectionBindings = { Bindings: ConnectionEnv };
 
 /**
- * The OpenAI-compatible surface: completions, chat completions (stream or not), models, and the
- * engines' pooling and utility routes (src/openai/endpoints.ts).
+ * The engines' API surface: OpenAI completions and chats (stream or not), Anthropic Messages,
+ * Responses, SGLang's /generate, models, and the pooling and utility routes
+ * (src/openai/endpoints.ts).
  */
 export function openaiRoutes(
   gateway: Pick<Gateway, "handleInference" | "handleStoredResponse">,
@@ -40,6 +41,7 @@ export function openaiRoutes(
   app.post("/v1/chat/completions", inference("chat"));
   app.post("/v1/messages", inference("messages"));
   app.post("/v1/responses", inference("responses"));
+  app.post("/generate", inference("generate"));
   // A stored response lives on the engine that made it: these go there (or are vLLM's 404).
   app.get(
     "/v1/responses/:id",

@@ -36,6 +36,14 @@ import {
   anthropicStreamStart,
 } from "./fake_anthropic.ts";
 import {
+  generateAnswer,
+  generateEvents,
+  generateItemCount,
+  generateRefusal,
+  generateRids,
+  generateView,
+} from "./fake_sglang_generate.ts";
+import {
   type FakeRunner,
   isUtilityPath,
   servesRoute,
@@ -702,7 +710,8 @@ class Engine implements FakeEngine {
     if (request.method === "POST" && path.endsWith("_lora_adapter")) {
       return await this.#loraAdapter(request, path);
     }
-    if (request.method === "POST" && servesRoute(this.#opts.runner, path)) {
+    const sglangOnly = path === "/generate" && this.flavour !== "sglang";
+    if (request.method === "POST" && servesRoute(this.#opts.runner, path) && !sglangOnly) {
       return await this.#inference(request, path);
     }
     if (request.method !== "GET") return this.#json(404, { detail: "Not Found" });
@@ -913,7 +922,9 @@ class Engine implements FakeEngine {
         record.pd.bootstrap = {
           host: body?.bootstrap_host,
           port: body?.bootstrap_port,
-          room: typeof body?.bootstrap_room === "number" ? roomSource : body?.bootstrap_room,
+          room: typeof body?.bootstrap_room === "number" || Array.isArray(body?.bootstrap_room)
+            ? roomSource
+            : body?.bootstrap_room,
         };
       } else record.pd.kvTransferParams = body?.kv_transfer_params;
     }
@@ -952,6 +963,16 @@ class Engine implements FakeEngine {
       if (record.pd) this.#pdOutcome(record, "invalid", bodyError);
       return this.#error(400, bodyError!, "BadRequestError");
     }
+    const generate = path === "/generate";
+    if (generate) {
+      const refusal = generateRefusal(body);
+      if (refusal) {
+        this.#finish(record, "bad_request");
+        if (record.pd) this.#pdOutcome(record, "invalid", refusal);
+        return this.#json(400, { error: { message: refusal } });
+      }
+      body = generateView(body);
+    }
     const anthropic = path === "/v1/messages";
     const responses = path === "/v1/responses";
     const chat = path === "/v1/chat/completions" || anthropic || responses;
@@ -967,7 +988,7 @@ class Engine implements FakeEngine {
       return this.#json(400, anthropicEngineError("max_tokens: Field required", "BadRequestError"));
     }
     if (
-      typeof body.model === "string" && body.model !== this.model &&
+      !generate && typeof body.model === "string" && body.model !== this.model &&
       !this.#opts.loraModules.includes(body.model)
     ) {
       this.#finish(record, "not_found");
@@ -1045,6 +1066,10 @@ class Engine implements FakeEngine {
       pd: plan,
       kvTransferParams: null,
     };
+    if (generate) {
+      const items = generateItemCount(body);
+      reply.generate = { rids: generateRids(body, items), batch: items !== undefined };
+    }
     return record.stream ? this.#stream(reply, echo) : await this.#whole(request, reply, echo);
   }
 
@@ -1523,6 +1548,13 @@ class Engine implements FakeEngine {
       return new Response(null, { status: 499, headers: this.#headers() });
     }
     const text = parts.join("");
+    if (reply.generate) {
+      const usage = { ...reply, cachedTokens: record.cachedTokens ?? 0 };
+      const answer = generateAnswer(reply.generate.rids, reply.generate.batch, parts, usage);
+      record.headersAtMs = record.firstByteAtMs = this.#opts.now();
+      this.#finish(record, "ok");
+      return this.#json(200, answer, echo);
+    }
     if (reply.responses) {
       const usage = { ...reply, cachedTokens: record.cachedTokens ?? 0 };
       const answer = responseObject(reply.id, this.model, text, "completed", usage);
@@ -1649,6 +1681,21 @@ class Engine implements FakeEngine {
       };
       const usage = () => ({ ...reply, cachedTokens: record.cachedTokens ?? 0 });
       try {
+        if (reply.generate) {
+          const { rids, batch } = reply.generate;
+          const texts: string[] = [];
+          await this.#generate(reply, signal, (_index, text) => {
+            texts.push(text);
+            send(generateEvents(rids, batch, texts, usage(), false));
+          });
+          send(generateEvents(rids, batch, texts, usage(), true));
+          send("data: [DONE]\n\n");
+          this.#finish(record, "ok");
+          try {
+            controller.close();
+          } catch { /* already cancelled */ }
+          return;
+        }
         if (reply.responses) {
           const itemId = `msg_${reply.id.slice(5)}`;
           const texts: string[] = [];
@@ -1979,6 +2026,8 @@ interface Reply {
   anthropic: boolean;
   /** OpenAI's Responses API: answered in its shapes and stored (fake_responses.ts). */
   responses: boolean;
+  /** SGLang's /generate: answered in its shapes (fake_sglang_generate.ts), per item of a batch. */
+  generate?: { rids: string[]; batch: boolean };
   promptTokens: number;
   outputTokens: number;
   finishReason: "length" | "stop";

@@ -17,6 +17,8 @@ const ROUTES: Record<FakeRunner, readonly string[]> = {
     "/v1/messages",
     "/v1/messages/count_tokens",
     "/v1/responses",
+    // SGLang's native route (the fake engine serves it with the sglang flavour only).
+    "/generate",
   ],
   embed: [...ALWAYS, "/v1/embeddings", "/pooling", ...SCORING],
   classify: [...ALWAYS, "/classify", "/pooling"],

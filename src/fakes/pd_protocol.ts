@@ -34,7 +34,10 @@ export const MAX_BOOTSTRAP_ROOM = (1n << 63n) - 1n;
 
 export type OpenAiBody = Record<string, unknown>;
 
-/** A JSON body plus the exact source text of its top-level `bootstrap_room`, if a number. */
+/**
+ * A JSON body plus the exact source text of its top-level `bootstrap_room`, if a number (or a
+ * list of numbers, written back as `[d1,d2,...]`).
+ */
 export interface ParsedBody {
   value: unknown;
   /** Digits exactly as sent: JSON numbers above 2^53 lose precision once parsed. */
@@ -48,16 +51,26 @@ export interface ParsedBody {
 export function parseBody(text: string, withRoom = true): ParsedBody {
   if (!withRoom) return { value: JSON.parse(text) };
   const sources: { holder: unknown; source: string }[] = [];
+  // Sources of numbers held in arrays, by array (a batch's rooms are one of them).
+  const listed = new Map<unknown, string[]>();
   const value = JSON.parse(
     text,
     function (this: unknown, key: string, v: unknown, context?: { source?: string }) {
       if (key === "bootstrap_room" && typeof context?.source === "string") {
         sources.push({ holder: this, source: context.source });
       }
+      if (Array.isArray(this) && typeof v === "number" && typeof context?.source === "string") {
+        if (!listed.has(this)) listed.set(this, []);
+        listed.get(this)![Number(key)] = context.source;
+      }
       return v;
     },
   );
-  const roomSource = sources.find((s) => s.holder === value)?.source;
+  const room = (value as { bootstrap_room?: unknown } | null)?.bootstrap_room;
+  const fromList = Array.isArray(room) ? listed.get(room) : undefined;
+  const roomSource = fromList && fromList.length === (room as unknown[]).length
+    ? `[${fromList.join(",")}]`
+    : sources.find((s) => s.holder === value)?.source;
   return { value, roomSource };
 }
 
@@ -379,8 +392,25 @@ function checkVllmDecode(input: PdCheckInput, params: Record<string, unknown>): 
   };
 }
 
+/**
+ * The items SGLang makes of a body (each prompt of a batch times `n`), whose bootstrap fields it
+ * then indexes by item; undefined for a single request. A completions `prompt` list counts as a
+ * batch whatever its length, as sgl-router treats it.
+ */
+export function sglangBatchItems(body: OpenAiBody): number | undefined {
+  const prompts = body.prompt ?? body.text ?? body.input_ids;
+  const batch = Array.isArray(prompts) &&
+    (typeof prompts[0] === "string" || Array.isArray(prompts[0]));
+  const sampling = Array.isArray(body.sampling_params)
+    ? body.sampling_params[0]
+    : body.sampling_params;
+  const n = Number(body.n ?? (sampling as { n?: unknown } | undefined)?.n ?? 1);
+  if (!batch && !(n > 1)) return undefined;
+  return (batch ? (prompts as unknown[]).length : 1) * Math.max(1, n);
+}
+
 function checkSglang(input: PdCheckInput): PdCheck {
-  const { body, role } = input;
+  const { body } = input;
   const room = body.bootstrap_room;
   if (room === undefined || room === null) {
     // SGLang answers 400 "Disaggregated request received without bootstrap room id" on both
@@ -391,15 +421,20 @@ function checkSglang(input: PdCheckInput): PdCheck {
       true,
     );
   }
+  const items = sglangBatchItems(body);
+  if (items !== undefined) return checkSglangBatch(input, items);
   for (const f of ["bootstrap_host", "bootstrap_port", "bootstrap_room"]) {
     if (Array.isArray(body[f])) {
-      return reject(
-        `${f}: a list is a batch of requests; one OpenAI request takes one value (fake)`,
-        f,
-      );
+      return reject(`${f}: a list is for a batch of requests; this request is one (fake)`, f);
     }
   }
-  const source = input.roomSource;
+  const digits = roomDigits(room, input.roomSource);
+  if (typeof digits !== "string") return digits;
+  return sglangPlan(input, body.bootstrap_host, body.bootstrap_port, digits);
+}
+
+/** A room as exact digits in [0, 2^63 - 1], or the refusal of it. */
+function roomDigits(room: unknown, source: string | undefined): string | PdCheck {
   if (typeof room !== "number" || source === undefined || !/^\d+$/.test(source)) {
     // pydantic (lax) would coerce "123" or 12.0; the fake wants a JSON integer.
     return reject(
@@ -417,16 +452,52 @@ function checkSglang(input: PdCheckInput): PdCheck {
       "bootstrap_room",
     );
   }
-  const host = body.bootstrap_host;
-  const port = body.bootstrap_port;
+  return digits;
+}
+
+/**
+ * A batch: SGLang reads item i's host, port and room at [i] (GenerateReqInput.__getitem__), so
+ * each must be a list with an entry per item, and rooms distinct (each item is a transfer). The
+ * fake hands the batch's KV over once, in its first room.
+ */
+function checkSglangBatch(input: PdCheckInput, items: number): PdCheck {
+  const { body } = input;
+  for (const f of ["bootstrap_host", "bootstrap_port", "bootstrap_room"]) {
+    const value = body[f];
+    const required = f === "bootstrap_room" || input.role === "decode";
+    if ((value !== undefined || required) && !(Array.isArray(value) && value.length >= items)) {
+      return reject(
+        `${f}: this request is a batch of ${items} items; SGLang reads the field per item, so ` +
+          `it must be a list of ${items} (got ${JSON.stringify(value) ?? "nothing"})`,
+        f,
+      );
+    }
+  }
+  const rooms = body.bootstrap_room as unknown[];
+  const sources = /^\[(.*)\]$/.exec(input.roomSource ?? "")?.[1].split(",") ?? [];
+  const digits: string[] = [];
+  for (const [i, room] of rooms.entries()) {
+    const one = roomDigits(room, sources[i]);
+    if (typeof one !== "string") return one;
+    digits.push(one);
+  }
+  if (new Set(digits).size !== digits.length) {
+    return reject("bootstrap_room: each item of a batch needs its own room", "bootstrap_room");
+  }
+  const at0 = (f: string) => (body[f] as unknown[] | undefined)?.[0];
+  return sglangPlan(input, at0("bootstrap_host"), at0("bootstrap_port"), digits[0]);
+}
+
+/** Host and port of the prefill's bootstrap server checked on a decode; the plan. */
+function sglangPlan(input: PdCheckInput, host: unknown, port: unknown, room: string): PdCheck {
   if (host !== undefined && host !== null && typeof host !== "string") {
     return reject("bootstrap_host: Input should be a valid string", "bootstrap_host", true);
   }
   if (port !== undefined && port !== null && !(isInt(port) && port >= 1 && port <= 65535)) {
     return reject("bootstrap_port: Input should be a valid integer port", "bootstrap_port", true);
   }
-  if (role === "prefill") {
-    return { kind: "plan", plan: { protocol: "sglang", role: "prefill", room: digits } };
+  if (input.role === "prefill") {
+    return { kind: "plan", plan: { protocol: "sglang", role: "prefill", room } };
   }
   if (!nonEmpty(host)) {
     return reject(
@@ -447,7 +518,7 @@ function checkSglang(input: PdCheckInput): PdCheck {
     plan: {
       protocol: "sglang",
       role: "decode",
-      room: digits,
+      room,
       bootstrapHostPort: sglangHostPort(host, port),
     },
   };

@@ -11,6 +11,7 @@
  * once more on the same pair. A client that leaves cancels both legs. Leases: prompt tokens on the
  * prefill instance until its answer, a decode slot until the stream ends; each released once.
  */
+import { engineBatchSize } from "../openai/engine_batch.ts";
 import { HttpError } from "../openai/errors.ts";
 import {
   type ForwardOutcome,
@@ -308,8 +309,11 @@ class PdRun {
     const port = entry?.config.bootstrapPort ?? 8998;
     const protocol = this.#options.plan.decode!.protocol;
     if (protocol === "sglang") {
-      const room = bootstrapRoom(crypto.getRandomValues(new Uint8Array(8)));
-      return { protocol, bootstrapHost: urlHost, bootstrapPort: port, room };
+      const draw = () => bootstrapRoom(crypto.getRandomValues(new Uint8Array(8)));
+      const items = engineBatchSize(this.#options.requestBody);
+      const batchRooms = items === undefined ? undefined : Array.from({ length: items }, draw);
+      const room = batchRooms?.[0] ?? draw();
+      return { protocol, bootstrapHost: urlHost, bootstrapPort: port, room, batchRooms };
     }
     const host = urlHost.replace(/^\[|\]$/g, "");
     const rank = await this.#options.runtime.bootstrapIds?.pick(prefill.url, host, port);

@@ -193,7 +193,7 @@ export class Gateway {
         requestBody: sent.body,
         record: flight.record,
         path: flight.path,
-        notFoundMeansNotServed: !isInferenceEndpoint(endpoint),
+        notFoundMeansNotServed: !isInferenceEndpoint(endpoint) || endpoint === "generate",
         errorAnswer: errorAnswerFor(endpoint),
         upstreamHeaders: this.#upstreamHeaders(flight),
         body: sent.bytes,
@@ -291,7 +291,7 @@ export class Gateway {
       throw error;
     }
     record.stream = parsed.stream;
-    const resolved = this.#registry.resolve(parsed.model || this.#onlyModel(record));
+    const resolved = this.#registry.resolve(parsed.model || this.#onlyModel(record, endpoint));
     if (!resolved) {
       // Not the client's string: metric labels must stay a bounded set.
       record.model = "unknown";
@@ -314,10 +314,17 @@ export class Gateway {
     return { parsed, bytes };
   }
 
-  /** A load-routed request that names no model goes to the router's only one (as vLLM's would). */
-  #onlyModel(record: RequestRecord): string {
+  /**
+   * A request that names no model goes to the router's only one (as vLLM's would); SGLang's
+   * /generate, which has no model field, to its only model with SGLang engines.
+   */
+  #onlyModel(record: RequestRecord, endpoint: Endpoint): string {
     const names = this.#config.models.map((m) => m.name);
     if (names.length === 1) return names[0];
+    if (endpoint === "generate") {
+      const sglang = this.#config.models.filter(hasSglangEngines).map((m) => m.name);
+      if (sglang.length === 1) return sglang[0];
+    }
     record.model = "unknown";
     throw modelNeeded(names);
   }
@@ -325,10 +332,10 @@ export class Gateway {
   /** Plans the request; answers 429 itself when admission refuses it. */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
     const loadRouted = !isInferenceEndpoint(parsed.endpoint);
-    // The P/D protocols split OpenAI completions and chats; every other body goes whole.
-    const whole = parsed.endpoint !== "completions" && parsed.endpoint !== "chat";
     const eligible = loadRouted
       ? this.#servingRoute(flight)
+      : parsed.endpoint === "generate"
+      ? this.#servingGenerate(flight)
       : parsed.previousResponseId !== undefined
       ? this.#storedResponses.storing(flight.runtime!, parsed.previousResponseId)
       : holdingAdapter(flight.runtime!, flight.loraName);
@@ -348,7 +355,7 @@ export class Gateway {
       policy: flight.selection!.policy,
       extraKeys,
       eligible,
-      whole,
+      whole: goesWhole(parsed.endpoint, flight.runtime!),
       hashKeys: this.#requestWorkers &&
         ((scheme, tokens, extra) => this.#requestWorkers!.hash(scheme, tokens, extra)),
       // Refused before the keys are hashed and looked up: such work would be thrown away.
@@ -389,11 +396,15 @@ export class Gateway {
   }
 
   /** Which instances may take a load-routed request; 404 when every one lacks its path. */
-  #servingRoute(flight: InFlight): (instanceId: string) => boolean {
+  #servingRoute(
+    flight: InFlight,
+    instances = flight.runtime!.cluster.entries().map((e) => e.config.id),
+  ): (instanceId: string) => boolean {
     const model = flight.runtime!.config.name;
     const now = this.#deps.now();
-    const serves = (id: string) => this.#routeSupport.serves(model, id, flight.path, now);
-    const instances = flight.runtime!.cluster.entries().map((e) => e.config.id);
+    const among = new Set(instances);
+    const serves = (id: string) =>
+      among.has(id) && this.#routeSupport.serves(model, id, flight.path, now);
     if (instances.length > 0 && !instances.some(serves)) {
       throw new HttpError(
         404,
@@ -402,6 +413,24 @@ export class Gateway {
       );
     }
     return serves;
+  }
+
+  /** SGLang's /generate goes to the model's SGLang engines that serve it; 404 when none does. */
+  #servingGenerate(flight: InFlight): (instanceId: string) => boolean {
+    const model = flight.runtime!.config.name;
+    const sglang = new Set(
+      flight.runtime!.cluster.entries()
+        .filter((e) => e.config.engine === "sglang")
+        .map((e) => e.config.id),
+    );
+    if (sglang.size === 0) {
+      throw new HttpError(
+        404,
+        `Model '${model}' has no SGLang engine: /generate is SGLang's native API`,
+        { code: "route_not_served" },
+      );
+    }
+    return this.#servingRoute(flight, [...sglang]);
   }
 
   /** `GET /v1/responses/{id}` and `POST .../cancel`: relayed to the engine that stored it. */
@@ -515,6 +544,21 @@ export class Gateway {
       }
     }
   }
+}
+
+/**
+ * Whether a request goes whole to one instance on a disaggregated model: the P/D protocols split
+ * OpenAI completions and chats, and SGLang's own protocol /generate too; every other body goes
+ * whole.
+ */
+function goesWhole(endpoint: Endpoint, runtime: ModelRuntime): boolean {
+  if (endpoint === "completions" || endpoint === "chat") return false;
+  return endpoint !== "generate" || runtime.config.disaggregation?.protocol !== "sglang";
+}
+
+function hasSglangEngines(model: Config["models"][number]): boolean {
+  return model.instances.some((i) => i.engine === "sglang") ||
+    model.discovery.some((d) => d.engine === "sglang");
 }
 
 /** A load-routed request's path and query, as the client sent them. */

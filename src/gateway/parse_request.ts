@@ -4,7 +4,7 @@
  * same errors; if the worker fails the body is parsed inline.
  */
 import { HttpError } from "../openai/errors.ts";
-import type { Endpoint } from "../openai/endpoints.ts";
+import { type Endpoint, tokenIdsField } from "../openai/endpoints.ts";
 import { parseRequestBody } from "../openai/parse_body.ts";
 import { completionPrompt, InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { plainIds } from "../tokenize/plain_ids.ts";
@@ -68,7 +68,8 @@ function withTokens(
 ): ParsedRequest {
   if (!tokens || parsed.prompt.kind !== "tokens") return parsed;
   const lists = tokens.map(plainIds);
-  parsed.body.prompt = batch ? lists : lists[0];
-  parsed.prompt = completionPrompt(parsed.body.prompt as number[] | number[][]);
+  const field = tokenIdsField(parsed.endpoint);
+  parsed.body[field] = batch ? lists : lists[0];
+  parsed.prompt = completionPrompt(parsed.body[field] as number[] | number[][]);
   return parsed;
 }

@@ -6,6 +6,7 @@
  */
 import { createKeyScheme } from "../hashing/key_scheme.ts";
 import type { KeyScheme } from "../hashing/types.ts";
+import { tokenIdsField } from "../openai/endpoints.ts";
 import { HttpError } from "../openai/errors.ts";
 import { parseRequestBody } from "../openai/parse_body.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
@@ -49,11 +50,12 @@ function parse(job: RequestJob & { kind: "parse" }): RequestJobResult {
   const prompt = parsed.prompt;
   if (prompt.kind !== "tokens") return { kind: "parsed", parsed, bytes };
   // Token ids go as typed arrays; the body's copy is rebuilt from them on the other side.
-  const batch = parsed.body.prompt as number[] | number[][];
+  const field = tokenIdsField(parsed.endpoint);
+  const batch = parsed.body[field] as number[] | number[][];
   const tokenBatch = typeof batch[0] !== "number";
   const lists = tokenBatch ? batch as number[][] : [batch as number[]];
   const tokens = lists.map((ids) => Uint32Array.from(ids));
-  const { prompt: _prompt, ...body } = parsed.body;
+  const { [field]: _ids, ...body } = parsed.body;
   return {
     kind: "parsed",
     parsed: { ...parsed, body, prompt: { ...prompt, tokens: [] } },

@@ -11,6 +11,8 @@ export const INFERENCE_PATHS = {
   messages: "/v1/messages",
   /** OpenAI's Responses API, as vLLM serves it (src/openai/responses_request.ts). */
   responses: "/v1/responses",
+  /** SGLang's native API (src/openai/sglang_generate.ts). */
+  generate: "/generate",
 } as const;
 
 export type InferenceEndpoint = keyof typeof INFERENCE_PATHS;
@@ -39,4 +41,9 @@ export function isInferenceEndpoint(endpoint: Endpoint): endpoint is InferenceEn
 /** Routes whose clients are Anthropic's: the router's own errors there take Anthropic's shape. */
 export function speaksAnthropic(endpoint: Endpoint): boolean {
   return endpoint === "messages" || endpoint === "count_tokens";
+}
+
+/** The body field that carries a prompt's token ids on an inference route. */
+export function tokenIdsField(endpoint: Endpoint): "prompt" | "input_ids" {
+  return endpoint === "generate" ? "input_ids" : "prompt";
 }

@@ -40,6 +40,19 @@ function bodies(): Record<string, Json> {
       model,
       previous_response_id: { type: "string" },
     }),
+    generate: anyObject([], {
+      model: { ...model, description: "Which served model (SGLang ignores it); optional" },
+      text: { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] },
+      input_ids: {
+        anyOf: [
+          { type: "array", items: { type: "integer" } },
+          { type: "array", items: { type: "array", items: { type: "integer" } } },
+        ],
+      },
+      sampling_params: { anyOf: [{ type: "object" }, { type: "array" }] },
+      stream: { type: "boolean" },
+      rid: { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] },
+    }),
   };
 }
 
@@ -63,6 +76,7 @@ const SUMMARIES: Record<string, string> = {
   chat: "OpenAI chat completions, routed cache-aware",
   messages: "Anthropic Messages as vLLM serves it, routed cache-aware",
   responses: "OpenAI Responses as vLLM serves it, routed cache-aware or to its stored response",
+  generate: "SGLang's native generate, routed cache-aware to the model's SGLang engines",
 };
 
 export function openApiDocument(version = VERSION): Json {

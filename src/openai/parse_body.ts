@@ -1,5 +1,6 @@
 import { parseAnthropicMessages } from "./anthropic_messages.ts";
 import { parseResponsesRequest } from "./responses_request.ts";
+import { parseGenerateRequest } from "./sglang_generate.ts";
 import { type Endpoint, isInferenceEndpoint } from "./endpoints.ts";
 import { parseLoadRoutedRequest } from "./load_routed_request.ts";
 import { type ParsedRequest, parseOpenAIRequest } from "./request.ts";
@@ -8,6 +9,7 @@ import { type ParsedRequest, parseOpenAIRequest } from "./request.ts";
 export function parseRequestBody(endpoint: Endpoint, bytes: Uint8Array): ParsedRequest {
   if (endpoint === "messages") return parseAnthropicMessages(endpoint, bytes);
   if (endpoint === "responses") return parseResponsesRequest(endpoint, bytes);
+  if (endpoint === "generate") return parseGenerateRequest(endpoint, bytes);
   return isInferenceEndpoint(endpoint)
     ? parseOpenAIRequest(endpoint, bytes)
     : parseLoadRoutedRequest(endpoint, bytes);

@@ -22,7 +22,7 @@ const PROMPT_FORMS =
   "must be a string, an array of strings, an array of token ids, or an array of token-id arrays";
 
 /** A problem found by a plain check: where inside the field, and why. */
-interface Problem {
+export interface Problem {
   path: (string | number)[];
   message: string;
 }
@@ -85,9 +85,14 @@ function promptArrayProblem(prompt: unknown[]): Problem | undefined {
 
 type Prompt = string | string[] | number[] | number[][];
 
+/** What is wrong with a prompt (a string, strings, token ids or lists of them), if anything. */
+export function promptProblem(value: unknown): Problem | undefined {
+  if (typeof value === "string") return undefined;
+  return Array.isArray(value) && value.length > 0 ? promptArrayProblem(value) : WRONG_FORM;
+}
+
 const prompt = checked<Prompt>((value, ctx) => {
-  if (typeof value === "string") return;
-  const problem = Array.isArray(value) && value.length > 0 ? promptArrayProblem(value) : WRONG_FORM;
+  const problem = promptProblem(value);
   // A fresh path: zod prefixes issue paths in place, and WRONG_FORM is shared.
   if (problem) ctx.addIssue({ code: "custom", path: [...problem.path], message: problem.message });
 });

@@ -17,6 +17,11 @@ export interface PdPairing {
   bootstrapPort: number;
   /** sglang: the room both sides meet in, as exact decimal digits (it may exceed 2^53). */
   room?: string;
+  /**
+   * sglang, a body the engine takes as a batch (src/openai/engine_batch.ts): one room per item,
+   * as SGLang indexes its bootstrap fields by item (and sgl-router sends them).
+   */
+  batchRooms?: string[];
   /** vllm-mooncake: the transfer both sides name, and the prefill engine's id (its `/query`). */
   transferId?: string;
   remoteEngineId?: string;
@@ -85,15 +90,21 @@ export function decodeBody(body: Record<string, unknown>, pairing: PdPairing): s
   }
 }
 
-/** SGLang's three fields; the room is written as digits (JSON numbers lose precision past 2^53). */
+/**
+ * SGLang's three fields, as lists of one per item for a batch; rooms are written as digits (JSON
+ * numbers lose precision past 2^53).
+ */
 function withRoom(body: Record<string, unknown>, pairing: PdPairing): string {
   const { bootstrap_room: _room, ...rest } = body;
+  const rooms = pairing.batchRooms;
+  const each = <T>(value: T) => rooms ? rooms.map(() => value) : value;
   const text = JSON.stringify({
     ...rest,
-    bootstrap_host: pairing.bootstrapHost,
-    bootstrap_port: pairing.bootstrapPort,
+    bootstrap_host: each(pairing.bootstrapHost),
+    bootstrap_port: each(pairing.bootstrapPort),
   });
-  return `${text.slice(0, -1)},"bootstrap_room":${pairing.room}}`;
+  const room = rooms ? `[${rooms.join(",")}]` : pairing.room;
+  return `${text.slice(0, -1)},"bootstrap_room":${room}}`;
 }
 
 /** A random room in [0, 2^63 − 1] as decimal digits, from 8 random bytes. */

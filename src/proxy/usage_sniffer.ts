@@ -28,6 +28,8 @@ export class UsageSniffer {
   responseId?: string;
   /** SSE `data:` events other than `[DONE]`. */
   events = 0;
+  /** SGLang /generate items' usage by their index in the batch. */
+  readonly #generateItems = new Map<number, ObservedUsage>();
 
   constructor(contentType: string | null) {
     this.#sse = (contentType ?? "").includes("text/event-stream");
@@ -61,6 +63,8 @@ export class UsageSniffer {
     const data = line.slice(5).trim();
     if (data === "[DONE]" || data === "") return 0;
     if (data.includes('"usage"') || data.includes('"response.created"')) this.#readUsage(data);
+    // SGLang's /generate: each event repeats `meta_info`; the last of an item has its counts.
+    else if (data.includes('"meta_info"') && !FINISH_PENDING.test(data)) this.#readUsage(data);
     return 1;
   }
 
@@ -87,6 +91,7 @@ export class UsageSniffer {
       return;
     }
     this.responseId ??= responseIdOf(value);
+    if (this.#readMetaInfo(value)) return;
     const usage = usageOf(value);
     if (!usage) return;
     const details = usage.prompt_tokens_details as Record<string, unknown> | null | undefined;
@@ -100,6 +105,42 @@ export class UsageSniffer {
         number(usage.cache_read_input_tokens) ?? this.usage.cachedTokens,
     };
   }
+
+  /** SGLang's usage: `meta_info` of each item, summed over a batch (a list, or indexed events). */
+  #readMetaInfo(value: unknown): boolean {
+    const items = Array.isArray(value) ? value : [value];
+    let read = false;
+    for (const [position, item] of items.entries()) {
+      const meta = (item as { meta_info?: unknown } | null)?.meta_info as
+        | Record<string, unknown>
+        | undefined;
+      if (!meta || typeof meta !== "object") continue;
+      const index = number((item as { index?: unknown }).index) ?? position;
+      this.#generateItems.set(index, {
+        promptTokens: number(meta.prompt_tokens),
+        completionTokens: number(meta.completion_tokens),
+        cachedTokens: number(meta.cached_tokens),
+      });
+      read = true;
+    }
+    if (read) this.usage = summed([...this.#generateItems.values()]);
+    return read;
+  }
+}
+
+/** A /generate stream event whose item is not finished yet (its counts come later). */
+const FINISH_PENDING = /"finish_reason":\s*null/;
+
+function summed(items: ObservedUsage[]): ObservedUsage {
+  const total = (pick: (u: ObservedUsage) => number | undefined) =>
+    items.some((u) => pick(u) !== undefined)
+      ? items.reduce((sum, u) => sum + (pick(u) ?? 0), 0)
+      : undefined;
+  return {
+    promptTokens: total((u) => u.promptTokens),
+    completionTokens: total((u) => u.completionTokens),
+    cachedTokens: total((u) => u.cachedTokens),
+  };
 }
 
 const number = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);

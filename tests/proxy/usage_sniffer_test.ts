@@ -208,3 +208,40 @@ Deno.test("a Responses answer's id and usage are read from its body or its event
   assertEquals(sse.finish().cachedTokens, 256);
   assertEquals(sse.responseId, "resp_2");
 });
+
+Deno.test("UsageSniffer: SGLang /generate usage is each item's meta_info, summed over a batch", () => {
+  const meta = (prompt: number, done: boolean) => ({
+    id: "r",
+    finish_reason: done ? { type: "length", length: 2 } : null,
+    prompt_tokens: prompt,
+    completion_tokens: done ? 2 : 1,
+    cached_tokens: prompt / 2,
+  });
+  const json = new UsageSniffer("application/json");
+  json.push(new TextEncoder().encode(JSON.stringify({ text: "ab", meta_info: meta(40, true) })));
+  assertEquals(json.finish(), { promptTokens: 40, completionTokens: 2, cachedTokens: 20 });
+
+  const list = new UsageSniffer("application/json");
+  const items = [{ text: "a", meta_info: meta(40, true) }, {
+    text: "b",
+    meta_info: meta(60, true),
+  }];
+  list.push(new TextEncoder().encode(JSON.stringify(items)));
+  assertEquals(list.finish(), { promptTokens: 100, completionTokens: 4, cachedTokens: 50 });
+
+  const sse = new UsageSniffer("text/event-stream");
+  const events = [
+    { text: "a", meta_info: meta(40, false), index: 0 },
+    { text: "b", meta_info: meta(60, false), index: 1 },
+    { text: "ab", meta_info: meta(40, true), index: 0 },
+    { text: "bc", meta_info: meta(60, true), index: 1 },
+  ].map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n";
+  const bytes = new TextEncoder().encode(events);
+  assertEquals(feed(sse, bytes, randomCuts(bytes.length, 9, 7)).reduce((a, b) => a + b), 4);
+  assertEquals(sse.finish(), { promptTokens: 100, completionTokens: 4, cachedTokens: 50 });
+
+  const unfinished = new UsageSniffer("text/event-stream");
+  const pending = { text: "a", meta_info: meta(40, false) };
+  unfinished.push(new TextEncoder().encode(`data: ${JSON.stringify(pending)}\n\n`));
+  assertEquals(unfinished.finish(), {}, "an item not finished has not reported its usage");
+});

@@ -54,6 +54,8 @@ export interface TestClusterOptions {
   standbys?: number;
   /** The URL the router is given for engine i (default: the engine's own), e.g. a proxy's. */
   instanceUrl?: (engine: FakeEngine, i: number) => string;
+  /** Merged into instance i's config (e.g. `{ engine: "sglang" }`). */
+  instanceOf?: (i: number) => Record<string, unknown>;
 }
 
 export function range(from: number, count: number): number[] {
@@ -99,6 +101,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       id: e.id,
       url: options.instanceUrl?.(e, i) ?? e.url,
       kvHost: kvHost(i),
+      ...options.instanceOf?.(i),
     })),
     ...options.model,
   };
