@@ -51,6 +51,8 @@ export interface DispatchPlan {
   tokens?: number[];
   /** Prompt tokens (estimated from the text's length when there are no tokens). */
   promptTokens: number;
+  /** Sequences the engine decodes (a batch's prompts × `n`, src/openai/engine_batch.ts); 1 if absent. */
+  sequences?: number;
   tokenSource: TokenSource;
   tokenizeError?: string;
   /** Store keys per chunk (all ranks when required); empty when the lookup was skipped. */

@@ -6,6 +6,8 @@
 export interface LoadLease {
   readonly instanceId: string;
   readonly prefillTokens: number;
+  /** Sequences it decodes once past its prefill (a batch's prompts × `n`; at least 1). */
+  readonly sequences: number;
   /** The first token arrived: the prefill part is done, the request now decodes. Idempotent. */
   firstToken(): void;
   /** The request ended (done, error, abort). Idempotent; later calls do nothing. */
@@ -18,7 +20,7 @@ export interface InstanceLoad {
   prefillTokens: number;
   /** Requests we dispatched that have not seen a first token. */
   prefillRequests: number;
-  /** Requests past their first token and not yet ended. */
+  /** Sequences past their first token and not yet ended (a request asking `n` counts n). */
   decodeRequests: number;
 }
 
@@ -32,6 +34,7 @@ export interface LoadAccountOptions {
 interface Entry {
   instanceId: string;
   prefillTokens: number;
+  sequences: number;
   startedAt: number;
   phase: "prefill" | "decode" | "done";
 }
@@ -69,10 +72,15 @@ export class LoadAccount {
     return () => this.#listeners.delete(listener);
   }
 
-  lease(instanceId: string, prefillTokens: number, options: { silent?: boolean } = {}): LoadLease {
+  lease(
+    instanceId: string,
+    prefillTokens: number,
+    options: { silent?: boolean; sequences?: number } = {},
+  ): LoadLease {
     const lease = this.#take(
       instanceId,
       prefillTokens,
+      Math.max(1, Math.round(options.sequences ?? 1)),
       options.silent ? undefined : this.#listeners,
     );
     for (const listener of options.silent ? [] : this.#listeners) listener.leased(lease);
@@ -82,11 +90,13 @@ export class LoadAccount {
   #take(
     instanceId: string,
     prefillTokens: number,
+    sequences: number,
     listeners: ReadonlySet<LeaseListener> | undefined,
   ): LoadLease {
     const entry: Entry = {
       instanceId,
       prefillTokens: Math.max(0, Math.round(prefillTokens)),
+      sequences,
       startedAt: this.#now(),
       phase: "prefill",
     };
@@ -99,13 +109,13 @@ export class LoadAccount {
       if (entry.phase !== "prefill") return;
       this.#leavePrefill(entry);
       entry.phase = "decode";
-      this.#total(instanceId).decodeRequests++;
+      this.#total(instanceId).decodeRequests += entry.sequences;
       for (const listener of listeners ?? []) listener.firstToken(lease);
     };
     const release = () => {
       if (entry.phase === "done") return;
       if (entry.phase === "prefill") this.#leavePrefill(entry);
-      else this.#total(instanceId).decodeRequests--;
+      else this.#total(instanceId).decodeRequests -= entry.sequences;
       entry.phase = "done";
       if (this.#forgotten.has(instanceId)) this.forget(instanceId);
       for (const listener of listeners ?? []) listener.released(lease);
@@ -113,6 +123,7 @@ export class LoadAccount {
     const lease: LoadLease = {
       instanceId,
       prefillTokens: entry.prefillTokens,
+      sequences,
       firstToken,
       release,
       get released() {
@@ -142,7 +153,7 @@ export class LoadAccount {
       this.#leavePrefill(entry);
       // It still holds a decode slot if the engine is slow: count it as decoding until release.
       entry.phase = "decode";
-      this.#total(entry.instanceId).decodeRequests++;
+      this.#total(entry.instanceId).decodeRequests += entry.sequences;
       dropped++;
     }
     this.#expired += dropped;

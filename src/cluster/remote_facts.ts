@@ -77,7 +77,10 @@ export class RemoteFacts {
       if (!view) continue; // a model this replica does not serve (yet)
       const key = leaseKey(fact.model, "id" in fact ? fact.id : "");
       if (fact.k === "lease" && !replica.leases.has(key)) {
-        const lease = view.account.lease(fact.instance, fact.tokens, { silent: true });
+        const lease = view.account.lease(fact.instance, fact.tokens, {
+          silent: true,
+          sequences: fact.seqs,
+        });
         replica.leases.set(key, { seq: Number(fact.id), lease });
       } else if (fact.k === "first") replica.leases.get(key)?.lease.firstToken();
       else if (fact.k === "end") {
@@ -142,7 +145,10 @@ export class RemoteFacts {
     let remote = replica.leases.get(key);
     const missing = remote === undefined;
     if (!remote) {
-      const lease = view.account.lease(live.instance, live.tokens, { silent: true });
+      const lease = view.account.lease(live.instance, live.tokens, {
+        silent: true,
+        sequences: live.seqs,
+      });
       replica.leases.set(key, remote = { seq: Number(live.id), lease });
     }
     if (live.decoding) remote.lease.firstToken();

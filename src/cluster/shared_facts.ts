@@ -1,12 +1,13 @@
 /**
  * What router replicas tell each other about their dispatches (cluster.sharedState): a lease
- * taken on an instance with its uncomputed prefill tokens, its first token, its end, and the KV
+ * taken on an instance with its uncomputed prefill tokens (and the sequences it decodes), its
+ * first token, its end, and the KV
  * keys an instance is about to write; periodically, which of its leases are still out (a lost end
  * is repaired by the next one). Pure: encoding and checking only; shared_state.ts sends.
  */
 
 export type Fact =
-  | { k: "lease"; model: string; instance: string; id: string; tokens: number }
+  | { k: "lease"; model: string; instance: string; id: string; tokens: number; seqs?: number }
   | { k: "first"; model: string; id: string }
   | { k: "end"; model: string; id: string }
   | { k: "keys"; model: string; instance: string; kvHost?: string; keys: string[] };
@@ -17,6 +18,8 @@ export interface LiveLease {
   instance: string;
   id: string;
   tokens: number;
+  /** Sequences it decodes (`n` > 1, a batch); absent: one (replicas before it was sent). */
+  seqs?: number;
   /** Past its first token. */
   decoding: boolean;
 }
@@ -75,7 +78,7 @@ function isLiveLease(lease: unknown): lease is LiveLease {
   const l = lease as Record<string, unknown>;
   return !!l && typeof l.model === "string" && typeof l.instance === "string" &&
     typeof l.id === "string" && typeof l.tokens === "number" && l.tokens >= 0 &&
-    typeof l.decoding === "boolean";
+    typeof l.decoding === "boolean" && isSequences(l.seqs);
 }
 
 function isFact(fact: unknown): fact is Fact {
@@ -84,7 +87,7 @@ function isFact(fact: unknown): fact is Fact {
   switch (f.k) {
     case "lease":
       return typeof f.instance === "string" && typeof f.id === "string" &&
-        typeof f.tokens === "number" && f.tokens >= 0;
+        typeof f.tokens === "number" && f.tokens >= 0 && isSequences(f.seqs);
     case "first":
     case "end":
       return typeof f.id === "string";
@@ -95,4 +98,8 @@ function isFact(fact: unknown): fact is Fact {
     default:
       return false;
   }
+}
+
+function isSequences(value: unknown): boolean {
+  return value === undefined || (Number.isInteger(value) && (value as number) >= 1);
 }

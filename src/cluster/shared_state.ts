@@ -132,6 +132,7 @@ export class SharedState {
           instance: lease.instanceId,
           id: `${live.id}`,
           tokens: lease.prefillTokens,
+          ...sequencesField(lease),
         });
       },
       firstToken: (lease) => {
@@ -179,6 +180,7 @@ export class SharedState {
       instance: lease.instanceId,
       id: `${id}`,
       tokens: lease.prefillTokens,
+      ...sequencesField(lease),
       decoding,
     }));
     const parts = snapshotParts(live, this.#nextId);
@@ -251,3 +253,8 @@ export class SharedState {
 }
 
 type Writer = { instanceId: string; kvHost?: string };
+
+/** `seqs` only when more than one: a one-sequence lease reads the same to older replicas. */
+function sequencesField(lease: LoadLease): { seqs?: number } {
+  return lease.sequences > 1 ? { seqs: lease.sequences } : {};
+}

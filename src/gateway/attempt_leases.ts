@@ -52,7 +52,7 @@ export class AttemptLeases {
 
   #lease(instanceId: string): LoadLease {
     return this.leg === "decode"
-      ? decodeLease(this.runtime, instanceId)
+      ? decodeLease(this.runtime, instanceId, this.plan.sequences)
       : reserve(this.runtime, this.plan, instanceId, this.now());
   }
 

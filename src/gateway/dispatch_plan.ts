@@ -4,6 +4,7 @@ import { withLatestPredictions } from "../kv/merged_index.ts";
 import { computePrefixHits, withEngineHits } from "../kv/prefix.ts";
 import { crossCheck, mirrorLookup } from "../kv/events/pool_mirror.ts";
 import type { LookupResult, PrefixHits } from "../kv/types.ts";
+import { sequencesOf } from "../openai/engine_batch.ts";
 import type { ParsedRequest, PromptInput } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
@@ -120,6 +121,7 @@ export async function planDispatch(
   const plan: DispatchPlan = {
     tokens: tokenized.tokens,
     promptTokens: tokenized.promptTokens,
+    sequences: sequencesOf(request.body),
     tokenSource: tokenized.source,
     tokenizeError: tokenized.error,
     chunkKeys,

@@ -63,16 +63,16 @@ export function reserveDecode(
 ): Reservation | undefined {
   const id = plan.decode?.decision.ranking[0];
   if (!plan.admission.admit || id === undefined) return undefined;
-  const lease = decodeLease(runtime, id);
+  const lease = decodeLease(runtime, id, plan.sequences);
   const arrives = runtime.decodeOutlook?.expect(id, at + (plan.predictedTtftS ?? 0) * 1000);
   const reservation = new Reservation(id, lease, () => arrives?.());
   if (arrives) reservation.arrived = arrives;
   return reservation;
 }
 
-/** A lease that counts one request decoding on the instance (no prefill tokens). */
-export function decodeLease(runtime: ModelRuntime, instanceId: string): LoadLease {
-  const lease = runtime.cluster.account.lease(instanceId, 0);
+/** A lease that counts a request's sequences decoding on the instance (no prefill tokens). */
+export function decodeLease(runtime: ModelRuntime, instanceId: string, sequences = 1): LoadLease {
+  const lease = runtime.cluster.account.lease(instanceId, 0, { sequences });
   lease.firstToken();
   return lease;
 }
@@ -95,7 +95,7 @@ export function reserve(
       kvHost: plan.entries.get(instanceId)?.config.kvHost,
     });
   }
-  return runtime.cluster.account.lease(instanceId, uncached);
+  return runtime.cluster.account.lease(instanceId, uncached, { sequences: plan.sequences });
 }
 
 /** An instance that will not write this prompt's KV: followers must not be sent after it. */

@@ -11,6 +11,24 @@ Deno.test("a lease adds uncached prefill tokens at dispatch and moves to decode 
   assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 });
 });
 
+Deno.test("a lease of n sequences counts n decoding, from its first token (or its expiry) to its end", () => {
+  const clock = { t: 0 };
+  const account = new LoadAccount({ now: () => clock.t, expireAfterMs: 1_000 });
+  const lease = account.lease("a", 900, { sequences: 3 });
+  assertEquals(lease.sequences, 3);
+  assertEquals(account.load("a"), { prefillTokens: 900, prefillRequests: 1, decodeRequests: 0 });
+  lease.firstToken();
+  assertEquals(account.load("a"), { prefillTokens: 0, prefillRequests: 0, decodeRequests: 3 });
+  lease.release();
+  assertEquals(account.load("a").decodeRequests, 0);
+  const stuck = account.lease("a", 10, { sequences: 2 });
+  clock.t = 5_000;
+  assertEquals(account.load("a").decodeRequests, 2, "expired into decoding with its sequences");
+  stuck.release();
+  assertEquals(account.load("a").decodeRequests, 0);
+  assertEquals(account.lease("b", 0, { sequences: 0 }).sequences, 1, "at least one");
+});
+
 Deno.test("a lease is released exactly once, whatever calls it again", () => {
   const account = new LoadAccount({ now: () => 0 });
   const a = account.lease("a", 100);

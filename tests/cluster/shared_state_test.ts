@@ -38,6 +38,10 @@ Deno.test("facts survive encoding; a malformed or foreign message is refused", (
   assertEquals(decodeBatch(JSON.stringify({ ...batch, v: 2 })), "unknown version");
   const bad = decodeBatch(JSON.stringify({ ...batch, facts: [{ k: "lease", model: "m" }] }));
   assert(typeof bad === "string" && bad.startsWith("malformed fact"), String(bad));
+  const withSeqs = { ...batch, facts: [{ ...batch.facts[0], seqs: 4 }] };
+  assertEquals(decodeBatch(encodeBatch(withSeqs)), withSeqs);
+  const zero = decodeBatch(JSON.stringify({ ...batch, facts: [{ ...batch.facts[0], seqs: 0 }] }));
+  assert(typeof zero === "string" && zero.startsWith("malformed fact"), String(zero));
 });
 
 Deno.test("a snapshot part and a catch-up ask survive encoding; a malformed live range is refused", () => {
@@ -70,6 +74,30 @@ Deno.test("a lease and a prediction on one replica appear in the other's view an
     lease.release();
     await eventually(() => b.account.load("gpu-0").decodeRequests === 0, 2_000, "release");
     assertEquals(a.account.load("gpu-0").decodeRequests, 0, "b's copy is not echoed back to a");
+  } finally {
+    await Promise.all([a.shared.close(), b.shared.close()]);
+  }
+});
+
+Deno.test("a lease of several sequences counts as many decodes on the other replica, live or listed", async () => {
+  const channel = memoryBus();
+  const [a, b] = [replica("a", channel), replica("b", channel)];
+  a.shared.start();
+  b.shared.start();
+  try {
+    const lease = a.account.lease("gpu-0", 100, { sequences: 4 });
+    lease.firstToken();
+    await eventually(() => b.account.load("gpu-0").decodeRequests === 4, 2_000, "four decodes");
+    // A replica that joins later asks to be caught up and learns it from a's snapshot.
+    const c = replica("c", channel);
+    c.shared.start();
+    try {
+      await eventually(() => c.account.load("gpu-0").decodeRequests === 4, 2_000, "listed");
+    } finally {
+      await c.shared.close();
+    }
+    lease.release();
+    await eventually(() => b.account.load("gpu-0").decodeRequests === 0, 2_000, "release");
   } finally {
     await Promise.all([a.shared.close(), b.shared.close()]);
   }

@@ -39,13 +39,14 @@ function spyOnLeases(runtime: ModelRuntime): { lease: LoadLease; releases: numbe
   const account = runtime.cluster.account;
   const lease = account.lease.bind(account);
   const leases: { lease: LoadLease; releases: number }[] = [];
-  account.lease = (instanceId, prefillTokens) => {
-    const inner = lease(instanceId, prefillTokens);
+  account.lease = (instanceId, prefillTokens, options) => {
+    const inner = lease(instanceId, prefillTokens, options);
     const entry = { lease: inner, releases: 0 };
     leases.push(entry);
     entry.lease = {
       instanceId: inner.instanceId,
       prefillTokens: inner.prefillTokens,
+      sequences: inner.sequences,
       firstToken: () => inner.firstToken(),
       release: () => {
         entry.releases++;

@@ -1,6 +1,7 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { CHUNK, completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 
 const scheme = createKeyScheme({
   hash: "sha256_cbor",
@@ -159,6 +160,31 @@ Deno.test("a completions batch is routed by the prefix all its prompts share, it
       t.keys(shared),
       "only the shared prefix is looked up",
     );
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a request asking n samples counts n decodes on its instance while it streams, none after", async () => {
+  // One token per 0.05 s of engine time at timeScale 1: the stream lasts long enough to look.
+  const t = await startTestCluster({
+    engines: 1,
+    engine: { timeScale: 1, decodeSecondsPerToken: 0.05 },
+  });
+  try {
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
+    const response = await completion(t.url, {
+      prompt: range(1, 40),
+      n: 3,
+      max_tokens: 40,
+      stream: true,
+    });
+    assertEquals(response.status, 200);
+    const reader = response.body!.getReader();
+    await reader.read(); // the first token has arrived: the request decodes
+    assertEquals(account.load("e0").decodeRequests, 3);
+    await reader.cancel();
+    await eventually(() => account.load("e0").decodeRequests === 0, 2_000, "every decode back");
   } finally {
     await t.close();
   }
