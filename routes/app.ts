@@ -35,6 +35,7 @@ import { TtftTimeline } from "../src/telemetry/ttft_timeline.ts";
 import { TokenizerPools } from "../src/tokenize/tokenizer_pools.ts";
 import { createSharedState } from "../src/cluster/shared_state_setup.ts";
 import type { SharedState } from "../src/cluster/shared_state.ts";
+import { ResponseHomes } from "../src/cluster/response_homes.ts";
 import type { LoadedTokenizer } from "../src/tokenize/local_tokenizer.ts";
 import { adminRoutes } from "./admin.ts";
 import { adminAdapterRoutes } from "./admin_adapters.ts";
@@ -180,18 +181,27 @@ export async function createRouter(
   }
   // Facts that arrive before the gateway exists find no model: the next ones will.
   const built: { registry?: ModelRegistry } = {};
+  const responseHomes = new ResponseHomes();
   const shared = createSharedState(config.cluster.sharedState, {
     viewOf: (model) => {
       const runtime = built.registry?.runtime(model);
-      return runtime && { account: runtime.cluster.account, predicted: runtime.predicted };
+      return runtime && {
+        account: runtime.cluster.account,
+        predicted: runtime.predicted,
+        homes: responseHomes,
+      };
     },
     now: deps.now,
     timers: deps.timers,
     log: deps.log,
   });
-  const parts = buildCollaborators(config, runtimes, { ...deps, shared }, options);
+  const parts = buildCollaborators(config, runtimes, { ...deps, shared }, {
+    ...options,
+    responseHomes,
+  });
   built.registry = parts.registry;
   for (const runtime of runtimes.values()) attachShared(shared, runtime);
+  shared?.attachHomes(responseHomes);
   shared?.start();
   const app = createApp(parts, deps);
   const loopLag = new EventLoopLag({
@@ -234,7 +244,7 @@ function buildCollaborators(
   config: Config,
   runtimes: Map<string, ModelRuntime>,
   deps: RouterDeps,
-  options: RouterOptions,
+  options: RouterOptions & { responseHomes: ResponseHomes },
 ): RouterParts {
   const registry = new ModelRegistry(config, runtimes, deps.wallNow);
   // The router gauges read `gateway` (declared below) when called, i.e. once it exists.
@@ -278,6 +288,7 @@ function buildCollaborators(
     }),
     arms,
     requestWorkers: deps.requestWorkers,
+    responseHomes: options.responseHomes,
   });
   return { gateway, registry, metrics, decisions, arms, stats, traffic, timeline, connections };
 }

@@ -1,6 +1,8 @@
 /**
  * Other replicas' dispatches, applied to this replica's view: their leases as silent leases in
- * the model's load account, their predicted keys in its predicted index. Each replica's snapshot
+ * the model's load account, their predicted keys in its predicted index, the homes of the
+ * Responses API responses they relayed in its response homes (heard live only: snapshots do not
+ * list them). Each replica's snapshot
  * (its live leases, by id range) repairs what was lost: leases it no longer holds are released
  * (an end sent while Redis was down), leases never heard of are taken. A replica not heard from
  * (facts or snapshot) for `silentAfterMs` is taken as gone and its leases are released.
@@ -11,6 +13,15 @@ import type { FactBatch, LiveLease, LiveRange } from "./shared_facts.ts";
 /** Where a model's facts go: its load account and (when enabled) its predicted index. */
 export interface ModelView {
   account: LoadAccount;
+  /** Which instance stored which Responses API response (one memory for every model). */
+  homes?: {
+    remember(
+      responseId: string,
+      home: { model: string; instanceId: string },
+      now: number,
+      options: { silent: boolean },
+    ): void;
+  };
   predicted?: {
     record(
       keys: readonly string[],
@@ -86,6 +97,9 @@ export class RemoteFacts {
       else if (fact.k === "end") {
         replica.leases.get(key)?.lease.release();
         replica.leases.delete(key);
+      } else if (fact.k === "home") {
+        const home = { model: fact.model, instanceId: fact.instance };
+        view.homes?.remember(fact.id, home, this.#now(), { silent: true });
       } else if (fact.k === "keys") {
         const writer = { instanceId: fact.instance, kvHost: fact.kvHost };
         view.predicted?.record(fact.keys, writer, { silent: true });

@@ -10,7 +10,9 @@ export type Fact =
   | { k: "lease"; model: string; instance: string; id: string; tokens: number; seqs?: number }
   | { k: "first"; model: string; id: string }
   | { k: "end"; model: string; id: string }
-  | { k: "keys"; model: string; instance: string; kvHost?: string; keys: string[] };
+  | { k: "keys"; model: string; instance: string; kvHost?: string; keys: string[] }
+  /** A Responses API response stored on `instance` (src/cluster/response_homes.ts). */
+  | { k: "home"; model: string; id: string; instance: string };
 
 /** A lease still out, as a snapshot lists it (`id` as in its lease fact). */
 export interface LiveLease {
@@ -91,6 +93,9 @@ function isFact(fact: unknown): fact is Fact {
     case "first":
     case "end":
       return typeof f.id === "string";
+    case "home":
+      return typeof f.instance === "string" && typeof f.id === "string" &&
+        f.id.length > 0 && f.id.length <= MAX_RESPONSE_ID_CHARS;
     case "keys":
       return typeof f.instance === "string" && Array.isArray(f.keys) &&
         f.keys.every((key) => typeof key === "string") &&
@@ -99,6 +104,9 @@ function isFact(fact: unknown): fact is Fact {
       return false;
   }
 }
+
+/** Response ids are short (`resp_` and 32 hex digits); anything longer is not one. */
+const MAX_RESPONSE_ID_CHARS = 256;
 
 function isSequences(value: unknown): boolean {
   return value === undefined || (Number.isInteger(value) && (value as number) >= 1);

@@ -8,6 +8,7 @@
  * its snapshot at once and asks the others for theirs, so views converge without waiting a period.
  */
 import type { LeaseListener, LoadAccount, LoadLease } from "./load_account.ts";
+import type { ResponseHomes } from "./response_homes.ts";
 import { snapshotParts } from "./lease_snapshot.ts";
 import { PeriodicTask } from "./periodic_task.ts";
 import type { RemoteFacts } from "./remote_facts.ts";
@@ -78,6 +79,13 @@ export class SharedState {
     // The client reconnects and resubscribes by itself; a failure here is only counted.
     this.#options.pubsub.subscribe((message) => this.#received(message))
       .then(() => this.#publishSnapshot(true), (error) => this.#failed(error));
+  }
+
+  /** Publishes the homes of the Responses API responses this replica relays from now on. */
+  attachHomes(homes: Pick<ResponseHomes, "observe">): void {
+    homes.observe((id, home) =>
+      this.#queueFact({ k: "home", model: home.model, id, instance: home.instanceId })
+    );
   }
 
   /** Publishes `model`'s leases and predictions from now on. */

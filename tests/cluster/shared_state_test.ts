@@ -38,6 +38,12 @@ Deno.test("facts survive encoding; a malformed or foreign message is refused", (
   assertEquals(decodeBatch(JSON.stringify({ ...batch, v: 2 })), "unknown version");
   const bad = decodeBatch(JSON.stringify({ ...batch, facts: [{ k: "lease", model: "m" }] }));
   assert(typeof bad === "string" && bad.startsWith("malformed fact"), String(bad));
+  const home = { k: "home" as const, model: "m", id: "resp_1", instance: "gpu-0" };
+  assertEquals(decodeBatch(encodeBatch({ ...batch, facts: [home] })), { ...batch, facts: [home] });
+  const longId = { ...home, id: "x".repeat(300) };
+  assert(
+    String(decodeBatch(JSON.stringify({ ...batch, facts: [longId] }))).startsWith("malformed"),
+  );
   const withSeqs = { ...batch, facts: [{ ...batch.facts[0], seqs: 4 }] };
   assertEquals(decodeBatch(encodeBatch(withSeqs)), withSeqs);
   const zero = decodeBatch(JSON.stringify({ ...batch, facts: [{ ...batch.facts[0], seqs: 0 }] }));
