@@ -1,7 +1,12 @@
 import { type Context, Hono } from "hono";
 import type { ConnectionEnv } from "../src/admin/auth.ts";
 import type { Gateway } from "../src/gateway/gateway.ts";
-import { type Endpoint, LOAD_ROUTED_PATHS } from "../src/openai/endpoints.ts";
+import {
+  type JsonEndpoint,
+  LOAD_ROUTED_PATHS,
+  UPLOAD_PATHS,
+  type UploadEndpoint,
+} from "../src/openai/endpoints.ts";
 import { errorAnswerFor } from "../src/openai/error_answer.ts";
 import { openApiDocument } from "../src/openai/openapi.ts";
 import { HttpError } from "../src/openai/errors.ts";
@@ -16,11 +21,11 @@ type ConnectionBindings = { Bindings: ConnectionEnv };
  * (src/openai/endpoints.ts).
  */
 export function openaiRoutes(
-  gateway: Pick<Gateway, "handleInference" | "handleStoredResponse">,
+  gateway: Pick<Gateway, "handleInference" | "handleUpload" | "handleStoredResponse">,
   models: ModelRegistry,
 ): Hono<ConnectionBindings> {
   const app = new Hono<ConnectionBindings>();
-  const inference = (endpoint: Endpoint) => async (c: Context<ConnectionBindings>) => {
+  const inference = (endpoint: JsonEndpoint) => async (c: Context<ConnectionBindings>) => {
     let bytes: Uint8Array<ArrayBuffer>;
     try {
       bytes = await readBody(c.req.raw, bodyBounds(models.config));
@@ -55,7 +60,18 @@ export function openaiRoutes(
   const description = openApiDocument();
   app.get("/openapi.json", (c) => c.json(description));
   for (const [endpoint, paths] of Object.entries(LOAD_ROUTED_PATHS)) {
-    for (const path of paths) app.post(path, inference(endpoint as Endpoint));
+    for (const path of paths) app.post(path, inference(endpoint as JsonEndpoint));
+  }
+  // Audio uploads stream to the engine as they arrive: their body is not read here.
+  for (const [endpoint, path] of Object.entries(UPLOAD_PATHS)) {
+    app.post(path, (c) => {
+      const remote = c.env?.remoteAddr;
+      const address = remote?.transport === "tcp" ? remote.hostname : undefined;
+      return gateway.handleUpload(endpoint as UploadEndpoint, c.req.raw, {
+        signal: c.req.raw.signal,
+        address,
+      });
+    });
   }
   return app;
 }

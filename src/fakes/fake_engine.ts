@@ -35,6 +35,7 @@ import {
   anthropicStreamEnd,
   anthropicStreamStart,
 } from "./fake_anthropic.ts";
+import { AUDIO_PATHS, audioAnswer } from "./fake_audio_routes.ts";
 import {
   generateAnswer,
   generateEvents,
@@ -710,6 +711,9 @@ class Engine implements FakeEngine {
     if (request.method === "POST" && path.endsWith("_lora_adapter")) {
       return await this.#loraAdapter(request, path);
     }
+    if (request.method === "POST" && AUDIO_PATHS.includes(path)) {
+      if (servesRoute(this.#opts.runner, path)) return await this.#audio(request, path);
+    }
     const sglangOnly = path === "/generate" && this.flavour !== "sglang";
     if (request.method === "POST" && servesRoute(this.#opts.runner, path) && !sglangOnly) {
       return await this.#inference(request, path);
@@ -855,6 +859,34 @@ class Engine implements FakeEngine {
     }
     loaded.splice(loaded.indexOf(name), 1);
     return this.#plain(200, `Success: LoRA adapter '${name}' removed successfully.`);
+  }
+
+  /** An audio upload: read whole (as vLLM's form parser does) and answered at once. */
+  async #audio(request: Request, path: string): Promise<Response> {
+    const headers: Record<string, string> = {};
+    request.headers.forEach((value, name) => (headers[name] = value));
+    const record: RequestRecord = {
+      seq: this.#seq++,
+      path,
+      headers,
+      requestId: headers["x-request-id"],
+      stream: false,
+      arrivedAtMs: this.#opts.now(),
+      failure: this.#failureOn(path),
+    };
+    this.stats.requests.push(record);
+    if (this.stats.requests.length > this.#opts.maxRecords) this.stats.requests.shift();
+    if (record.failure === "http500") {
+      this.#finish(record, "http500");
+      return this.#error(500, "Internal server error (injected)", "InternalServerError");
+    }
+    const answer = await audioAnswer(request, this.model);
+    record.body = answer.received;
+    this.#finish(record, answer.status === 200 ? "ok" : "bad_request");
+    return new Response(answer.body, {
+      status: answer.status,
+      headers: this.#headers({ "content-type": answer.contentType }),
+    });
   }
 
   /** A pooling or utility route: answered at once (no prefill queue: these are rare and small). */

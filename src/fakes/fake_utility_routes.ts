@@ -5,7 +5,9 @@
  * missing their required field get the engine's 400, and answers carry the fields clients parse.
  * Token ids are made up (about 4 characters a token), embeddings are deterministic.
  */
-export type FakeRunner = "generate" | "embed" | "classify";
+import { AUDIO_PATHS } from "./fake_audio_routes.ts";
+
+export type FakeRunner = "generate" | "embed" | "classify" | "transcription";
 
 const ALWAYS = ["/tokenize", "/detokenize"];
 const SCORING = ["/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank"];
@@ -22,6 +24,8 @@ const ROUTES: Record<FakeRunner, readonly string[]> = {
   ],
   embed: [...ALWAYS, "/v1/embeddings", "/pooling", ...SCORING],
   classify: [...ALWAYS, "/classify", "/pooling"],
+  // A speech model (Whisper): its audio routes (fake_audio_routes.ts).
+  transcription: [...ALWAYS, ...AUDIO_PATHS],
 };
 
 const UTILITY_PATHS = new Set([

@@ -8,6 +8,7 @@ import type { ErrorAnswer } from "../openai/error_answer.ts";
 import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts";
 import { HttpError } from "../openai/errors.ts";
 import type { BodyLimits } from "../proxy/observed_body.ts";
+import type { StreamedBody } from "../proxy/forward.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import type { Reservation } from "./reservation.ts";
 import type { LogFn } from "../telemetry/json_log.ts";
@@ -30,7 +31,7 @@ export interface ExecuteOptions {
   notFoundMeansNotServed?: boolean;
   /** The headers that go to the engine (proxy/hop_headers.ts `upstreamHeaders`), this request's own. */
   upstreamHeaders: Headers;
-  body: Uint8Array<ArrayBuffer>;
+  body: Uint8Array<ArrayBuffer> | StreamedBody;
   /** The router asked the engine for stream usage: keep its usage chunk from the client. */
   stripStreamUsage?: boolean;
   /** Aborts when the client leaves before response headers (Deno's request.signal). */

@@ -14,7 +14,15 @@ import type {
 import type { ExtraKeys } from "../hashing/types.ts";
 import type { ResponseHomes } from "../cluster/response_homes.ts";
 import { RouteSupport } from "../cluster/route_support.ts";
-import { type Endpoint, INFERENCE_PATHS, isInferenceEndpoint } from "../openai/endpoints.ts";
+import {
+  type Endpoint,
+  INFERENCE_PATHS,
+  isInferenceEndpoint,
+  type JsonEndpoint,
+  type UploadEndpoint,
+} from "../openai/endpoints.ts";
+import { UploadBody } from "./upload_body.ts";
+import { UPLOAD_REPLAY_BYTES, uploadModel, uploadRequest } from "./upload_request.ts";
 import { HttpError } from "../openai/errors.ts";
 import { errorAnswerFor } from "../openai/error_answer.ts";
 import { modelNeeded } from "../openai/load_routed_request.ts";
@@ -163,7 +171,7 @@ export class Gateway {
   }
 
   async handleInference(
-    endpoint: Endpoint,
+    endpoint: JsonEndpoint,
     request: Request,
     body: Uint8Array<ArrayBuffer>,
     client: ClientConnection = {},
@@ -172,59 +180,106 @@ export class Gateway {
     if (this.#inFlight > this.#config.limits.maxConcurrentRequests) return this.#overloaded(flight);
     try {
       const { parsed, bytes } = await this.#parse(flight, endpoint, body);
-      const verdict = await this.#plan(flight, parsed);
-      if (verdict) return verdict;
-      await loadMissingAdapter(flight.runtime!, flight.plan!, flight.loraName, {
-        fetch: this.#deps.fetch,
-        timeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
-        log: this.#deps.log,
-      });
-      const { reservation, decodeReservation } = flight;
-      flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
-      const openAI = endpoint === "completions" || endpoint === "chat";
-      const sent = openAI && flight.runtime!.config.kv.requestStreamUsage
-        ? requestStreamUsage(bytes, parsed.body)
-        : { bytes, body: parsed.body, strip: false };
-      const response = await executeDispatch({
-        runtime: flight.runtime!,
-        plan: flight.plan!,
-        reservation,
-        decodeReservation,
-        requestBody: sent.body,
-        record: flight.record,
-        path: flight.path,
-        notFoundMeansNotServed: !isInferenceEndpoint(endpoint) || endpoint === "generate",
-        errorAnswer: errorAnswerFor(endpoint),
-        upstreamHeaders: this.#upstreamHeaders(flight),
-        body: sent.bytes,
-        stripStreamUsage: sent.strip,
-        clientSignal: client.signal
-          ? AbortSignal.any([client.signal, this.shutdown.cutSignal])
-          : this.shutdown.cutSignal,
-        shutdownSignal: this.shutdown.cutSignal,
-        fetch: this.#deps.fetch,
-        now: this.#deps.now,
-        log: this.#deps.log,
-        maxRetries: this.#config.limits.maxRetries,
-        headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
-        bodyLimits: {
-          idleTimeoutMs: this.#config.limits.upstreamIdleTimeoutMs,
-          maxDurationMs: this.#config.limits.maxRequestDurationMs,
-          abort: this.shutdown.cutSignal,
-        },
-        responseHeaders: flight.responseHeaders,
-        finish: (record) => {
-          flight.runtime!.agreement.observe(record);
-          this.#storedResponses.remember(record);
-          this.#finish(flight.trace, record);
-        },
-        trace: flight.trace,
-      });
-      this.#noteRoutesNotServed(flight);
-      return response;
+      return await this.#dispatch(flight, parsed, bytes);
     } catch (error) {
       return this.#failed(flight, error);
     }
+  }
+
+  /**
+   * An upload (multipart audio): read up to its `model` field, routed by load, its body streamed
+   * to the engine as it arrives (src/gateway/upload_body.ts); the rest as any request.
+   */
+  async handleUpload(
+    endpoint: UploadEndpoint,
+    request: Request,
+    client: ClientConnection = {},
+  ): Promise<Response> {
+    const flight = this.#begin(endpoint, request, client);
+    if (this.#inFlight > this.#config.limits.maxConcurrentRequests) return this.#overloaded(flight);
+    const { limits } = this.#config;
+    const upload = request.body
+      ? new UploadBody(request.body.getReader(), {
+        maxBytes: limits.maxBodyBytes,
+        replayBytes: Math.min(limits.maxBodyBytes, UPLOAD_REPLAY_BYTES),
+        deadline: this.#deps.now() + limits.clientBodyTimeoutMs,
+        now: this.#deps.now,
+      })
+      : undefined;
+    try {
+      const model = await uploadModel(request, upload, limits.maxBodyBytes);
+      const parsed = this.#resolve(flight, uploadRequest(endpoint, request, model));
+      const response = await this.#dispatch(flight, parsed, upload!);
+      // The client's body broke off or overran a limit while it streamed: that is the answer.
+      return upload?.clientError && response.status >= 500
+        ? errorAnswerFor(endpoint)(upload.clientError, flight.responseHeaders)
+        : response;
+    } catch (error) {
+      upload?.discard();
+      return this.#failed(flight, error);
+    }
+  }
+
+  /** Plans, admits and sends a parsed request; the response, or an error for #failed. */
+  async #dispatch(
+    flight: InFlight,
+    parsed: ParsedRequest,
+    bytes: Uint8Array<ArrayBuffer> | UploadBody,
+  ): Promise<Response> {
+    const endpoint = parsed.endpoint;
+    const client = flight.client;
+    const verdict = await this.#plan(flight, parsed);
+    if (verdict) return verdict;
+    await loadMissingAdapter(flight.runtime!, flight.plan!, flight.loraName, {
+      fetch: this.#deps.fetch,
+      timeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
+      log: this.#deps.log,
+    });
+    const { reservation, decodeReservation } = flight;
+    flight.reservation = flight.decodeReservation = undefined; // executeDispatch owns them
+    const openAI = endpoint === "completions" || endpoint === "chat";
+    const sent = openAI && flight.runtime!.config.kv.requestStreamUsage &&
+        !(bytes instanceof UploadBody)
+      ? requestStreamUsage(bytes, parsed.body)
+      : { bytes, body: parsed.body, strip: false };
+    const response = await executeDispatch({
+      runtime: flight.runtime!,
+      plan: flight.plan!,
+      reservation,
+      decodeReservation,
+      requestBody: sent.body,
+      record: flight.record,
+      path: flight.path,
+      notFoundMeansNotServed: !isInferenceEndpoint(endpoint) || endpoint === "generate",
+      errorAnswer: errorAnswerFor(endpoint),
+      upstreamHeaders: this.#upstreamHeaders(flight),
+      body: sent.bytes,
+      stripStreamUsage: sent.strip,
+      clientSignal: client.signal
+        ? AbortSignal.any([client.signal, this.shutdown.cutSignal])
+        : this.shutdown.cutSignal,
+      shutdownSignal: this.shutdown.cutSignal,
+      fetch: this.#deps.fetch,
+      now: this.#deps.now,
+      log: this.#deps.log,
+      maxRetries: this.#config.limits.maxRetries,
+      headersTimeoutMs: this.#config.limits.upstreamHeadersTimeoutMs,
+      bodyLimits: {
+        idleTimeoutMs: this.#config.limits.upstreamIdleTimeoutMs,
+        maxDurationMs: this.#config.limits.maxRequestDurationMs,
+        abort: this.shutdown.cutSignal,
+      },
+      responseHeaders: flight.responseHeaders,
+      finish: (record) => {
+        if (bytes instanceof UploadBody) bytes.discard();
+        flight.runtime!.agreement.observe(record);
+        this.#storedResponses.remember(record);
+        this.#finish(flight.trace, record);
+      },
+      trace: flight.trace,
+    });
+    this.#noteRoutesNotServed(flight);
+    return response;
   }
 
   /** Instances that answered 404 for a load-routed path are skipped for it a while. */
@@ -271,7 +326,7 @@ export class Gateway {
   /** Parses the body and resolves its model and arm; throws HttpError for the client. */
   async #parse(
     flight: InFlight,
-    endpoint: Endpoint,
+    endpoint: JsonEndpoint,
     body: Uint8Array<ArrayBuffer>,
   ): Promise<{ parsed: ParsedRequest; bytes: Uint8Array<ArrayBuffer> }> {
     const { record } = flight;
@@ -290,6 +345,13 @@ export class Gateway {
       record.model = (named && this.#registry.resolve(named)?.runtime.config.name) || "unknown";
       throw error;
     }
+    return { parsed: this.#resolve(flight, parsed), bytes };
+  }
+
+  /** Resolves a parsed request's model, tenant and arm; throws HttpError for the client. */
+  #resolve(flight: InFlight, parsed: ParsedRequest): ParsedRequest {
+    const { record } = flight;
+    const endpoint = parsed.endpoint;
     record.stream = parsed.stream;
     const resolved = this.#registry.resolve(parsed.model || this.#onlyModel(record, endpoint));
     if (!resolved) {
@@ -311,7 +373,7 @@ export class Gateway {
     flight.responseHeaders.set("x-tidegate-arm", selection.arm);
     flight.selection = selection;
     flight.loraName = resolved.loraName;
-    return { parsed, bytes };
+    return parsed;
   }
 
   /**

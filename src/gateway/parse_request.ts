@@ -4,7 +4,7 @@
  * same errors; if the worker fails the body is parsed inline.
  */
 import { HttpError } from "../openai/errors.ts";
-import { type Endpoint, tokenIdsField } from "../openai/endpoints.ts";
+import { type JsonEndpoint, tokenIdsField } from "../openai/endpoints.ts";
 import { parseRequestBody } from "../openai/parse_body.ts";
 import { completionPrompt, InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { plainIds } from "../tokenize/plain_ids.ts";
@@ -20,7 +20,7 @@ export const PARSE_INLINE_MAX_BYTES = 256 * 1024;
  * model name's prompt limit, checked on the worker before a huge prompt comes back.
  */
 export async function parseRequest(
-  endpoint: Endpoint,
+  endpoint: JsonEndpoint,
   body: Uint8Array<ArrayBuffer>,
   workers: Pick<RequestWorkerPool, "parse"> | undefined,
   maxPromptChars: () => ReadonlyMap<string, number>,

@@ -5,7 +5,7 @@
  * then does the work itself (parse) or goes without it (hash: dispatch by load).
  */
 import type { ExtraKeys, HashedPrompt, KeySchemeOptions } from "../hashing/types.ts";
-import type { Endpoint } from "../openai/endpoints.ts";
+import type { JsonEndpoint } from "../openai/endpoints.ts";
 import type {
   FromRequestWorker,
   RequestJob,
@@ -58,7 +58,7 @@ export class RequestWorkerPool {
    * (unusable here) and comes back in the answer.
    */
   parse(
-    endpoint: Endpoint,
+    endpoint: JsonEndpoint,
     bytes: Uint8Array<ArrayBuffer>,
     maxPromptChars: ReadonlyMap<string, number>,
   ): Promise<RequestJobResult> {

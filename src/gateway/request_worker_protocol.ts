@@ -5,12 +5,12 @@
  * number at a time, slower than parsing it).
  */
 import type { ExtraKeys, KeySchemeOptions } from "../hashing/types.ts";
-import type { Endpoint } from "../openai/endpoints.ts";
+import type { JsonEndpoint } from "../openai/endpoints.ts";
 
 export type RequestJob =
   | {
     kind: "parse";
-    endpoint: Endpoint;
+    endpoint: JsonEndpoint;
     /** Transferred to the worker, and back with its answer (the main loop forwards them). */
     bytes: Uint8Array<ArrayBuffer>;
     /** Each served model name's `limits.maxPromptChars`: an oversized prompt goes no further. */

@@ -32,7 +32,21 @@ export const LOAD_ROUTED_PATHS = {
 
 export type LoadRoutedEndpoint = keyof typeof LOAD_ROUTED_PATHS;
 
-export type Endpoint = InferenceEndpoint | LoadRoutedEndpoint;
+/**
+ * Uploads (multipart/form-data audio, as vLLM serves it for speech models): routed by load like
+ * the routes above, their body streamed to the engine as it arrives (src/gateway/upload_body.ts).
+ */
+export const UPLOAD_PATHS = {
+  transcriptions: "/v1/audio/transcriptions",
+  translations: "/v1/audio/translations",
+} as const;
+
+export type UploadEndpoint = keyof typeof UPLOAD_PATHS;
+
+export type Endpoint = InferenceEndpoint | LoadRoutedEndpoint | UploadEndpoint;
+
+/** The routes whose body is JSON, read whole before it is routed. */
+export type JsonEndpoint = InferenceEndpoint | LoadRoutedEndpoint;
 
 export function isInferenceEndpoint(endpoint: Endpoint): endpoint is InferenceEndpoint {
   return endpoint in INFERENCE_PATHS;

@@ -5,7 +5,7 @@
  * tests/openai/openapi_test.ts checks that it names every route the router serves, and no other.
  */
 import { z } from "zod";
-import { INFERENCE_PATHS, LOAD_ROUTED_PATHS } from "./endpoints.ts";
+import { INFERENCE_PATHS, LOAD_ROUTED_PATHS, UPLOAD_PATHS } from "./endpoints.ts";
 import { ChatRequestSchema, CompletionRequestSchema } from "./request.ts";
 
 type Json = Record<string, unknown>;
@@ -71,6 +71,18 @@ function operation(summary: string, body?: Json, streams = false): Json {
   };
 }
 
+/** A multipart upload: the router reads `model` only and streams the rest to the engine. */
+function uploadOperation(summary: string): Json {
+  const form = anyObject(["file"], {
+    file: { type: "string", format: "binary" },
+    model,
+  });
+  return {
+    ...operation(summary),
+    requestBody: { required: true, content: { "multipart/form-data": { schema: form } } },
+  };
+}
+
 const SUMMARIES: Record<string, string> = {
   completions: "OpenAI completions, routed cache-aware",
   chat: "OpenAI chat completions, routed cache-aware",
@@ -89,6 +101,9 @@ export function openApiDocument(version = VERSION): Json {
     for (const path of routePaths) {
       paths[path] = { post: operation(`${name}, routed by load`, anyObject([], { model })) };
     }
+  }
+  for (const [name, path] of Object.entries(UPLOAD_PATHS)) {
+    paths[path] = { post: uploadOperation(`Audio ${name} as vLLM serves them, routed by load`) };
   }
   const id = { name: "id", in: "path", required: true, schema: { type: "string" } };
   paths["/v1/responses/{id}"] = {

@@ -30,12 +30,19 @@ export interface AttemptRecord {
   error?: string;
 }
 
+/** A body sent as it arrives: each attempt opens it from its first byte, while it can. */
+export interface StreamedBody {
+  readonly replayable: boolean;
+  open(): ReadableStream<Uint8Array>;
+}
+
 export interface ForwardRequest {
   method: string;
   /** Path and query to request on the engine, e.g. `/v1/chat/completions`. */
   path: string;
   headers: Headers;
-  body: Uint8Array<ArrayBuffer>;
+  /** The bytes to send, or an upload streamed as it arrives (replayed while it can be). */
+  body: Uint8Array<ArrayBuffer> | StreamedBody;
   targets: readonly ForwardTarget[];
   /** The first try plus retries (default config: 3, i.e. at most 2 retries). */
   maxAttempts: number;
@@ -94,6 +101,8 @@ async function attemptInTurn(
   for (const target of request.targets) {
     if (attempts.length >= request.maxAttempts) break;
     if (request.signal?.aborted) return { kind: "client_gone", attempts };
+    // An upload whose first bytes are gone (or that the client broke off) cannot be sent again.
+    if (!(request.body instanceof Uint8Array) && !request.body.replayable) break;
     if (hooks.beforeAttempt && hooks.beforeAttempt(target, attempts.length) === false) continue;
     const record: AttemptRecord = { instanceId: target.id, startedAt: deps.now() };
     attempts.push(record);
@@ -151,7 +160,7 @@ async function attemptOnce(
     response = await deps.fetch(joinUrl(target.url, request.path), {
       method: request.method,
       headers: request.headers,
-      body: request.body.byteLength ? request.body : undefined,
+      body: bodyOf(request.body),
       signal: controller.signal,
     });
     record.headersAt = deps.now();
@@ -183,6 +192,11 @@ async function attemptOnce(
   const message = await engineErrorMessage(response);
   record.error = `HTTP ${response.status}${message ? `: ${message}` : ""}`;
   return undefined;
+}
+
+function bodyOf(body: ForwardRequest["body"]): BodyInit | undefined {
+  if (!(body instanceof Uint8Array)) return body.open();
+  return body.byteLength ? body : undefined;
 }
 
 /** The 502/504 after every attempt failed, naming each attempt's error. */
