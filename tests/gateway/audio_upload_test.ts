@@ -6,7 +6,7 @@
  * (src/fakes/fake_audio_routes.ts), naming the size and SHA-256 of the file they received.
  */
 import OpenAI from "openai";
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertRejects } from "../assert.ts";
 import { bytesToHex } from "../../src/hashing/hex.ts";
 import { waitFor } from "../support/eventually.ts";
 import { MODEL, startTestCluster, type TestCluster } from "../support/harness.ts";
@@ -75,6 +75,11 @@ Deno.test("OpenAI's SDK transcribes and translates through the router; the file 
     }
     const speech = t.engines.slice(1).flatMap((e) => e.stats.requests);
     assertEquals(speech.filter((r) => r.outcome === "ok").length, 2);
+    const unknown = await assertRejects(
+      () => client.audio.transcriptions.create({ file: new File([bytes], "a.wav"), model: "nope" }),
+      OpenAI.NotFoundError,
+    );
+    assertEquals(unknown.status, 404);
   });
 });
 
