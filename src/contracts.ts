@@ -17,6 +17,7 @@ import type { Candidate, Decision } from "./scheduling/types.ts";
 import type { DecisionInputs } from "./scheduling/decision_replay.ts";
 import type { DecodeCandidate, DecodeDecision } from "./scheduling/decode_policy.ts";
 import type { DecodeLoadScope } from "./scheduling/pd_admission.ts";
+import type { LocalPrefillVerdict } from "./scheduling/local_prefill.ts";
 
 export type { PdProtocol };
 
@@ -34,6 +35,11 @@ export interface DecodePlan {
   judgedLoad?: DecodeLoadScope;
   /** Predicted TBT with that batch and this request. */
   predictedTbtS?: number;
+  /**
+   * Conditional disaggregation's verdict (absent: off); `local`: the decode instance prefills
+   * the request itself, sent to it whole.
+   */
+  localPrefill?: LocalPrefillVerdict;
 }
 
 /** How the prompt's tokens were obtained, or why there are none (then: load-only dispatch). */

@@ -132,6 +132,15 @@ function checkRoles(model: Model, ctx: z.RefinementCtx): void {
   const members = [...model.instances, ...model.discovery];
   const count = (role: string) => members.filter((i) => i.role === role).length;
   if (model.disaggregation) {
+    const pd = model.disaggregation;
+    if (pd.protocol === "sglang" && pd.localPrefill.mode !== "off") {
+      addIssue(
+        ctx,
+        ["disaggregation", "localPrefill", "mode"],
+        'must be "off" with the sglang protocol: an SGLang decode server refuses a request ' +
+          "without a bootstrap room, so it cannot prefill one itself",
+      );
+    }
     const missing = (["prefill", "decode"] as const).filter((role) => count(role) === 0);
     if (missing.length === 0) return;
     addIssue(

@@ -3,6 +3,7 @@ import { hasUserinfo } from "./instance_url.ts";
 import { EXTRA_KEY_STYLES, HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
 import { DECODE_LOAD_SCOPES, EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
+import { LOCAL_PREFILL_MODES } from "../scheduling/local_prefill.ts";
 
 /**
  * One model's section of the configuration (instances, discovery, tokenizer, kv, policy, SLOs,
@@ -99,6 +100,16 @@ export const DisaggregationSchema = z.strictObject({
   decodePolicy: z.enum(DECODE_POLICY_NAMES).default("least_running"),
   /** Mean decode duration assumed until streamed P/D requests have measured it (seconds). */
   meanDecodeS: z.number().positive().default(10),
+  /**
+   * Conditional disaggregation: a request prefills on its decode instance itself (a plain request
+   * there) when the prompt part that instance lacks is at most `maxTokens` (`threshold`, Dynamo's
+   * rule), or also when the router predicts it sooner than a remote prefill and the KV transfer
+   * (`predicted`). vLLM protocols only: SGLang decode servers refuse a request without a room.
+   */
+  localPrefill: z.strictObject({
+    mode: z.enum(LOCAL_PREFILL_MODES).default("off"),
+    maxTokens: z.int().min(0).default(1000),
+  }).default({ mode: "off", maxTokens: 1000 }),
 });
 
 export const KeyParamsSchema = z.strictObject({

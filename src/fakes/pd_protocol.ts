@@ -181,19 +181,18 @@ export function checkPdRequest(input: PdCheckInput): PdCheck {
       true,
     );
   }
-  if (!isObject(params) && protocol === "vllm-nixl" && role === "decode") {
+  if (!isObject(params) && role === "decode") {
     // The toy proxy sends the decode the plain body when the prefill answered no params (its
-    // one token was EOS or a stop string); vLLM then prefills locally. Not a router mistake.
+    // one token was EOS or a stop string), and a router prefilling on the decode instance
+    // (conditional disaggregation) sends it on purpose: vLLM then prefills locally.
     return {
       kind: "plain",
       reason: "a decode request without kv_transfer_params: vLLM prefills it locally",
     };
   }
   if (!isObject(params)) {
-    const reason = role === "prefill"
-      ? "a prefill instance got a request without kv_transfer_params: vLLM serves it as an " +
-        "ordinary request and holds no KV for a decode"
-      : "a decode instance got a request without kv_transfer_params: vLLM prefills it locally";
+    const reason = "a prefill instance got a request without kv_transfer_params: vLLM serves " +
+      "it as an ordinary request and holds no KV for a decode";
     return strict ? reject(`${reason} (fake strict mode)`, "kv_transfer_params") : degrade(reason);
   }
   return role === "prefill" ? checkVllmPrefill(input, params) : checkVllmDecode(input, params);

@@ -17,8 +17,14 @@ import { TokenizeInputError } from "../tokenize/errors.ts";
 import { chatInputSize } from "../tokenize/input_size.ts";
 import { tryTokenize } from "../tokenize/try_tokenize.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
-import { planDecode, splitByRole } from "./pd_plan.ts";
-import { type Reservation, reserveDecode, reserveFirstChoice } from "./reservation.ts";
+import { planDecode, planLocalPrefill, splitByRole } from "./pd_plan.ts";
+import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
+import {
+  type Reservation,
+  reserveDecode,
+  reserveFirstChoice,
+  reserveLocalPrefill,
+} from "./reservation.ts";
 
 export interface PlanContext {
   now: () => number;
@@ -65,6 +71,8 @@ interface Scheduled {
   candidates: Candidate[];
   /** A disaggregated model's decode instances. */
   decodeCandidates?: DecodeCandidate[];
+  /** The same instances as prefill candidates (for a prefill of their own). */
+  decodeAsPrefill?: Candidate[];
   entries: DispatchPlan["entries"];
   poolPrefixTokens: number;
   decision: Decision;
@@ -115,9 +123,13 @@ export async function planDispatch(
     context,
   );
   const admissionStart = now();
-  const { admission, predictedTtftS, decode } = admitRequest(runtime, scheduled);
+  const { admission, predictedTtftS, decode } = admitRequest(
+    runtime,
+    scheduled,
+    context.policy.ttftParams,
+  );
   const end = now();
-  const { decodeCandidates: _decode, ...chosen } = scheduled;
+  const { decodeCandidates: _decode, decodeAsPrefill: _asPrefill, ...chosen } = scheduled;
   const plan: DispatchPlan = {
     tokens: tokenized.tokens,
     promptTokens: tokenized.promptTokens,
@@ -141,6 +153,9 @@ export async function planDispatch(
     },
     stages: { tokenizeStart, hashStart, lookupStart, scheduleStart, admissionStart, end },
   };
+  if (decode?.localPrefill?.local) {
+    return { plan, reservation: reserveLocalPrefill(runtime, plan, end) };
+  }
   return {
     plan,
     reservation: reserveFirstChoice(runtime, plan, end),
@@ -236,8 +251,8 @@ function schedule(
   const poolPrefixTokens = kvLoadOnly ? 0 : cap(hits.poolChunks);
   const seen = kvLoadOnly ? candidates.map((c) => ({ ...c, localPrefixTokens: 0 })) : candidates;
   const entryMap = new Map(entries.map((e) => [e.config.id, e]));
-  const { prefillSide, decode } = context.whole
-    ? { prefillSide: seen, decode: undefined }
+  const { prefillSide, decode, decodeAsPrefill } = context.whole
+    ? { prefillSide: seen, decode: undefined, decodeAsPrefill: undefined }
     : splitByRole(runtime, seen, entryMap);
   // The router cannot make an engine load the pool's part of a prefix: the estimate never counts
   // on it (the simulator's replays, which can, share this step: src/scheduling/prefill_choice.ts).
@@ -252,6 +267,7 @@ function schedule(
     hits,
     candidates: prefillSide,
     decodeCandidates: decode,
+    decodeAsPrefill,
     entries: entryMap,
     poolPrefixTokens,
     decision: choice.decision,
@@ -278,12 +294,19 @@ function loadOnlyReason(runtime: ModelRuntime): string | undefined {
 function admitRequest(
   runtime: ModelRuntime,
   scheduled: Scheduled,
+  ttft: TtftModelParams,
 ): { admission: AdmissionVerdict; predictedTtftS?: number; decode?: DecodePlan } {
   const { decision, candidates, predictedTtftS } = scheduled;
   const best = candidates.find((c) => c.id === decision.ranking[0]);
   const prefillRole = best && scheduled.entries.get(best.id)?.config.role === "prefill";
   if (scheduled.decodeCandidates && (prefillRole || !best)) {
     const pd = planDecode(runtime, scheduled.decodeCandidates, best?.id, predictedTtftS);
+    const local = planLocalPrefill(runtime.config, pd.decode, scheduled.decodeAsPrefill ?? [], {
+      promptTokens: scheduled.inputs.request.promptTokens,
+      remoteTtftS: best ? predictedTtftS : undefined,
+      ttft,
+    });
+    if (local) pd.decode.localPrefill = local;
     return { ...pd, predictedTtftS };
   }
   const slo = runtime.config.slo;

@@ -15,7 +15,7 @@ export type { ExecuteOptions } from "./execution.ts";
  */
 export async function executeDispatch(options: ExecuteOptions): Promise<Response> {
   const { runtime, plan, record, reservation } = options;
-  if (plan.decode) {
+  if (plan.decode && !plan.decode.localPrefill?.local) {
     return executePd({ ...options, requestBody: options.requestBody ?? {} });
   }
   options.decodeReservation?.cancel();
@@ -99,9 +99,15 @@ function forward(
   );
 }
 
-/** The policy's ranking as forward targets (instances removed since the decision are skipped). */
+/**
+ * The policy's ranking as forward targets (instances removed since the decision are skipped); a
+ * local prefill's, the decode ranking: each decode instance can prefill the request itself.
+ */
 function targetsOf(plan: DispatchPlan): ForwardTarget[] {
-  return plan.decision.ranking.flatMap((id) => {
+  const ranking = plan.decode?.localPrefill?.local
+    ? plan.decode.decision.ranking
+    : plan.decision.ranking;
+  return ranking.flatMap((id) => {
     const entry = plan.entries.get(id);
     return entry ? [{ id, url: entry.config.url }] : [];
   });

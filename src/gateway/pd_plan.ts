@@ -12,6 +12,8 @@ import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
 import { type DecodeCandidate, selectDecode } from "../scheduling/decode_policy.ts";
 import { admitPd, poolForecast } from "../scheduling/pd_admission.ts";
 import type { Candidate } from "../scheduling/types.ts";
+import { decideLocalPrefill, type LocalPrefillVerdict } from "../scheduling/local_prefill.ts";
+import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 
 /** Prefill-side candidates (prefill and neutral instances) and the decode instances apart. */
@@ -19,23 +21,50 @@ export function splitByRole(
   runtime: ModelRuntime,
   candidates: Candidate[],
   entries: Map<string, InstanceEntry>,
-): { prefillSide: Candidate[]; decode?: DecodeCandidate[] } {
+): { prefillSide: Candidate[]; decode?: DecodeCandidate[]; decodeAsPrefill?: Candidate[] } {
   if (!runtime.config.disaggregation) return { prefillSide: candidates };
   const prefillSide: Candidate[] = [];
   const decode: DecodeCandidate[] = [];
+  const decodeAsPrefill: Candidate[] = [];
   for (const candidate of candidates) {
     if (entries.get(candidate.id)?.config.role !== "decode") {
       prefillSide.push(candidate);
       continue;
     }
+    decodeAsPrefill.push(candidate);
     decode.push({
       id: candidate.id,
       healthy: candidate.healthy,
       runningRequests: candidate.runningRequests,
       kvUsage: runtime.cluster.kvUsage(candidate.id),
+      prefixTokens: candidate.localPrefixTokens,
     });
   }
-  return { prefillSide, decode };
+  return { prefillSide, decode, decodeAsPrefill };
+}
+
+/**
+ * Conditional disaggregation (src/scheduling/local_prefill.ts): whether the chosen decode
+ * instance prefills the request itself; undefined when the model's mode is off.
+ */
+export function planLocalPrefill(
+  config: Pick<ModelConfig, "disaggregation">,
+  decode: DecodePlan,
+  decodeAsPrefill: readonly Candidate[],
+  request: { promptTokens: number; remoteTtftS?: number; ttft: TtftModelParams },
+): LocalPrefillVerdict | undefined {
+  const options = config.disaggregation?.localPrefill;
+  const chosen = decodeAsPrefill.find((c) => c.id === decode.decision.ranking[0]);
+  if (!options || options.mode === "off" || !chosen) return undefined;
+  return decideLocalPrefill(
+    { promptTokens: request.promptTokens, decode: chosen, remoteTtftS: request.remoteTtftS },
+    {
+      mode: options.mode,
+      maxLocalTokens: options.maxTokens,
+      ttft: request.ttft,
+      decodeModel: DEFAULT_DECODE_MODEL,
+    },
+  );
 }
 
 /** What the decode plan reads of a model's runtime. */

@@ -52,6 +52,31 @@ export function reserveFirstChoice(
 }
 
 /**
+ * A local prefill (conditional disaggregation): the decode instance computes the part of the
+ * prompt it lacks and then decodes, as a whole request.
+ */
+export function reserveLocalPrefill(
+  runtime: ModelRuntime,
+  plan: DispatchPlan,
+  at: number,
+): Reservation | undefined {
+  const id = plan.decode?.decision.ranking[0];
+  const verdict = plan.decode?.localPrefill;
+  if (!plan.admission.admit || id === undefined || !verdict?.local) return undefined;
+  runtime.cluster.recentPrefill.record(verdict.uncachedTokens, at);
+  if (plan.keys.length > 0 && runtime.predicted) {
+    runtime.predicted.record(plan.keys, {
+      instanceId: id,
+      kvHost: plan.entries.get(id)?.config.kvHost,
+    });
+  }
+  const lease = runtime.cluster.account.lease(id, verdict.uncachedTokens, {
+    sequences: plan.sequences,
+  });
+  return new Reservation(id, lease, () => forgetPredictions(runtime, plan, id));
+}
+
+/**
  * A disaggregated plan's decode slot: a decode lease on the chosen decode instance (a request
  * decoding there from now on, as the next decision must see) and its expected arrival there when
  * the prefill ends (prediction-based early rejection). Cancelling gives both back.

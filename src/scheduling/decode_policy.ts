@@ -16,6 +16,8 @@ export interface DecodeCandidate {
   runningRequests: number;
   /** Fraction of its KV cache in use (0..1), when the engine reports it. */
   kvUsage?: number;
+  /** Prompt tokens it already holds (less to transfer, or to prefill itself); breaks ties. */
+  prefixTokens?: number;
 }
 
 export interface DecodeScore {
@@ -45,12 +47,14 @@ export interface DecodePolicyOptions {
 /**
  * `least_running` (default): the fewest running requests, i.e. the lowest predicted TBT, ties
  * broken by KV headroom. `kv_headroom`: the most free KV cache, ties broken by running requests.
+ * Remaining ties go to the instance holding more of the prompt.
  */
 export function selectDecode(
   candidates: readonly DecodeCandidate[],
   options: DecodePolicyOptions,
 ): DecodeDecision {
   const maxKvUsage = options.maxKvUsage ?? 0.98;
+  const prefix = new Map(candidates.map((c) => [c.id, c.prefixTokens ?? 0]));
   const byKv = options.policy === "kv_headroom";
   const scores = candidates.map((c): DecodeScore => {
     const kvUsage = c.kvUsage ?? 0;
@@ -72,6 +76,7 @@ export function selectDecode(
     (byKv
       ? a.terms.runningRequests - b.terms.runningRequests
       : a.terms.kvUsage - b.terms.kvUsage) ||
+    (prefix.get(b.id) ?? 0) - (prefix.get(a.id) ?? 0) ||
     (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
   );
   return {

@@ -1,5 +1,6 @@
 import type { RequestObserver, RequestRecord } from "../contracts.ts";
 import type { DecisionInputs } from "../scheduling/decision_replay.ts";
+import type { LocalPrefillVerdict } from "../scheduling/local_prefill.ts";
 
 /** One dispatch decision as the dashboard and `/admin/decisions` show it. */
 export interface DecisionEntry {
@@ -38,6 +39,8 @@ export interface DecisionEntry {
     /** "instance" or "pool": whose batch the admission judged. */
     judgedLoad: string | null;
     predictedTbtS: number | null;
+    /** Conditional disaggregation's verdict (null: off): a local one prefilled on `decode`. */
+    localPrefill: LocalPrefillVerdict | null;
     decodeCandidates: {
       id: string;
       score: number;
@@ -137,10 +140,13 @@ function pdEntry(record: RequestRecord): DecisionEntry["pd"] {
   return {
     protocol: decode.protocol,
     prefill: record.prefillInstanceId ?? null,
-    decode: record.prefillInstanceId ? record.instanceId ?? null : null,
+    decode: record.prefillInstanceId || decode.localPrefill?.local
+      ? record.instanceId ?? null
+      : null,
     judgedBatch: decode.judgedBatch ?? null,
     judgedLoad: decode.judgedLoad ?? null,
     predictedTbtS: decode.predictedTbtS ?? null,
+    localPrefill: decode.localPrefill ? { ...decode.localPrefill } : null,
     decodeCandidates: [...decode.decision.scores]
       .sort((a, b) => (order.get(a.id) ?? 1e9) - (order.get(b.id) ?? 1e9))
       .map((s) => ({

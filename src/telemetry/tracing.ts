@@ -230,6 +230,10 @@ class RequestSpans implements RequestTrace {
     if (!decode) return;
     span.setAttribute("tidegate.pd.protocol", decode.protocol);
     span.setAttribute("tidegate.pd.decode", decode.decision.ranking[0] ?? "");
+    if (decode.localPrefill) {
+      span.setAttribute("tidegate.pd.local_prefill", decode.localPrefill.local);
+      span.setAttribute("tidegate.pd.local_prefill_reason", decode.localPrefill.reason);
+    }
     if (decode.judgedBatch !== undefined) {
       span.setAttribute("tidegate.pd.judged_batch", decode.judgedBatch);
     }

@@ -22,6 +22,7 @@ Deno.test("a disaggregated model takes its protocol, roles and bootstrap ports, 
     decodeLoad: "instance",
     decodePolicy: "least_running",
     meanDecodeS: 10,
+    localPrefill: { mode: "off", maxTokens: 1000 },
   });
   assertEquals(m.instances.map((i) => [i.role, i.bootstrapPort]), [
     ["prefill", 9000],

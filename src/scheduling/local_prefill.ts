@@ -1,0 +1,83 @@
+/**
+ * Conditional disaggregation: whether a request on a disaggregated model prefills on its decode
+ * instance itself instead of on a prefill instance. Dynamo's rule is the simple mode: prefill
+ * locally when the prompt part the decode instance does not hold is short (`threshold`). The
+ * `predicted` mode also compares the two TTFTs with the router's model: a remote prefill costs the
+ * best prefill instance's queue and prefill plus moving the prompt's KV to the decode instance; a
+ * local one costs the decode instance's own queued prefill work, its prefill from its own prefix,
+ * and the decode step its running batch takes meanwhile. Pure.
+ */
+import { type DecodeModel, decodeStepS } from "./decode_model.ts";
+import { estimateTtft, type TtftModelParams } from "./ttft_estimate.ts";
+import type { Candidate } from "./types.ts";
+
+export const LOCAL_PREFILL_MODES = ["off", "threshold", "predicted"] as const;
+export type LocalPrefillMode = typeof LOCAL_PREFILL_MODES[number];
+
+export interface LocalPrefillInputs {
+  promptTokens: number;
+  /** The chosen decode instance seen as a prefill candidate (its own prefix, its queued work). */
+  decode: Candidate;
+  /** The best prefill instance's predicted TTFT (queue, transfer from the pool, prefill). */
+  remoteTtftS?: number;
+}
+
+export interface LocalPrefillOptions {
+  mode: LocalPrefillMode;
+  /** Uncached tokens up to which the decode instance prefills itself in every mode. */
+  maxLocalTokens: number;
+  ttft: TtftModelParams;
+  decodeModel: DecodeModel;
+}
+
+export interface LocalPrefillVerdict {
+  local: boolean;
+  /** Prompt tokens the decode instance does not hold. */
+  uncachedTokens: number;
+  /** The TTFTs compared (`predicted` mode, past the threshold). */
+  localTtftS?: number;
+  remoteTtftS?: number;
+  reason:
+    | "off"
+    | "short_suffix"
+    | "long_suffix"
+    | "local_faster"
+    | "remote_faster"
+    | "no_remote_estimate";
+}
+
+export function decideLocalPrefill(
+  inputs: LocalPrefillInputs,
+  options: LocalPrefillOptions,
+): LocalPrefillVerdict {
+  const prompt = Math.max(0, inputs.promptTokens);
+  const uncachedTokens = Math.max(0, prompt - Math.min(inputs.decode.localPrefixTokens, prompt));
+  if (options.mode === "off") return { local: false, uncachedTokens, reason: "off" };
+  if (uncachedTokens <= options.maxLocalTokens) {
+    return { local: true, uncachedTokens, reason: "short_suffix" };
+  }
+  if (options.mode === "threshold") return { local: false, uncachedTokens, reason: "long_suffix" };
+  if (inputs.remoteTtftS === undefined) {
+    return { local: false, uncachedTokens, reason: "no_remote_estimate" };
+  }
+  const kvTransferS = prompt * options.ttft.kvBytesPerToken / options.ttft.transferBytesPerS;
+  const remoteTtftS = inputs.remoteTtftS + kvTransferS;
+  const own = estimateTtft(
+    { promptTokens: prompt, poolPrefixTokens: 0 },
+    inputs.decode,
+    options.ttft,
+    {
+      allowTransfer: false,
+    },
+  );
+  const localTtftS = own.totalS +
+    decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
+  const local = localTtftS <= remoteTtftS;
+  return {
+    local,
+    uncachedTokens,
+    localTtftS,
+    remoteTtftS,
+    reason: local ? "local_faster" : "remote_faster",
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * Conditional disaggregation through the router (disaggregation.localPrefill): a request whose
+ * uncached part is short on its decode instance, or (predicted) that the decode instance would
+ * start sooner than a busy prefill side, is prefilled there: one plain request to the decode
+ * instance, which the vLLM P/D fakes serve by prefilling locally, as vLLM does.
+ */
+import { assert, assertEquals, assertThrows } from "../assert.ts";
+import { resolveConfig } from "../../src/config/load.ts";
+import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
+import { range } from "../support/harness.ts";
+import { CHUNK, MODEL, type PdCluster, startPdCluster } from "../support/pd_cluster.ts";
+
+async function send(t: PdCluster, prompt: number[]) {
+  const response = await fetch(`${t.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, prompt, max_tokens: 3 }),
+  });
+  const text = await response.text();
+  assertEquals(response.status, 200, text);
+  return response;
+}
+
+const requestsOn = (engines: PdCluster["prefill"]) =>
+  engines.reduce((n, e) => n + e.stats.requests.length, 0);
+
+function local(mode: string, maxTokens = 64) {
+  return { disaggregation: { protocol: "vllm-mooncake", localPrefill: { mode, maxTokens } } };
+}
+
+Deno.test("threshold: a short uncached part is prefilled on the decode instance holding the rest", async () => {
+  const t = await startPdCluster("vllm-mooncake", local("threshold"));
+  try {
+    // Short prompt: fewer tokens than the threshold, prefilled where it decodes.
+    const short = await send(t, range(1, 40));
+    assertEquals(short.headers.get("x-tidegate-prefill-instance"), null);
+    assert(short.headers.get("x-tidegate-instance")?.startsWith("d"));
+    assertEquals(requestsOn(t.prefill), 0, "no prefill instance was asked");
+    const [entry] = t.router.decisions.recent(1);
+    assertEquals(entry.pd?.localPrefill?.reason, "short_suffix");
+    assertEquals(entry.pd?.decode, short.headers.get("x-tidegate-instance"));
+
+    // A long prompt d1 holds all but 8 tokens of: d1 is chosen (the prefix breaks the tie) and
+    // prefills those itself.
+    const prompt = range(900, 13 * CHUNK);
+    const scheme = createKeyScheme({
+      hash: "sha256_cbor",
+      seed: "0",
+      chunkSize: CHUNK,
+      keyFormat: "llumnix",
+    });
+    for (const key of scheme.keys(prompt).slice(0, 12)) t.master.put(key, "10.0.2.2:17000");
+    const held = await send(t, prompt);
+    assertEquals(held.headers.get("x-tidegate-instance"), "d1");
+    assertEquals(held.headers.get("x-tidegate-prefill-instance"), null);
+    const onD1 = t.decode[1].stats.requests.at(-1)!;
+    assertEquals(onD1.body?.kv_transfer_params, undefined, "a plain request");
+    assertEquals(onD1.pd?.outcome, "plain");
+
+    // A long prompt nobody holds goes through a prefill instance as before.
+    const cold = await send(t, range(5000, 200));
+    assert(cold.headers.get("x-tidegate-prefill-instance")?.startsWith("p"));
+    assertEquals(t.router.decisions.recent(1)[0].pd?.localPrefill?.reason, "long_suffix");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("predicted: a busy prefill side sends a long prompt to prefill on its decode instance", async () => {
+  const t = await startPdCluster("vllm-mooncake", local("predicted", 0));
+  try {
+    const prompt = range(7000, 4000);
+    const idle = await send(t, prompt);
+    assert(idle.headers.get("x-tidegate-prefill-instance")?.startsWith("p"), "idle: remote");
+    assertEquals(t.router.decisions.recent(1)[0].pd?.localPrefill?.reason, "remote_faster");
+    // Minutes of prefill work queued on both prefill instances (held by the router's account).
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
+    const busy = ["p0", "p1"].map((id) => account.lease(id, 400_000));
+    try {
+      const response = await send(t, range(20_000, 4000));
+      assertEquals(response.headers.get("x-tidegate-prefill-instance"), null);
+      assert(response.headers.get("x-tidegate-instance")?.startsWith("d"));
+      const verdict = t.router.decisions.recent(1)[0].pd?.localPrefill;
+      assertEquals(verdict?.reason, "local_faster");
+      assert(verdict!.localTtftS! < verdict!.remoteTtftS!);
+    } finally {
+      for (const lease of busy) lease.release();
+    }
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("local prefill is refused in config with the sglang protocol", () => {
+  const error = assertThrows(() =>
+    resolveConfig({
+      models: [{
+        name: "m",
+        tokenizer: { mode: "none" },
+        kv: { store: "none" },
+        disaggregation: { protocol: "sglang", localPrefill: { mode: "threshold" } },
+        instances: [
+          { id: "p", url: "http://127.0.0.1:1", role: "prefill", engine: "sglang" },
+          { id: "d", url: "http://127.0.0.1:2", role: "decode", engine: "sglang" },
+        ],
+      }],
+    })
+  );
+  assert(String(error).includes("bootstrap room"), String(error));
+});

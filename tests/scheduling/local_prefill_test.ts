@@ -1,0 +1,105 @@
+import { assert, assertEquals } from "../assert.ts";
+import {
+  decideLocalPrefill,
+  type LocalPrefillOptions,
+} from "../../src/scheduling/local_prefill.ts";
+import { DEFAULT_DECODE_MODEL } from "../../src/scheduling/decode_model.ts";
+import { DEFAULT_TTFT_PARAMS, estimateTtft } from "../../src/scheduling/ttft_estimate.ts";
+import type { Candidate } from "../../src/scheduling/types.ts";
+
+const decode = (over: Partial<Candidate> = {}): Candidate => ({
+  id: "d0",
+  healthy: true,
+  localPrefixTokens: 0,
+  waitingPrefillTokens: 0,
+  runningRequests: 4,
+  ...over,
+});
+
+const options = (mode: LocalPrefillOptions["mode"]): LocalPrefillOptions => ({
+  mode,
+  maxLocalTokens: 1000,
+  ttft: DEFAULT_TTFT_PARAMS,
+  decodeModel: DEFAULT_DECODE_MODEL,
+});
+
+/** The prefill side's TTFT for a prompt on an idle prefill instance holding `hit` tokens. */
+function remote(prompt: number, hit: number, queuedTokens = 0): number {
+  const candidate = decode({
+    id: "p0",
+    localPrefixTokens: hit,
+    waitingPrefillTokens: queuedTokens,
+  });
+  return estimateTtft({ promptTokens: prompt, poolPrefixTokens: 0 }, candidate, DEFAULT_TTFT_PARAMS)
+    .totalS;
+}
+
+Deno.test("off never prefills on the decode instance", () => {
+  const verdict = decideLocalPrefill({ promptTokens: 10, decode: decode() }, options("off"));
+  assertEquals([verdict.local, verdict.reason], [false, "off"]);
+});
+
+Deno.test("threshold (Dynamo's rule): local when what the decode instance lacks is short", () => {
+  const short = decideLocalPrefill(
+    { promptTokens: 9000, decode: decode({ localPrefixTokens: 8200 }) },
+    options("threshold"),
+  );
+  assertEquals([short.local, short.uncachedTokens, short.reason], [true, 800, "short_suffix"]);
+  const long = decideLocalPrefill(
+    { promptTokens: 9000, decode: decode({ localPrefixTokens: 512 }) },
+    options("threshold"),
+  );
+  assertEquals([long.local, long.uncachedTokens, long.reason], [false, 8488, "long_suffix"]);
+});
+
+Deno.test("predicted: local when the prefill side's queue outweighs the decode instance's prefill", () => {
+  const prompt = 8192;
+  const busy = decideLocalPrefill(
+    { promptTokens: prompt, decode: decode(), remoteTtftS: remote(prompt, 0, 32_768) },
+    options("predicted"),
+  );
+  assertEquals([busy.local, busy.reason], [true, "local_faster"]);
+  const holder = decideLocalPrefill(
+    { promptTokens: prompt, decode: decode(), remoteTtftS: remote(prompt, 8000) },
+    options("predicted"),
+  );
+  assertEquals([holder.local, holder.reason], [false, "remote_faster"]);
+  const queuedHere = decideLocalPrefill(
+    {
+      promptTokens: prompt,
+      decode: decode({ waitingPrefillTokens: 65_536 }),
+      remoteTtftS: remote(prompt, 0),
+    },
+    options("predicted"),
+  );
+  assertEquals(
+    queuedHere.local,
+    false,
+    "prefill work already queued on the decode instance counts",
+  );
+  const unknown = decideLocalPrefill(
+    { promptTokens: prompt, decode: decode() },
+    options("predicted"),
+  );
+  assertEquals([unknown.local, unknown.reason], [false, "no_remote_estimate"]);
+});
+
+Deno.test("predicted: a local verdict past the threshold always has the smaller predicted TTFT", () => {
+  let state = 7;
+  const random = () => (state = (state * 48271) % 2147483647) / 2147483647;
+  for (let i = 0; i < 500; i++) {
+    const prompt = 1 + Math.floor(random() * 32_000);
+    const verdict = decideLocalPrefill({
+      promptTokens: prompt,
+      decode: decode({
+        localPrefixTokens: Math.floor(random() * prompt),
+        waitingPrefillTokens: Math.floor(random() * 20_000),
+        runningRequests: Math.floor(random() * 64),
+      }),
+      remoteTtftS: remote(prompt, Math.floor(random() * prompt), Math.floor(random() * 20_000)),
+    }, options("predicted"));
+    if (verdict.reason === "short_suffix") assert(verdict.uncachedTokens <= 1000);
+    else if (verdict.local) assert(verdict.localTtftS! <= verdict.remoteTtftS!);
+    else assert(verdict.localTtftS! > verdict.remoteTtftS!);
+  }
+});
