@@ -104,6 +104,7 @@ export class GatewayMetrics {
   readonly engineCachedTokens;
   readonly engineReportedPromptTokens;
   readonly pdLegs;
+  readonly localPrefills;
   readonly hitMismatchTokens;
   readonly retries;
   readonly rejections;
@@ -187,6 +188,13 @@ export class GatewayMetrics {
       help: "Upstream attempts of disaggregated requests by leg (prefill, decode) and result " +
         "(ok, or the failure that made the router retry).",
       labelNames: ["model", "instance", "role", "result"],
+      registers,
+    });
+    this.localPrefills = new client.Counter({
+      name: "tidegate_pd_local_prefills_total",
+      help: "Conditional disaggregation's verdicts (disaggregation.localPrefill) by result " +
+        "(local: prefilled on the decode instance; remote) and reason.",
+      labelNames: ["model", "result", "reason"],
       registers,
     });
     this.hitMismatchTokens = new client.Counter({

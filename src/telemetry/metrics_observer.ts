@@ -25,6 +25,14 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
       if (!plan) return;
       observeStages(metrics, plan, labels.model);
       if (plan.kvLoadOnly) metrics.kvLoadOnlyDispatches.inc({ model: labels.model });
+      const local = plan.decode?.localPrefill;
+      if (local) {
+        metrics.localPrefills.inc({
+          model: labels.model,
+          result: local.local ? "local" : "remote",
+          reason: local.reason,
+        });
+      }
       if (record.instanceId) countTokens(metrics, record, plan, labels);
     },
   };

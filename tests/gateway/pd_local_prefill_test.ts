@@ -61,6 +61,15 @@ Deno.test("threshold: a short uncached part is prefilled on the decode instance 
     const cold = await send(t, range(5000, 200));
     assert(cold.headers.get("x-tidegate-prefill-instance")?.startsWith("p"));
     assertEquals(t.router.decisions.recent(1)[0].pd?.localPrefill?.reason, "long_suffix");
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    const count = (result: string, reason: string) =>
+      Number(
+        metrics.split("\n").find((l) =>
+          l.startsWith("tidegate_pd_local_prefills_total") &&
+          l.includes(`result="${result}"`) && l.includes(`reason="${reason}"`)
+        )?.split(" ").at(-1),
+      );
+    assertEquals([count("local", "short_suffix"), count("remote", "long_suffix")], [2, 1]);
   } finally {
     await t.close();
   }
