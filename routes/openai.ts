@@ -1,6 +1,6 @@
 import { type Context, Hono } from "hono";
 import type { ConnectionEnv } from "../src/admin/auth.ts";
-import type { Gateway } from "../src/gateway/gateway.ts";
+import type { ClientConnection, Gateway } from "../src/gateway/gateway.ts";
 import {
   type JsonEndpoint,
   LOAD_ROUTED_PATHS,
@@ -36,11 +36,7 @@ export function openaiRoutes(
       if (error instanceof HttpError) return errorAnswerFor(endpoint)(error);
       throw error;
     }
-    const address = c.env?.remoteAddr?.transport === "tcp" ? c.env.remoteAddr.hostname : undefined;
-    return gateway.handleInference(endpoint, c.req.raw, bytes, {
-      signal: c.req.raw.signal,
-      address,
-    });
+    return gateway.handleInference(endpoint, c.req.raw, bytes, clientOf(c));
   };
   app.post("/v1/completions", inference("completions"));
   app.post("/v1/chat/completions", inference("chat"));
@@ -64,14 +60,16 @@ export function openaiRoutes(
   }
   // Audio uploads stream to the engine as they arrive: their body is not read here.
   for (const [endpoint, path] of Object.entries(UPLOAD_PATHS)) {
-    app.post(path, (c) => {
-      const remote = c.env?.remoteAddr;
-      const address = remote?.transport === "tcp" ? remote.hostname : undefined;
-      return gateway.handleUpload(endpoint as UploadEndpoint, c.req.raw, {
-        signal: c.req.raw.signal,
-        address,
-      });
-    });
+    app.post(path, (c) => gateway.handleUpload(endpoint as UploadEndpoint, c.req.raw, clientOf(c)));
   }
   return app;
+}
+
+/** The client's connection: its abort signal and, over TCP, its address. */
+function clientOf(c: Context<ConnectionBindings>): ClientConnection {
+  const remote = c.env?.remoteAddr;
+  return {
+    signal: c.req.raw.signal,
+    address: remote?.transport === "tcp" ? remote.hostname : undefined,
+  };
 }

@@ -1,5 +1,5 @@
 import type { Config } from "../src/config/schema.ts";
-import { HttpError } from "../src/openai/errors.ts";
+import { bodyTimeout, bodyTooLarge, HttpError } from "../src/openai/errors.ts";
 
 /** The bounds on one request body (`limits.maxBodyBytes`, `limits.clientBodyTimeoutMs`). */
 export interface BodyBounds {
@@ -72,19 +72,4 @@ async function readAll(
     offset += chunk.byteLength;
   }
   return body;
-}
-
-function bodyTooLarge(maxBytes: number): HttpError {
-  return new HttpError(413, `Request body is larger than the limit of ${maxBytes} bytes`, {
-    code: "request_too_large",
-    headers: { connection: "close" },
-  });
-}
-
-function bodyTimeout(timeoutMs: number): HttpError {
-  return new HttpError(
-    408,
-    `The request body did not arrive within ${timeoutMs} ms (limits.clientBodyTimeoutMs).`,
-    { code: "request_timeout", headers: { connection: "close" } },
-  );
 }

@@ -39,7 +39,6 @@ import { AUDIO_PATHS, audioAnswer } from "./fake_audio_routes.ts";
 import {
   generateAnswer,
   generateEvents,
-  generateItemCount,
   generateRefusal,
   generateRids,
   generateView,
@@ -64,6 +63,7 @@ import {
   type PdRole,
   SGLANG_HEARTBEAT_MAX_FAILURES,
   SGLANG_HEARTBEAT_S,
+  sglangBatchItems,
   sglangKey,
   UPSTREAM_TIMEOUT_S,
 } from "./pd_protocol.ts";
@@ -863,19 +863,7 @@ class Engine implements FakeEngine {
 
   /** An audio upload: read whole (as vLLM's form parser does) and answered at once. */
   async #audio(request: Request, path: string): Promise<Response> {
-    const headers: Record<string, string> = {};
-    request.headers.forEach((value, name) => (headers[name] = value));
-    const record: RequestRecord = {
-      seq: this.#seq++,
-      path,
-      headers,
-      requestId: headers["x-request-id"],
-      stream: false,
-      arrivedAtMs: this.#opts.now(),
-      failure: this.#failureOn(path),
-    };
-    this.stats.requests.push(record);
-    if (this.stats.requests.length > this.#opts.maxRecords) this.stats.requests.shift();
+    const record = this.#record(request, path);
     if (record.failure === "http500") {
       this.#finish(record, "http500");
       return this.#error(500, "Internal server error (injected)", "InternalServerError");
@@ -910,11 +898,10 @@ class Engine implements FakeEngine {
     if (outcome === "ok") this.stats.served++;
   }
 
-  async #inference(request: Request, path: string): Promise<Response> {
-    const now = this.#opts.now;
+  /** The record of a request as it arrives, kept among the last `maxRecords`. */
+  #record(request: Request, path: string): RequestRecord {
     const headers: Record<string, string> = {};
     request.headers.forEach((value, name) => (headers[name] = value));
-    const failure = this.#failureOn(path);
     const record: RequestRecord = {
       seq: this.#seq++,
       path,
@@ -922,11 +909,17 @@ class Engine implements FakeEngine {
       traceparent: headers["traceparent"],
       requestId: headers["x-request-id"],
       stream: false,
-      arrivedAtMs: now(),
-      failure,
+      arrivedAtMs: this.#opts.now(),
+      failure: this.#failureOn(path),
     };
     this.stats.requests.push(record);
     if (this.stats.requests.length > this.#opts.maxRecords) this.stats.requests.shift();
+    return record;
+  }
+
+  async #inference(request: Request, path: string): Promise<Response> {
+    const record = this.#record(request, path);
+    const { failure } = record;
     const echo: Record<string, string> = record.requestId
       ? { "x-request-id": record.requestId }
       : {};
@@ -1099,7 +1092,8 @@ class Engine implements FakeEngine {
       kvTransferParams: null,
     };
     if (generate) {
-      const items = generateItemCount(body);
+      // The view's `prompt` is the body's text or ids: the same count as a P/D batch's.
+      const items = sglangBatchItems(body);
       reply.generate = { rids: generateRids(body, items), batch: items !== undefined };
     }
     return record.stream ? this.#stream(reply, echo) : await this.#whole(request, reply, echo);

@@ -41,16 +41,6 @@ export function generateView(body: OpenAiBody): OpenAiBody {
   };
 }
 
-/** The items SGLang makes of the body: each prompt of a batch times `n`; undefined: one. */
-export function generateItemCount(body: OpenAiBody): number | undefined {
-  const prompts = body.text ?? body.input_ids;
-  const batch = Array.isArray(prompts) &&
-    (typeof prompts[0] === "string" || Array.isArray(prompts[0]));
-  const n = Number(samplingParams(body).n ?? 1);
-  if (!batch && n <= 1) return undefined;
-  return (batch ? (prompts as unknown[]).length : 1) * Math.max(1, n);
-}
-
 function samplingParams(body: OpenAiBody): Record<string, unknown> {
   const params = Array.isArray(body.sampling_params)
     ? body.sampling_params[0]

@@ -202,7 +202,7 @@ export class Gateway {
       ? new UploadBody(request.body.getReader(), {
         maxBytes: limits.maxBodyBytes,
         replayBytes: Math.min(limits.maxBodyBytes, UPLOAD_REPLAY_BYTES),
-        deadline: this.#deps.now() + limits.clientBodyTimeoutMs,
+        timeoutMs: limits.clientBodyTimeoutMs,
         now: this.#deps.now,
       })
       : undefined;

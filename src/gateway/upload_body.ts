@@ -5,21 +5,22 @@
  * first byte; past that the kept bytes are dropped and no further attempt can be made. The body is held to the router's limits while it streams: `maxBytes` and a
  * deadline for the whole of it (`limits.maxBodyBytes`, `limits.clientBodyTimeoutMs`).
  */
-import { HttpError } from "../openai/errors.ts";
+import { bodyTimeout, bodyTooLarge, HttpError } from "../openai/errors.ts";
 import type { StreamedBody } from "../proxy/forward.ts";
 
 export interface UploadLimits {
   maxBytes: number;
   /** Bytes kept for a retry. */
   replayBytes: number;
-  /** The whole body must be in by then (monotonic ms, as `now`). */
-  deadline: number;
+  /** The whole body must be in this long after the upload began. */
+  timeoutMs: number;
   now: () => number;
 }
 
 export class UploadBody implements StreamedBody {
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
   readonly #limits: UploadLimits;
+  readonly #deadline: number;
   #kept: Uint8Array[] = [];
   #keptBytes = 0;
   /** Bytes read from the client so far (kept or not). */
@@ -34,15 +35,16 @@ export class UploadBody implements StreamedBody {
   constructor(reader: ReadableStreamDefaultReader<Uint8Array>, limits: UploadLimits) {
     this.#reader = reader;
     this.#limits = limits;
+    this.#deadline = limits.now() + limits.timeoutMs;
   }
 
   /** Reads one more chunk from the client, kept for a retry; undefined at the end. */
   async read(): Promise<Uint8Array | undefined> {
     if (this.#ended) return undefined;
-    const left = this.#limits.deadline - this.#limits.now();
+    const left = this.#deadline - this.#limits.now();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(tooSlow()), Math.max(0, left));
+      timer = setTimeout(() => reject(bodyTimeout(this.#limits.timeoutMs)), Math.max(0, left));
     });
     let next: ReadableStreamReadResult<Uint8Array>;
     try {
@@ -60,11 +62,7 @@ export class UploadBody implements StreamedBody {
     const chunk = next.value;
     this.#read += chunk.byteLength;
     if (this.#read > this.#limits.maxBytes) {
-      const error = new HttpError(
-        413,
-        `Request body is larger than the limit of ${this.#limits.maxBytes} bytes`,
-        { code: "request_too_large", headers: { connection: "close" } },
-      );
+      const error = bodyTooLarge(this.#limits.maxBytes);
       this.#fail(error);
       throw error;
     }
@@ -131,11 +129,4 @@ export class UploadBody implements StreamedBody {
     });
     this.#reader.cancel().catch(() => {});
   }
-}
-
-function tooSlow(): HttpError {
-  return new HttpError(408, "The request body did not arrive in time", {
-    code: "request_timeout",
-    headers: { connection: "close" },
-  });
 }

@@ -3,7 +3,7 @@
  * streams in (src/openai/multipart_field.ts), and the parsed request routed by load.
  */
 import type { UploadEndpoint } from "../openai/endpoints.ts";
-import { HttpError } from "../openai/errors.ts";
+import { bodyTooLarge, HttpError } from "../openai/errors.ts";
 import { FormFieldScanner, multipartBoundary } from "../openai/multipart_field.ts";
 import type { ParsedRequest } from "../openai/request.ts";
 import type { UploadBody } from "./upload_body.ts";
@@ -24,12 +24,7 @@ export async function uploadModel(
     });
   }
   const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared > maxBytes) {
-    throw new HttpError(413, `Request body is larger than the limit of ${maxBytes} bytes`, {
-      code: "request_too_large",
-      headers: { connection: "close" },
-    });
-  }
+  if (declared > maxBytes) throw bodyTooLarge(maxBytes);
   const scanner = new FormFieldScanner(boundary, "model");
   while (scanner.result.kind === "more") {
     const chunk = await upload.read();

@@ -72,3 +72,20 @@ export class HttpError extends Error {
 export function quoted(text: string, max = 200): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
 }
+
+/** A request body past `limits.maxBodyBytes` (413); the connection closes: the rest is not read. */
+export function bodyTooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, `Request body is larger than the limit of ${maxBytes} bytes`, {
+    code: "request_too_large",
+    headers: { connection: "close" },
+  });
+}
+
+/** A request body not in within `limits.clientBodyTimeoutMs` (408); the connection closes. */
+export function bodyTimeout(timeoutMs: number): HttpError {
+  return new HttpError(
+    408,
+    `The request body did not arrive within ${timeoutMs} ms (limits.clientBodyTimeoutMs).`,
+    { code: "request_timeout", headers: { connection: "close" } },
+  );
+}
