@@ -3,6 +3,8 @@ import { type DecodeModel, maxBatchWithin } from "../src/scheduling/decode_model
 import { DECODE_POLICY_NAMES, type DecodePolicyName } from "../src/scheduling/decode_policy.ts";
 import { DECODE_LOAD_SCOPES, type DecodeLoadScope } from "../src/scheduling/pd_admission.ts";
 import { isPolicyName, POLICY_NAMES } from "../src/scheduling/registry.ts";
+import { LOCAL_PREFILL_MODES } from "../src/scheduling/local_prefill.ts";
+import type { LocalPrefillSetting } from "../src/sim/decode_prefill.ts";
 import { instanceLoadSvg, poolLoadSvg, ttftCdfSvg } from "../src/sim/charts.ts";
 import {
   PD_ADMISSIONS,
@@ -42,6 +44,11 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
   --decode-load LIST         instance | pool, comma-separated: whose decode load early and
                              predicted judge, the chosen instance's or the decode pool's mean
                              (the paper's) (default instance)
+  --local-prefill LIST       conditional disaggregation on P/D clusters: off | threshold |
+                             predicted, comma-separated, each mode its own run (the router's
+                             decideLocalPrefill; default: not modelled, the runs as before)
+  --local-prefill-tokens N   uncached tokens up to which a decode instance prefills itself
+                             (the router's localPrefill.maxTokens, default 1000)
 `;
 
 export interface PdCliOptions {
@@ -55,6 +62,8 @@ export interface PdCliOptions {
   decodePolicy: DecodePolicyName;
   meanDecodeS: number;
   decodeLoads: DecodeLoadScope[];
+  /** Conditional disaggregation settings, one run each; empty: not modelled (as before). */
+  localPrefills: LocalPrefillSetting[];
 }
 
 /** Reads a numeric option (or its fallback), adding a problem when the value fails `check`. */
@@ -85,6 +94,7 @@ export function parsePdOptions(
     problems.push(`--decode-policy must be one of ${DECODE_POLICY_NAMES.join(", ")}`);
   }
   const decodeLoads = parseNames(values, "decode-load", DECODE_LOAD_SCOPES, "instance", problems);
+  const localPrefills = parseLocalPrefills(values, num, problems);
   const maxBatchRaw = values.get("decode-max-batch");
   const transferRaw = values.get("pd-transfer-gbps");
   return {
@@ -102,7 +112,20 @@ export function parsePdOptions(
     decodePolicy,
     meanDecodeS: num("mean-decode-s", 10, positive, "a positive number"),
     decodeLoads,
+    localPrefills,
   };
+}
+
+/** `--local-prefill LIST` with `--local-prefill-tokens N`; none when the flag is absent. */
+function parseLocalPrefills(
+  values: ReadonlyMap<string, string>,
+  num: NumberReader,
+  problems: string[],
+): LocalPrefillSetting[] {
+  const maxTokens = num("local-prefill-tokens", 1000, (v) => v >= 0, "a non-negative number");
+  if (!values.has("local-prefill")) return [];
+  return parseNames(values, "local-prefill", LOCAL_PREFILL_MODES, "off", problems)
+    .map((mode) => ({ mode, maxTokens }));
 }
 
 /** `--prefill N --decode M` and `--neutral N` with each `--neutral-chunk` variant. */
@@ -220,6 +243,21 @@ export function pdConfigOf(
  * load scope (named in the label when there are several); neutral clusters skip the P/D modes.
  */
 export function pdRuns(pd: PdCliOptions): PdRun[] {
+  const runs: PdRun[] = [];
+  for (const run of admissionRuns(pd)) {
+    if (run.topology.kind !== "pd" || pd.localPrefills.length === 0) {
+      runs.push(run);
+      continue;
+    }
+    for (const localPrefill of pd.localPrefills) {
+      runs.push({ ...run, label: `${run.label} local-${localPrefill.mode}`, localPrefill });
+    }
+  }
+  return runs;
+}
+
+/** The (topology, policy, mode) runs, before conditional disaggregation's variants. */
+function admissionRuns(pd: PdCliOptions): PdRun[] {
   const runs: PdRun[] = [];
   for (const topology of pd.topologies) {
     const modes = topology.kind === "pd"

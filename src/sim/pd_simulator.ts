@@ -25,10 +25,19 @@ import {
 } from "../scheduling/pd_admission.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
-import { estimateQueueS } from "../scheduling/ttft_estimate.ts";
+import { estimateQueueS, estimateTtft } from "../scheduling/ttft_estimate.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
 import type { Candidate, Decision, Policy, ScheduleRequest } from "../scheduling/types.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
+import {
+  decodeAsPrefillCandidate,
+  decodeSideEngines,
+  heldPrefixTokens,
+  keepArrivedPrefix,
+  type LocalPrefillSetting,
+  localPrefillVerdict,
+  redundantPrefillTokens,
+} from "./decode_prefill.ts";
 import { EventQueue } from "./event_queue.ts";
 import { GapHistogram } from "./gap_histogram.ts";
 import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
@@ -99,6 +108,8 @@ export interface PdRun {
   admission: PdAdmission;
   /** Whose decode load `early` and `predicted` judge at arrival (the router's `decodeLoad`). */
   decodeLoad?: DecodeLoadScope;
+  /** Conditional disaggregation (P/D only); absent: the runs as before issue 27. */
+  localPrefill?: LocalPrefillSetting;
 }
 
 export interface PdResult {
@@ -106,6 +117,7 @@ export interface PdResult {
   policy: string;
   admission: PdAdmission;
   decodeLoad?: DecodeLoadScope;
+  localPrefill?: LocalPrefillSetting;
   topology: PdTopology;
   /** Prefill-side instances (prefill or neutral). */
   instanceNames: string[];
@@ -127,6 +139,15 @@ export interface PdResult {
   rejectedAfterPrefill: number;
   /** Prompt tokens computed for requests refused afterwards. */
   wastedPrefillTokens: number;
+  /**
+   * Prompt tokens a prefill instance computed that the request's decode instance already held at
+   * arrival (served requests only: a refused one counts in `wastedPrefillTokens`).
+   */
+  redundantPrefillTokens: number;
+  /** Requests prefilled on their decode instance (conditional disaggregation). */
+  localPrefills: number;
+  /** The last arrival, seconds (the span goodput is measured over). */
+  lastArrivalS: number;
   /** Every inter-token gap of every served request. */
   tbt: GapHistogram;
   /** Waiting prefill tokens per prefill-side instance (the router's account), sampled. */
@@ -149,7 +170,7 @@ type PdEvent =
   | { kind: "prefill"; engine: number }
   | { kind: "decode"; engine: number }
   | { kind: "neutral"; engine: number }
-  | { kind: "join"; engine: number; job: DecodeJob };
+  | { kind: "join"; engine: number; job: DecodeJob; hashIds: readonly number[] };
 
 /** Replays `trace` through one policy and admission mode on a P/D or neutral cluster. */
 export function simulatePd(
@@ -196,6 +217,10 @@ class PdReplay {
   readonly #decodeNames: string[];
   readonly #decodeIndexOf: Map<string, number>;
   readonly #decoders: SimDecodeEngine[];
+  /** Each decode instance with its prefix cache and local prefill (decode_prefill.ts). */
+  readonly #decodeSides: SimNeutralEngine[];
+  /** Prompt tokens the chosen decode instance held when each request arrived. */
+  readonly #heldByDecode: Float64Array;
   /** Requests in transfer to each decoder and their KV tokens. */
   readonly #incoming: number[];
   readonly #incomingKv: number[];
@@ -237,6 +262,8 @@ class PdReplay {
     this.#neutral = engines.neutral;
     this.#decodeNames = engines.decodeNames;
     this.#decoders = engines.decoders;
+    this.#decodeSides = engines.decodeSides;
+    this.#heldByDecode = new Float64Array(n);
     this.#indexOf = new Map(this.#names.map((name, i) => [name, i]));
     this.#decodeIndexOf = new Map(this.#decodeNames.map((name, i) => [name, i]));
     this.#incoming = this.#decoders.map(() => 0);
@@ -250,6 +277,7 @@ class PdReplay {
     this.#lastArrival = n > 0 ? this.#arrivalS[n - 1] : 0;
     this.#periodS = Math.max(this.#lastArrival / Math.max(1, config.timelinePoints), 1e-3);
     this.#result = emptyResult(run, engines, n, tbt, this.#periodS);
+    this.#result.lastArrivalS = this.#lastArrival;
   }
 
   replay(): PdResult {
@@ -289,7 +317,9 @@ class PdReplay {
         return;
       }
       case "decode": {
-        for (const job of this.#decoders[event.engine].finishStep(this.#nowS)) this.#decoded(job);
+        const { prefilled, decoded } = this.#decodeSides[event.engine].finish(this.#nowS);
+        for (const job of prefilled) this.#finishLocalPrefill(event.engine, job);
+        for (const job of decoded) this.#decoded(job);
         this.#startDecode(event.engine);
         return;
       }
@@ -304,6 +334,7 @@ class PdReplay {
         const d = event.engine;
         this.#incoming[d]--;
         this.#incomingKv[d] -= event.job.contextTokens ?? 0;
+        keepArrivedPrefix(this.#decodeSides[d], event.hashIds);
         this.#decoders[d].add(event.job);
         this.#startDecode(d);
         return;
@@ -320,7 +351,8 @@ class PdReplay {
   }
 
   #startDecode(engine: number): void {
-    const duration = this.#decoders[engine].startStep();
+    // A queued local prefill runs first, holding the batch's steps back (neutral_engine.ts).
+    const duration = this.#decodeSides[engine].start(this.#nowS);
     if (duration !== undefined) {
       this.#events.push(this.#nowS + duration, { kind: "decode", engine });
     }
@@ -344,13 +376,14 @@ class PdReplay {
     // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
     let decodeIds: string[] = [];
     if (this.#pd) {
-      decodeIds = this.#rankDecode();
+      decodeIds = this.#rankDecode(i);
       if (decodeIds.length === 0) return this.#reject("no_decode_instance");
     }
     const decodeId: string | undefined = decodeIds[0];
     const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeIds);
     if (!verdict.admit) return this.#reject(verdict.reason);
 
+    if (decodeId !== undefined && this.#prefillLocally(i, decodeId, plan.predictedTtftS)) return;
     const k = plan.engine;
     this.#prefillLeases[i] = this.#account.lease(plan.prefillId, prompt - plan.reusedTokens);
     if (decodeId !== undefined) {
@@ -425,9 +458,25 @@ class PdReplay {
     ) result.exampleDecision = decision;
   }
 
-  /** The decode instances that can take a request, `selectDecode`'s choice first. */
-  #rankDecode(): string[] {
-    return selectDecode(this.#decodeCandidates(), {
+  /**
+   * The decode instances that can take request `i`, `selectDecode`'s choice first; with local
+   * prefill on, ties go to the instance holding the longest prefix (as pd_plan.ts passes it).
+   */
+  #rankDecode(i: number): string[] {
+    const candidates = this.#decodeCandidates();
+    const local = this.#run.localPrefill;
+    if (local && local.mode !== "off") {
+      const { hashIds, inputLength } = this.#trace[i];
+      candidates.forEach((c, d) => {
+        c.prefixTokens = heldPrefixTokens(
+          this.#decodeSides[d],
+          hashIds,
+          inputLength,
+          this.#config.blockTokens,
+        );
+      });
+    }
+    return selectDecode(candidates, {
       model: this.#config.routerDecodeModel,
       policy: this.#config.decodePolicy,
     }).ranking;
@@ -482,6 +531,71 @@ class PdReplay {
       : forecastOf(decodeIds[0]);
   }
 
+  /**
+   * Conditional disaggregation: whether request `i` prefills on its decode instance (the
+   * router's `decideLocalPrefill`); if so, leases it there and queues its prefill. Records what
+   * the decode instance held either way (for the redundant-prefill count).
+   */
+  #prefillLocally(i: number, decodeId: string, remoteTtftS: number): boolean {
+    const d = this.#decodeIndexOf.get(decodeId)!;
+    const { hashIds, inputLength: prompt } = this.#trace[i];
+    const side = this.#decodeSides[d];
+    const held = heldPrefixTokens(side, hashIds, prompt, this.#config.blockTokens);
+    this.#heldByDecode[i] = held;
+    const setting = this.#run.localPrefill;
+    if (!setting || setting.mode === "off") return false;
+    const candidate = decodeAsPrefillCandidate(decodeId, this.#account, held);
+    const verdict = localPrefillVerdict(setting, candidate, {
+      promptTokens: prompt,
+      remoteTtftS,
+    }, { ttft: this.#config.ttft, decodeModel: this.#config.routerDecodeModel });
+    if (!verdict.local) return false;
+    const predictedS = estimateTtft(
+      { promptTokens: prompt, poolPrefixTokens: 0 },
+      candidate,
+      this.#config.ttft,
+      { allowTransfer: false },
+    ).totalS;
+    const lease = this.#account.lease(decodeId, verdict.uncachedTokens);
+    const arrived = this.#outlook.expect(decodeId, (this.#nowS + predictedS) * 1000);
+    this.#decodeSlots[i] = { engine: d, lease, arrived };
+    this.#result.predictedTtftS[i] = predictedS;
+    this.#result.localPrefills++;
+    side.prefill.enqueue(newPrefillJob(i, prompt, hashIds, false));
+    this.#startDecode(d);
+    return true;
+  }
+
+  /** A local prefill is done: first token; the request joins its own instance's batch. */
+  #finishLocalPrefill(d: number, job: PrefillJob): void {
+    const result = this.#result;
+    const i = job.requestIndex;
+    result.ttftS[i] = this.#nowS - this.#arrivalS[i];
+    this.#firstTokenS[i] = this.#nowS;
+    result.reusedTokens[i] = job.cachedTokens;
+    const slot = this.#decodeSlots[i]!;
+    slot.lease.firstToken();
+    const { inputLength: prompt, outputLength: output } = this.#trace[i];
+    if (this.#run.admission === "baseline") {
+      // The instance's own scheduler double-checks the TBT SLO, as after a remote prefill.
+      const refusal = this.#judgeAtDecode(i, prompt);
+      if (refusal !== undefined) {
+        result.ttftS[i] = NaN;
+        result.rejectedAfterPrefill++;
+        result.wastedPrefillTokens += job.newTokens;
+        return this.#reject(refusal);
+      }
+    }
+    slot.arrived();
+    if (output <= 1) {
+      slot.lease.release();
+      this.#decodeSlots[i] = undefined;
+      return;
+    }
+    result.decodeInstance[i] = d;
+    this.#decoders[d].add(decodeJob(i, output, prompt, this.#nowS));
+  }
+
   /** A decode lease on the instance (a request decoding there from now on) and its expected arrival. */
   #takeDecodeSlot(decodeId: string, predictedTtftS: number): DecodeSlot {
     const lease = this.#account.lease(decodeId, 0);
@@ -531,6 +645,11 @@ class PdReplay {
         return this.#reject(refusal);
       }
     }
+    result.redundantPrefillTokens += redundantPrefillTokens(
+      this.#heldByDecode[i],
+      job.cachedTokens,
+      job.newTokens,
+    );
     this.#handOffToDecode(i, output, prompt);
   }
 
@@ -555,6 +674,7 @@ class PdReplay {
       kind: "join",
       engine: d,
       job: decodeJob(i, output, prompt, this.#nowS),
+      hashIds: this.#trace[i].hashIds,
     });
   }
 
@@ -668,6 +788,7 @@ interface PdEngines {
   neutral: SimNeutralEngine[];
   decodeNames: string[];
   decoders: SimDecodeEngine[];
+  decodeSides: SimNeutralEngine[];
 }
 
 /** The simulated engines of a topology: N prefill + M decode, or N neutral ones. */
@@ -682,17 +803,14 @@ function buildEngines(
   if (topology.kind === "pd") {
     const names = named("prefill", topology.prefill);
     const decodeNames = named("decode", topology.decode);
+    const decodeSides = decodeSideEngines(decodeNames, config, onGap);
     return {
       names,
       prefill: prefillEngines(names, config, poolPrefix),
       neutral: [],
       decodeNames,
-      decoders: decodeNames.map((name) =>
-        new SimDecodeEngine(name, config.engineDecodeModel, {
-          onGap,
-          maxBatch: config.decodeMaxBatch,
-        })
-      ),
+      decoders: decodeSides.map((side) => side.decode),
+      decodeSides,
     };
   }
   const names = named("neutral", topology.instances);
@@ -710,7 +828,7 @@ function buildEngines(
       topology.chunked,
     )
   );
-  return { names, prefill, neutral, decodeNames: [], decoders: [] };
+  return { names, prefill, neutral, decodeNames: [], decoders: [], decodeSides: [] };
 }
 
 /** A run's result before the replay fills it in. */
@@ -726,6 +844,7 @@ function emptyResult(
     policy: run.policy,
     admission: run.admission,
     decodeLoad: run.decodeLoad,
+    localPrefill: run.localPrefill,
     topology: run.topology,
     instanceNames: engines.names,
     decodeNames: engines.decodeNames,
@@ -740,6 +859,9 @@ function emptyResult(
     rejectedByReason: {},
     rejectedAfterPrefill: 0,
     wastedPrefillTokens: 0,
+    redundantPrefillTokens: 0,
+    localPrefills: 0,
+    lastArrivalS: 0,
     tbt,
     timeline: { periodS, waitingTokens: engines.names.map(() => []) },
     load: { periodS, prefill: [], decode: [], rejected: [] },

@@ -1,4 +1,5 @@
 import type { DecodeLoadScope } from "../scheduling/pd_admission.ts";
+import type { LocalPrefillMode } from "../scheduling/local_prefill.ts";
 import type { PdAdmission, PdResult, PdTopology } from "./pd_simulator.ts";
 import { type PolicySummary, summarize } from "./summary.ts";
 
@@ -24,6 +25,8 @@ export interface PdSummary extends PolicySummary {
   tbtSloRequestShare: number;
   /** Requests served within both SLOs: TTFT, and TPOT when there are tokens to decode. */
   withinBothSlos: number;
+  /** Conditional disaggregation's figures, for runs that set `--local-prefill` (any mode). */
+  localPrefill?: LocalPrefillSummary;
   /**
    * The pools' load over time (pd_simulator.ts `load`): mean, coefficient of variation, and the
    * correlation of the two series (negative: anti-phase).
@@ -35,6 +38,19 @@ export interface PdSummary extends PolicySummary {
     decodeCv: number;
     correlation: number;
   };
+}
+
+export interface LocalPrefillSummary {
+  mode: LocalPrefillMode;
+  maxTokens: number;
+  /** Requests prefilled on their decode instance. */
+  localPrefills: number;
+  /** Requests within both SLOs per second of arrivals (the trace's span at its speed). */
+  goodputRps: number;
+  /** Prompt tokens prefill instances computed that the decode instance already held. */
+  redundantPrefillTokens: number;
+  /** Wasted prefill: refused after their prefill (`wastedPrefillTokens`) plus redundant. */
+  wastedTotalTokens: number;
 }
 
 export function topologyLabel(topology: PdTopology): string {
@@ -71,6 +87,7 @@ export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number)
     tbtSloTokenShare: result.tbt.shareAtOrBelow(sloTbtS),
     tbtSloRequestShare: decoded === 0 ? NaN : withinTpot / decoded,
     withinBothSlos: withinBoth,
+    ...(result.localPrefill ? { localPrefill: localPrefillSummary(result, withinBoth) } : {}),
     load: {
       prefillMean: prefill.mean,
       prefillCv: prefill.cv,
@@ -78,6 +95,18 @@ export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number)
       decodeCv: decode.cv,
       correlation: correlation(result.load.prefill, result.load.decode),
     },
+  };
+}
+
+function localPrefillSummary(result: PdResult, withinBoth: number): LocalPrefillSummary {
+  const setting = result.localPrefill!;
+  return {
+    mode: setting.mode,
+    maxTokens: setting.maxTokens,
+    localPrefills: result.localPrefills,
+    goodputRps: result.lastArrivalS > 0 ? withinBoth / result.lastArrivalS : NaN,
+    redundantPrefillTokens: result.redundantPrefillTokens,
+    wastedTotalTokens: result.wastedPrefillTokens + result.redundantPrefillTokens,
   };
 }
 
