@@ -316,7 +316,9 @@ function runLine(label: string, s: PdSummary, elapsedS: number): string {
   return `${label.padEnd(36)} mean ${s.meanTtftS.toFixed(2)} s  p90 ${s.p90TtftS.toFixed(2)} s  ` +
     `slo ${(s.sloAttainment * 100).toFixed(1)}%  rejected ${s.rejected} ` +
     `(${s.rejectedAfterPrefill} after prefill)  hit ${s.hitRatio.toFixed(3)}  ` +
-    `TBT p99 ${s.tbtP99S.toFixed(3)} s  (${elapsedS.toFixed(1)} s)`;
+    `TBT p99 ${s.tbtP99S.toFixed(3)} s  both ${s.withinBothSlos}` +
+    (s.localPrefill ? `  local ${s.localPrefill.localPrefills}` : "") +
+    `  (${elapsedS.toFixed(1)} s)`;
 }
 
 /** The settings the results record (results.json and results.md): the trace and the config. */
@@ -351,6 +353,16 @@ function pdSettings(
     "pool transfer (GB/s)": pdConfig.ttft.transferBytesPerS / 1e9,
     "router's first mean decode guess (s)": pdConfig.meanDecodeS,
     "online refinement": pdConfig.refine,
+    ...(pd.localPrefills.length > 0
+      ? {
+        "local prefill (modes, max uncached tokens)": `${
+          pd.localPrefills.map((l) => l.mode).join(", ")
+        }; ${pd.localPrefills[0].maxTokens}`,
+        "decode-side prefix cache (blocks)": Math.floor(
+          pdConfig.decodeKvCapacityTokens / pdConfig.blockTokens,
+        ),
+      }
+      : {}),
   };
 }
 

@@ -20,6 +20,7 @@ export function pdResultsMarkdown(
     "",
     ...tbtSection(runs),
     "",
+    ...localPrefillSection(runs),
     "Settings:",
     "",
     ...Object.entries(context.settings).map(([key, value]) => `- ${key}: ${value}`),
@@ -76,6 +77,30 @@ function tbtSection(runs: Runs): string[] {
         pct(s.tbtSloTokenShare)
       } | ${pct(s.tbtSloRequestShare)} | ${f(s.meanTpotS ?? NaN, 3)} | ${s.withinBothSlos} |`
     ),
+  ];
+}
+
+/** Conditional disaggregation's runs (`--local-prefill`): served well, goodput, local, wasted. */
+function localPrefillSection(runs: Runs): string[] {
+  const local = runs.filter(([, s]) => s.localPrefill !== undefined);
+  if (local.length === 0) return [];
+  return [
+    "## Conditional disaggregation",
+    "",
+    "Wasted prefill tokens: computed for requests refused after their prefill, plus those a " +
+    "prefill instance computed that the request's decode instance already held at arrival.",
+    "",
+    "| run | mean TTFT (s) | P99 (s) | TTFT SLO | TPOT within TBT SLO | within both SLOs | goodput (req/s) | rejected | local prefills | wasted prefill tokens (M) | of which redundant (M) |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ...local.map(([name, s]) => {
+      const l = s.localPrefill!;
+      return `| ${name} | ${f(s.meanTtftS, 2)} | ${f(s.p99TtftS, 2)} | ${pct(s.sloAttainment)} | ${
+        pct(s.tbtSloRequestShare)
+      } | ${s.withinBothSlos} | ${f(l.goodputRps, 2)} | ${s.rejected} | ${l.localPrefills} | ${
+        f(l.wastedTotalTokens / 1e6, 2)
+      } | ${f(l.redundantPrefillTokens / 1e6, 2)} |`;
+    }),
+    "",
   ];
 }
 

@@ -117,3 +117,23 @@ Deno.test("runSimCli() runs early and predicted once per --decode-load scope, na
     assertEquals(results.runs["2P+2D mooncake_ttft baseline"].decodeLoad, undefined);
   });
 });
+
+Deno.test("runSimCli() --local-prefill runs each mode on P/D clusters and reports conditional disaggregation", async () => {
+  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "baseline"];
+  await withPdRun(
+    [...flags, "--local-prefill", "off,threshold", "--local-prefill-tokens", "2048"],
+    async (out) => {
+      const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+      assertEquals(Object.keys(results.runs), [
+        "2P+2D mooncake_ttft baseline local-off",
+        "2P+2D mooncake_ttft baseline local-threshold",
+      ]);
+      const local = results.runs["2P+2D mooncake_ttft baseline local-threshold"].localPrefill;
+      assertEquals(local.mode, "threshold");
+      assertEquals(local.maxTokens, 2048);
+      assert(local.localPrefills > 0, JSON.stringify(local));
+      const table = await Deno.readTextFile(`${out}/results.md`);
+      assert(table.includes("## Conditional disaggregation"), table);
+    },
+  );
+});

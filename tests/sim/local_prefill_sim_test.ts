@@ -1,0 +1,210 @@
+/**
+ * Conditional disaggregation in the P/D simulator (issue 27): the decode side's prefix cache and
+ * local prefill (src/sim/decode_prefill.ts), and the replay calling the router's
+ * `decideLocalPrefill` under `--local-prefill`.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { decodeStepS, maxBatchWithin } from "../../src/scheduling/decode_model.ts";
+import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../../src/scheduling/prefill_model.ts";
+import { resolveTtftParams } from "../../src/scheduling/registry.ts";
+import {
+  decodeSideEngines,
+  heldPrefixTokens,
+  keepArrivedPrefix,
+  type LocalPrefillSetting,
+} from "../../src/sim/decode_prefill.ts";
+import { newPrefillJob } from "../../src/sim/prefill_engine.ts";
+import { type PdAdmission, type PdConfig, simulatePd } from "../../src/sim/pd_simulator.ts";
+import { summarizePd } from "../../src/sim/pd_summary.ts";
+import { parseMooncakeTrace, type TraceRequest } from "../../src/sim/trace.ts";
+
+const DECODE = { baseS: 0.03, perRequestS: 0.0005, perKvTokenS: 4e-8 };
+
+function config(trace: readonly TraceRequest[], speed = 3.2): PdConfig {
+  const meanContext = trace.reduce((s, r) => s + r.inputLength + r.outputLength / 2, 0) /
+    trace.length;
+  const routerDecodeModel = { ...DECODE, kvTokensPerRequest: Math.round(meanContext) };
+  return {
+    cacheBlocks: 6000,
+    chunkTokens: 8192,
+    blockTokens: 512,
+    speed,
+    seed: 1,
+    sloTtftS: 10,
+    sloTbtS: 0.05,
+    kvPool: "planned",
+    ttft: resolveTtftParams(),
+    engineModel: MOONCAKE_PREFILL_MODEL,
+    heterogeneity: 0,
+    refine: true,
+    timelinePoints: 400,
+    engineDecodeModel: DECODE,
+    routerDecodeModel,
+    decodePolicy: "least_running",
+    decodeMaxBatch: maxBatchWithin(routerDecodeModel, 0.05),
+    decodeKvCapacityTokens: 1_500_000,
+    pdTransferBytesPerS: 85e9,
+    meanDecodeS: 10,
+  };
+}
+
+function sides() {
+  return decodeSideEngines(["decode-00"], {
+    engineModel: MOONCAKE_PREFILL_MODEL,
+    engineDecodeModel: DECODE,
+    blockTokens: 512,
+    decodeKvCapacityTokens: 1_500_000,
+    ttft: resolveTtftParams(),
+  }, () => {});
+}
+
+const decodeJob = (i: number) => ({
+  requestIndex: i,
+  remainingTokens: 10,
+  outputTokens: 10,
+  joinS: 0,
+  contextTokens: 1000,
+  lastTokenS: 0,
+});
+
+Deno.test("decode side: a local prefill runs whole first and holds back the batch's steps", () => {
+  const [side] = sides();
+  const running = decodeJob(0);
+  side.decode.add(running);
+  side.prefill.enqueue(newPrefillJob(1, 4096, [1, 2, 3, 4, 5, 6, 7, 8], false));
+  const first = side.start(0)!;
+  assertEquals(first, prefillTimeS(MOONCAKE_PREFILL_MODEL, 4096, 0));
+  const stalled = side.finish(first);
+  assertEquals(stalled.prefilled.map((j) => j.requestIndex), [1]);
+  assertEquals(stalled.decoded, []);
+  assertEquals(running.remainingTokens, 10, "no token while the prefill ran");
+  // Then the batch steps again, its next gap including the prefill.
+  const step = side.start(first)!;
+  assertEquals(step, decodeStepS(DECODE, 1, 1000));
+  side.finish(first + step);
+  assertEquals(running.remainingTokens, 9);
+  assertEquals(running.lastTokenS, first + step);
+});
+
+Deno.test("decode side: its prefix cache holds local prefills and arrived KV, and later prefills hit it", () => {
+  const [side] = sides();
+  const prefix = [11, 12, 13, 14];
+  assertEquals(heldPrefixTokens(side, prefix, 2048, 512), 0);
+  side.prefill.enqueue(newPrefillJob(0, 2048, prefix, false));
+  const cold = side.start(0)!;
+  side.finish(cold);
+  assertEquals(heldPrefixTokens(side, [...prefix, 15], 2560, 512), 2048);
+  side.prefill.enqueue(newPrefillJob(1, 2560, [...prefix, 15], false));
+  const warm = side.start(cold)!;
+  const [job] = side.finish(cold + warm).prefilled;
+  assertEquals(job.cachedTokens, 2048);
+  assertEquals(job.newTokens, 512);
+  assert(warm < cold, `${warm} s with the prefix held, ${cold} s without`);
+  keepArrivedPrefix(side, [21, 22]);
+  assertEquals(heldPrefixTokens(side, [21, 22, 23], 1536, 512), 1024);
+});
+
+const TEXT = await Deno.readTextFile(new URL("../data/conversation_trace.jsonl", import.meta.url));
+const SLICE = parseMooncakeTrace(TEXT, { limit: 1000 });
+const TOPOLOGY = { kind: "pd" as const, prefill: 3, decode: 2 };
+
+function replay(admission: PdAdmission, localPrefill?: LocalPrefillSetting) {
+  const cfg = config(SLICE);
+  const run = { label: "x", policy: "mooncake_ttft", topology: TOPOLOGY, admission, localPrefill };
+  const result = simulatePd(SLICE, cfg, run);
+  return { result, summary: summarizePd(result, cfg.sloTtftS, cfg.sloTbtS) };
+}
+
+/** The same replays before issue 27 (at commit 5c7132f, via simulatePd and summarizePd). */
+const BEFORE = {
+  baseline: {
+    served: 277,
+    rejected: 723,
+    rejectedAfterPrefill: 354,
+    wastedPrefillTokens: 1216591,
+    withinBothSlos: 246,
+    meanTtftS: 8.679939326235756,
+    tbtP99S: 0.045200000000000004,
+  },
+  predicted: {
+    served: 269,
+    rejected: 731,
+    rejectedAfterPrefill: 0,
+    wastedPrefillTokens: 0,
+    withinBothSlos: 141,
+    meanTtftS: 7.2696864305528015,
+    tbtP99S: 0.0488,
+  },
+};
+
+Deno.test("--local-prefill off leaves the results as they were before the decode side could prefill", () => {
+  for (const admission of ["baseline", "predicted"] as const) {
+    const absent = replay(admission);
+    const off = replay(admission, { mode: "off", maxTokens: 1000 });
+    const { localPrefill, ...offRest } = off.summary;
+    assertEquals(offRest, absent.summary, admission);
+    assertEquals(localPrefill?.localPrefills, 0);
+    assertEquals(Array.from(off.result.ttftS), Array.from(absent.result.ttftS));
+    const s = absent.summary;
+    assertEquals({
+      served: s.served,
+      rejected: s.rejected,
+      rejectedAfterPrefill: s.rejectedAfterPrefill,
+      wastedPrefillTokens: s.wastedPrefillTokens,
+      withinBothSlos: s.withinBothSlos,
+      meanTtftS: s.meanTtftS,
+      tbtP99S: s.tbtP99S,
+    }, BEFORE[admission]);
+  }
+});
+
+/** Two requests of one prefix, 1P+1D: the second's suffix past the first is one block. */
+function prefixPair(): TraceRequest[] {
+  const prefix = Array.from({ length: 10 }, (_, b) => 100 + b);
+  return [
+    { timestampMs: 0, inputLength: 5120, outputLength: 20, hashIds: prefix },
+    { timestampMs: 60_000, inputLength: 5632, outputLength: 20, hashIds: [...prefix, 999] },
+  ];
+}
+
+function replayPair(localPrefill: LocalPrefillSetting) {
+  const trace = prefixPair();
+  const run = {
+    label: "pair",
+    policy: "mooncake_ttft",
+    topology: { kind: "pd" as const, prefill: 1, decode: 1 },
+    admission: "off" as const,
+    localPrefill,
+  };
+  return simulatePd(trace, config(trace, 1), run);
+}
+
+Deno.test("threshold: a short uncached suffix on the decode instance is prefilled there, a long one is not", () => {
+  const threshold = replayPair({ mode: "threshold", maxTokens: 1000 });
+  assertEquals(threshold.localPrefills, 1);
+  // The first (5,120 uncached tokens) went to the prefill instance; its KV stayed on decode-00.
+  assertEquals(threshold.instance[0], 0);
+  // The second lacked one block there: prefilled locally on the cached 5,120 tokens.
+  assertEquals(threshold.instance[1], -1);
+  assertEquals(threshold.decodeInstance[1], 0);
+  assertEquals(threshold.reusedTokens[1], 5120);
+  assert(threshold.ttftS[1] > 0 && threshold.tpotS[1] > 0);
+  // Below the suffix, or switched off: both go to the prefill instance.
+  for (const setting of [{ mode: "threshold", maxTokens: 511 }, { mode: "off", maxTokens: 1000 }]) {
+    const remote = replayPair(setting as LocalPrefillSetting);
+    assertEquals(remote.localPrefills, 0);
+    assertEquals(Array.from(remote.instance), [0, 0]);
+  }
+});
+
+Deno.test("--local-prefill runs report local prefills, goodput and wasted prefill tokens", () => {
+  const { summary } = replay("baseline", { mode: "threshold", maxTokens: 1000 });
+  const local = summary.localPrefill!;
+  assertEquals(local.mode, "threshold");
+  assert(local.localPrefills > 0);
+  assertEquals(
+    local.wastedTotalTokens,
+    summary.wastedPrefillTokens + local.redundantPrefillTokens,
+  );
+  assert(local.goodputRps > 0 && Number.isFinite(local.goodputRps));
+});
