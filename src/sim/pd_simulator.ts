@@ -645,8 +645,9 @@ class PdReplay {
         return this.#reject(refusal);
       }
     }
+    // The last prompt token is computed wherever the prefill runs: never redundant.
     result.redundantPrefillTokens += redundantPrefillTokens(
-      this.#heldByDecode[i],
+      Math.min(this.#heldByDecode[i], prompt - 1),
       job.cachedTokens,
       job.newTokens,
     );
