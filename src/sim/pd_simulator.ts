@@ -130,7 +130,7 @@ export interface PdResult {
   promptTokens: Float64Array;
   reusedTokens: Float64Array;
   transferTokens: Float64Array;
-  /** Prefill-side instance, −1 when refused before the prefill. */
+  /** Prefill-side instance; −1 when refused before the prefill or prefilled locally. */
   instance: Int32Array;
   /** Decode instance (P/D), −1 when none. */
   decodeInstance: Int32Array;
