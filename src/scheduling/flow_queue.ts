@@ -1,0 +1,184 @@
+/**
+ * The flow-control queue of one model: requests admission would refuse wait here instead, in
+ * priority bands (a lower `priority` first, as vLLM orders its own queue), fair between tenants
+ * inside a band by their weights (start-time fair queueing over prompt tokens), earliest deadline
+ * first inside a tenant. Bounded in requests and prompt tokens. Pure: times are passed in, the
+ * caller owns timers, re-planning and answers (src/gateway/flow_control.ts).
+ */
+export interface FlowQueueLimits {
+  maxRequests: number;
+  maxPromptTokens: number;
+}
+
+export interface FlowEntry<T> {
+  readonly item: T;
+  readonly priority: number;
+  /** `""` when the router has no tenants. */
+  readonly tenant: string;
+  readonly weight: number;
+  readonly promptTokens: number;
+  /** Monotonic ms at which the entry expires. */
+  readonly deadline: number;
+  readonly enqueuedAt: number;
+}
+
+export type EnqueueVerdict =
+  | { queued: true }
+  | { queued: false; limit: "requests" | "prompt_tokens" };
+
+interface TenantLane<T> {
+  /** The band's virtual time this tenant's next request starts at (fair-queueing tag). */
+  virtualStart: number;
+  entries: FlowEntry<T>[];
+}
+
+interface Band<T> {
+  /** The band's virtual clock: the start tag of the last request taken from it. */
+  virtualNow: number;
+  lanes: Map<string, TenantLane<T>>;
+}
+
+export class FlowQueue<T> {
+  readonly #bands = new Map<number, Band<T>>();
+  #size = 0;
+  #promptTokens = 0;
+
+  constructor(public limits: FlowQueueLimits) {}
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get promptTokens(): number {
+    return this.#promptTokens;
+  }
+
+  /** Adds an entry unless it would pass a bound; a prompt larger than the token bound never fits. */
+  push(entry: FlowEntry<T>): EnqueueVerdict {
+    if (this.#size + 1 > this.limits.maxRequests) return { queued: false, limit: "requests" };
+    if (this.#promptTokens + entry.promptTokens > this.limits.maxPromptTokens) {
+      return { queued: false, limit: "prompt_tokens" };
+    }
+    const band = this.#band(entry.priority);
+    let lane = band.lanes.get(entry.tenant);
+    if (!lane) {
+      lane = { virtualStart: band.virtualNow, entries: [] };
+      band.lanes.set(entry.tenant, lane);
+    }
+    // A tenant that was idle starts at the band's clock: no credit banked while away.
+    if (lane.entries.length === 0) lane.virtualStart = Math.max(lane.virtualStart, band.virtualNow);
+    insertByDeadline(lane.entries, entry);
+    this.#size++;
+    this.#promptTokens += entry.promptTokens;
+    return { queued: true };
+  }
+
+  /** The entry that goes next: most urgent band, fairest tenant, earliest deadline. */
+  peek(): FlowEntry<T> | undefined {
+    const band = this.#headBand();
+    if (!band) return undefined;
+    return this.#fairestLane(band)?.entries[0];
+  }
+
+  /** Takes `entry` out as served: its tenant's virtual time advances by its weighted cost. */
+  take(entry: FlowEntry<T>): boolean {
+    const band = this.#bands.get(entry.priority);
+    const lane = band?.lanes.get(entry.tenant);
+    if (!band || !lane || !this.#remove(lane, entry)) return false;
+    band.virtualNow = Math.max(band.virtualNow, lane.virtualStart);
+    lane.virtualStart += Math.max(1, entry.promptTokens) / entry.weight;
+    this.#dropEmpty(entry.priority);
+    return true;
+  }
+
+  /** Takes `entry` out unserved (expired, aborted, flushed): no charge to its tenant. */
+  remove(entry: FlowEntry<T>): boolean {
+    const band = this.#bands.get(entry.priority);
+    const lane = band?.lanes.get(entry.tenant);
+    if (!band || !lane || !this.#remove(lane, entry)) return false;
+    this.#dropEmpty(entry.priority);
+    return true;
+  }
+
+  /** Every entry whose deadline is at or before `now`, in no particular order. */
+  expired(now: number): FlowEntry<T>[] {
+    return this.entries().filter((entry) => entry.deadline <= now);
+  }
+
+  /** The earliest deadline waiting, for the caller's one timer. */
+  nextDeadline(): number | undefined {
+    let next: number | undefined;
+    for (const entry of this.entries()) {
+      if (next === undefined || entry.deadline < next) next = entry.deadline;
+    }
+    return next;
+  }
+
+  entries(): FlowEntry<T>[] {
+    const all: FlowEntry<T>[] = [];
+    for (const band of this.#bands.values()) {
+      for (const lane of band.lanes.values()) all.push(...lane.entries);
+    }
+    return all;
+  }
+
+  /** Waiting requests per priority band. */
+  lengths(): Map<number, number> {
+    const lengths = new Map<number, number>();
+    for (const [priority, band] of this.#bands) {
+      let count = 0;
+      for (const lane of band.lanes.values()) count += lane.entries.length;
+      lengths.set(priority, count);
+    }
+    return lengths;
+  }
+
+  #band(priority: number): Band<T> {
+    let band = this.#bands.get(priority);
+    if (!band) {
+      band = { virtualNow: 0, lanes: new Map() };
+      this.#bands.set(priority, band);
+    }
+    return band;
+  }
+
+  #headBand(): Band<T> | undefined {
+    let best: number | undefined;
+    for (const priority of this.#bands.keys()) {
+      if (best === undefined || priority < best) best = priority;
+    }
+    return best === undefined ? undefined : this.#bands.get(best);
+  }
+
+  #fairestLane(band: Band<T>): TenantLane<T> | undefined {
+    let fairest: TenantLane<T> | undefined;
+    for (const lane of band.lanes.values()) {
+      if (lane.entries.length === 0) continue;
+      if (!fairest || lane.virtualStart < fairest.virtualStart) fairest = lane;
+    }
+    return fairest;
+  }
+
+  #remove(lane: TenantLane<T>, entry: FlowEntry<T>): boolean {
+    const at = lane.entries.indexOf(entry);
+    if (at < 0) return false;
+    lane.entries.splice(at, 1);
+    this.#size--;
+    this.#promptTokens -= entry.promptTokens;
+    return true;
+  }
+
+  /** A band with nobody waiting is forgotten, its tenants' virtual times with it. */
+  #dropEmpty(priority: number): void {
+    const band = this.#bands.get(priority);
+    if (band && [...band.lanes.values()].every((lane) => lane.entries.length === 0)) {
+      this.#bands.delete(priority);
+    }
+  }
+}
+
+function insertByDeadline<T>(entries: FlowEntry<T>[], entry: FlowEntry<T>): void {
+  let at = entries.length;
+  while (at > 0 && entries[at - 1].deadline > entry.deadline) at--;
+  entries.splice(at, 0, entry);
+}
