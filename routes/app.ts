@@ -255,6 +255,7 @@ function buildCollaborators(
     () => ({
       sharedState: deps.shared?.samples(),
       inFlight: gateway.inFlight,
+      queues: gateway.queueLengths(),
       openConnections: connections.open?.(),
     }),
   );

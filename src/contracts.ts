@@ -158,6 +158,16 @@ export interface RequestRecord {
   /** With `tenants` configured: the client's tenant, and the limit that refused it, if one did. */
   tenant?: string;
   rateLimited?: "requests" | "prompt_tokens" | "fair_share";
+  /** Set when the request waited in the flow-control queue (src/gateway/flow_control.ts). */
+  queue?: QueueRecord;
+}
+
+/** A request's stay in the flow-control queue. */
+export interface QueueRecord {
+  /** Its band (lower went first). */
+  priority: number;
+  waitedS: number;
+  result: "admitted" | "full" | "expired" | "aborted" | "shutting_down" | "failed";
 }
 
 export interface RequestObserver {
@@ -173,8 +183,13 @@ export interface AttemptTrace {
 
 /** The span tree of one request (docs/observability.md, "Traces"). */
 export interface RequestTrace {
-  /** Record the pre-dispatch stages (tokenize, hash, store lookup, schedule, admission). */
+  /**
+   * Record the pre-dispatch stages (tokenize, hash, store lookup, schedule, admission); again
+   * for the plan that admitted a request after its wait (`record.queue` set: no new tokenizing).
+   */
   planned(plan: DispatchPlan, record: RequestRecord): void;
+  /** Its wait in the flow-control queue, from `startMs` to `endMs` (monotonic). */
+  queued?(queue: QueueRecord, startMs: number, endMs: number): void;
   /** One upstream attempt; `leg` names the P/D leg ("upstream" when whole). */
   attempt(
     target: ForwardTarget,

@@ -301,10 +301,25 @@ export const ExperimentSchema = z.strictObject({
   });
 });
 
+/**
+ * The flow-control queue (docs/flow_control.md): requests admission refuses wait instead, by
+ * priority band, fair between tenants, each until its TTL; bounded in requests and prompt tokens.
+ */
+export const QueueSchema = z.strictObject({
+  enabled: z.boolean().default(false),
+  maxRequests: z.int().min(1).default(256),
+  maxPromptTokens: z.int().min(1).default(2_000_000),
+  /** How long a request may wait; a client may ask for less (`x-tidegate-queue-ttl`, seconds). */
+  ttlS: z.number().positive().default(30),
+  /** The head of the queue is re-planned at least this often, besides whenever a request ends. */
+  recheckMs: z.int().min(1).default(50),
+});
+
 export const SloSchema = z.strictObject({
   ttftS: z.number().positive().optional(),
   tbtS: z.number().positive().optional(),
   admission: z.boolean().default(false),
+  queue: QueueSchema.prefault({}),
 });
 
 export const ModelSchema = z.strictObject({
@@ -365,3 +380,4 @@ export type LoadConfig = z.infer<typeof LoadSchema>;
 export type ExperimentConfig = z.infer<typeof ExperimentSchema>;
 export type ArmConfig = z.infer<typeof ArmSchema>;
 export type DisaggregationConfig = z.infer<typeof DisaggregationSchema>;
+export type QueueConfig = z.infer<typeof QueueSchema>;

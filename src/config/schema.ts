@@ -18,6 +18,13 @@ const TenantRatesSchema = z.strictObject({
   burstS: z.number().positive().default(1),
   /** Its share of the admission budget while SLO admission is refusing (docs/api.md, "Tenants"). */
   weight: z.number().positive().default(1),
+  /**
+   * Its requests' priority band in the flow-control queue (lower goes first, as in vLLM), when
+   * they name none (`priority` in the body or `x-tidegate-priority`).
+   */
+  priority: z.int().min(-10).max(10).default(0),
+  /** The most urgent band its requests may ask for (default: its own `priority`). */
+  minPriority: z.int().min(-10).max(10).optional(),
 });
 
 const TenantsSchema = z.strictObject({

@@ -58,7 +58,7 @@ export interface PlannedDispatch {
   decodeReservation?: Reservation;
 }
 
-interface Tokenized {
+export interface Tokenized {
   tokens?: number[];
   promptTokens: number;
   source: TokenSource;
@@ -83,6 +83,16 @@ interface Scheduled {
   inputs: DecisionInputs;
 }
 
+/** The prompt's tokens and keys: what a re-plan of the same request reuses (flow_control.ts). */
+export interface PreparedPrompt {
+  /** The runtime the keys were made for: after a reload with another, prepare again. */
+  runtime: ModelRuntime;
+  tokenized: Tokenized;
+  hashed: HashedPrompt & { error?: string };
+  tokenizeStart: number;
+  hashStart: number;
+}
+
 /**
  * tokenize → chunk keys → store lookup → candidates → policy → admission → reservation. Never
  * throws for tokenizer or store trouble: those degrade to load-only dispatch. Everything after
@@ -92,17 +102,34 @@ export async function planDispatch(
   runtime: ModelRuntime,
   request: ParsedRequest,
   context: PlanContext,
-): Promise<PlannedDispatch> {
-  const { now } = context;
-  const tokenizeStart = now();
+): Promise<PlannedDispatch & { prepared: PreparedPrompt }> {
+  const prepared = await preparePrompt(runtime, request, context);
+  return { ...await decideDispatch(prepared, request, context), prepared };
+}
+
+/** Tokenizes and hashes the prompt (checked by `context.checkPrompt` in between). */
+export async function preparePrompt(
+  runtime: ModelRuntime,
+  request: ParsedRequest,
+  context: PlanContext,
+): Promise<PreparedPrompt> {
+  const tokenizeStart = context.now();
   const tokenized = await tokenize(runtime, request);
   context.checkPrompt?.(tokenized);
-  const hashStart = now();
-  const { chunkKeys, blockHashes, error: keysError } = await chunkKeysOf(
-    runtime,
-    tokenized.tokens,
-    context,
-  );
+  const hashStart = context.now();
+  const hashed = await chunkKeysOf(runtime, tokenized.tokens, context);
+  return { runtime, tokenized, hashed, tokenizeStart, hashStart };
+}
+
+/** Looks the prepared prompt's keys up, decides, admits and reserves: a plan, again if need be. */
+export async function decideDispatch(
+  prepared: PreparedPrompt,
+  request: ParsedRequest,
+  context: PlanContext,
+): Promise<PlannedDispatch> {
+  const { now } = context;
+  const { runtime, tokenized, tokenizeStart, hashStart } = prepared;
+  const { chunkKeys, blockHashes, error: keysError } = prepared.hashed;
   const keys = chunkKeys.flat();
   const lookupStart = now();
   const stored = await storeLookup(runtime, keys, context.random);

@@ -28,7 +28,17 @@ import { errorAnswerFor } from "../openai/error_answer.ts";
 import { modelNeeded } from "../openai/load_routed_request.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { requestStreamUsage } from "../proxy/stream_usage.ts";
-import { planDispatch } from "./dispatch_plan.ts";
+import {
+  decideDispatch,
+  type PlanContext,
+  planDispatch,
+  type PlannedDispatch,
+  type PreparedPrompt,
+} from "./dispatch_plan.ts";
+import { FlowControl } from "./flow_control.ts";
+import { queueTtlS } from "./queue_ttl.ts";
+import type { AdmissionVerdict } from "../scheduling/admission.ts";
+import { systemTimers, type Timers } from "../cluster/timers.ts";
 import { parseRequest } from "./parse_request.ts";
 import type { RequestWorkerPool } from "./request_worker_pool.ts";
 import { executeDispatch } from "./execute_dispatch.ts";
@@ -71,6 +81,8 @@ export interface GatewayCollaborators {
   routeSupport?: RouteSupport;
   /** Which instance stored which Responses API response (default: a fresh memory). */
   responseHomes?: ResponseHomes;
+  /** The flow-control queue's timers (default: the runtime's). */
+  timers?: Timers;
 }
 
 /** The client's connection, as the listener saw it. */
@@ -97,6 +109,8 @@ interface InFlight {
   runtime?: ModelRuntime;
   loraName?: string;
   selection?: ArmSelection;
+  /** Its band in the flow-control queue, once planned on a model that queues. */
+  priority?: number;
 }
 
 const NO_TRACE: RequestTrace = {
@@ -147,10 +161,16 @@ export class Gateway {
       timeoutMs: () => this.#config.limits.upstreamHeadersTimeoutMs,
     }, collaborators.responseHomes);
     this.#tenants = new TenantGate(registry.config.tenants, deps.now);
+    this.#flow = new FlowControl({
+      now: deps.now,
+      timers: collaborators.timers ?? systemTimers(),
+      draining: this.shutdown.drainSignal,
+    });
     this.#trustedProxies = new HostAllowList(registry.config.listen.trustedProxies);
   }
 
   readonly #tenants: TenantGate;
+  readonly #flow: FlowControl;
   readonly #routeSupport: RouteSupport;
   readonly #storedResponses: StoredResponses;
   #trustedProxies: HostAllowList;
@@ -158,6 +178,11 @@ export class Gateway {
   /** Inference requests in flight, streams included (`limits.maxConcurrentRequests`). */
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /** Requests waiting in the flow-control queues, per model and band. */
+  queueLengths(): Map<string, Map<number, number>> {
+    return this.#flow.lengths();
   }
 
   /** The registry took a new config (hot reload): tenants and trusted proxies follow it. */
@@ -391,16 +416,48 @@ export class Gateway {
     throw modelNeeded(names);
   }
 
-  /** Plans the request; answers 429 itself when admission refuses it. */
+  /**
+   * Plans the request; a request admission refuses waits in the model's flow-control queue when
+   * it has one, and is answered 429 (503 at shutdown) itself when it is not admitted.
+   */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
-    const loadRouted = !isInferenceEndpoint(parsed.endpoint);
-    const eligible = loadRouted
-      ? this.#servingRoute(flight)
-      : parsed.endpoint === "generate"
-      ? this.#servingGenerate(flight)
-      : parsed.previousResponseId !== undefined
-      ? this.#storedResponses.storing(flight.runtime!, parsed.previousResponseId)
-      : holdingAdapter(flight.runtime!, flight.loraName);
+    const context = this.#planContext(flight, parsed);
+    const planned = await planDispatch(flight.runtime!, parsed, context);
+    this.#adopt(flight, planned);
+    flight.trace.planned(planned.plan, flight.record);
+    const refusal = planned.plan.admission;
+    const queue = flight.runtime!.config.slo.queue;
+    if (!refusal.admit) this.#tenants.noteRefusal(flight.runtime!.config.name);
+    if (queue.enabled && this.#mustWait(flight, parsed, refusal)) {
+      const early = await this.#waitInQueue(flight, parsed, planned.prepared, context);
+      if (early) return early;
+    }
+    const verdict = flight.plan!.admission;
+    const model = flight.runtime!.config.name;
+    if (!verdict.admit) {
+      return this.#refuse(
+        flight,
+        verdict.status,
+        verdict.message,
+        verdict.reason,
+        verdict.retryAfterS,
+      );
+    }
+    if (flight.record.tenant) {
+      // Given back when the request finishes; checked once the prompt was counted.
+      const share = this.#tenants.holdShare(model, flight.record.tenant, flight.plan!.promptTokens);
+      this.#shares.set(flight.record, share);
+    }
+    // Extra keys change every hash: such prompts would only confuse key detection.
+    const { tokens } = flight.plan!;
+    if (tokens && !context.extraKeys?.loraName && !context.extraKeys?.cacheSalt) {
+      flight.runtime!.recentPrompts.add(tokens);
+    }
+    return undefined;
+  }
+
+  #planContext(flight: InFlight, parsed: ParsedRequest): PlanContext {
+    const eligible = this.#eligible(flight, parsed);
     const extraKeys: ExtraKeys = {};
     if (flight.loraName) {
       extraKeys.loraName = flight.loraName;
@@ -411,7 +468,7 @@ export class Gateway {
       if (path !== undefined) extraKeys.loraPath = path;
     }
     if (parsed.cacheSalt) extraKeys.cacheSalt = parsed.cacheSalt;
-    const { plan, reservation, decodeReservation } = await planDispatch(flight.runtime!, parsed, {
+    return {
       now: this.#deps.now,
       random: this.#deps.random,
       policy: flight.selection!.policy,
@@ -428,31 +485,152 @@ export class Gateway {
           this.#checkShare(flight, prompt.promptTokens);
         }
       },
-    });
-    flight.plan = plan;
-    flight.reservation = reservation;
-    flight.decodeReservation = decodeReservation;
-    flight.record.plan = plan;
-    flight.trace.planned(plan, flight.record);
-    const verdict = plan.admission;
+    };
+  }
+
+  #eligible(flight: InFlight, parsed: ParsedRequest): PlanContext["eligible"] {
+    if (!isInferenceEndpoint(parsed.endpoint)) return this.#servingRoute(flight);
+    if (parsed.endpoint === "generate") return this.#servingGenerate(flight);
+    if (parsed.previousResponseId !== undefined) {
+      return this.#storedResponses.storing(flight.runtime!, parsed.previousResponseId);
+    }
+    return holdingAdapter(flight.runtime!, flight.loraName);
+  }
+
+  /** Takes a (re-)plan and its reservations over. */
+  #adopt(flight: InFlight, planned: PlannedDispatch): void {
+    flight.plan = planned.plan;
+    flight.reservation = planned.reservation;
+    flight.decodeReservation = planned.decodeReservation;
+    flight.record.plan = planned.plan;
+  }
+
+  /**
+   * A refused request waits when its model queues; an admitted one too while a request at least
+   * as urgent waits, so that newcomers do not overtake the queue.
+   */
+  #mustWait(flight: InFlight, parsed: ParsedRequest, verdict: AdmissionVerdict): boolean {
     const model = flight.runtime!.config.name;
-    if (!verdict.admit) this.#tenants.noteRefusal(model);
-    else if (flight.record.tenant) {
-      // Given back when the request finishes; checked once the prompt was counted.
-      const share = this.#tenants.holdShare(model, flight.record.tenant, plan.promptTokens);
-      this.#shares.set(flight.record, share);
+    const band = this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant);
+    flight.priority = band;
+    if (!verdict.admit) return verdict.status === 429;
+    const head = this.#flow.headPriority(model);
+    return head !== undefined && head <= band;
+  }
+
+  /** The wait in the queue; a response when it ended other than admitted (then: flight.plan). */
+  async #waitInQueue(
+    flight: InFlight,
+    parsed: ParsedRequest,
+    prepared: PreparedPrompt,
+    context: PlanContext,
+  ): Promise<Response | undefined> {
+    const model = flight.runtime!.config.name;
+    const queue = flight.runtime!.config.slo.queue;
+    const refusal = flight.plan!.admission;
+    this.#release(flight);
+    const started = this.#deps.now();
+    const outcome = await this.#flow.wait(model, queue, {
+      priority: flight.priority!,
+      tenant: flight.record.tenant ?? "",
+      weight: this.#tenants.weightOf(flight.record.tenant),
+      promptTokens: flight.plan!.promptTokens,
+      ttlS: queueTtlS(flight.request, queue.ttlS),
+      signal: flight.client.signal,
+      replan: () => this.#replan(flight, parsed, prepared, context),
+    });
+    const ended = this.#deps.now();
+    const waitedS = (ended - started) / 1000;
+    const record = { priority: flight.priority!, waitedS, result: outcome.kind };
+    flight.record.queue = record;
+    flight.trace.queued?.(record, started, ended);
+    if (outcome.kind === "admitted") flight.trace.planned(flight.plan!, flight.record);
+    const retryAfterS = refusal.admit ? 1 : refusal.retryAfterS;
+    switch (outcome.kind) {
+      case "admitted":
+        return undefined;
+      case "full":
+        return this.#refuse(
+          flight,
+          429,
+          `The queue of model '${model}' is full (${queue.maxRequests} requests, ` +
+            `${queue.maxPromptTokens} prompt tokens); retry after ${retryAfterS} s.`,
+          "queue_full",
+          retryAfterS,
+        );
+      case "expired":
+        return this.#refuse(
+          flight,
+          429,
+          `Not admitted within ${waitedS.toFixed(1)} s in the queue of model '${model}' ` +
+            `(${refusal.admit ? "capacity" : refusal.reason}); retry after ${retryAfterS} s.`,
+          "queue_timeout",
+          retryAfterS,
+        );
+      case "shutting_down":
+        return this.#refuse(
+          flight,
+          503,
+          "The router is shutting down; retry on another replica.",
+          "router_shutting_down",
+          1,
+        );
+      case "aborted":
+        flight.record.outcome = "client_aborted";
+        flight.record.status = 499;
+        flight.record.durationS = waitedS;
+        this.#finish(flight.trace, flight.record);
+        return new Response(null, { status: 499 });
+      case "failed":
+        throw outcome.error;
     }
-    if (verdict.admit) {
-      // Extra keys change every hash: such prompts would only confuse key detection.
-      if (plan.tokens && !extraKeys.loraName && !extraKeys.cacheSalt) {
-        flight.runtime!.recentPrompts.add(plan.tokens);
-      }
-      return undefined;
+  }
+
+  /**
+   * Plans a waiting request again from its prepared prompt (again from its text when a reload
+   * replaced the model's runtime); true when admitted, the plan and reservations then its.
+   */
+  async #replan(
+    flight: InFlight,
+    parsed: ParsedRequest,
+    prepared: PreparedPrompt,
+    context: PlanContext,
+  ): Promise<boolean> {
+    const model = flight.record.model;
+    const runtime = this.#registry.resolve(model)?.runtime;
+    if (!runtime) throw this.#registry.unknownModel(model);
+    flight.runtime = runtime;
+    const again = { ...context, checkPrompt: undefined };
+    const planned = runtime === prepared.runtime
+      ? await decideDispatch(prepared, parsed, again)
+      : await planDispatch(runtime, parsed, again);
+    if (!planned.plan.admission.admit || flight.client.signal?.aborted) {
+      planned.reservation?.cancel();
+      planned.decodeReservation?.cancel();
+      return false;
     }
-    flight.responseHeaders.set("retry-after", String(verdict.retryAfterS));
-    const error = new HttpError(429, verdict.message, {
-      type: "rate_limit_error",
-      code: verdict.reason,
+    this.#adopt(flight, planned);
+    return true;
+  }
+
+  /** Gives a plan's reservations back (a request that waits holds none). */
+  #release(flight: InFlight): void {
+    flight.reservation?.cancel();
+    flight.decodeReservation?.cancel();
+    flight.reservation = flight.decodeReservation = undefined;
+  }
+
+  #refuse(
+    flight: InFlight,
+    status: number,
+    message: string,
+    code: string,
+    retryAfterS: number,
+  ): Response {
+    flight.responseHeaders.set("retry-after", String(retryAfterS));
+    const error = new HttpError(status, message, {
+      type: status === 429 ? "rate_limit_error" : undefined,
+      code,
     });
     return this.#answer(flight, error, "rejected");
   }
@@ -590,6 +768,8 @@ export class Gateway {
   #finish(trace: RequestTrace, record: RequestRecord): void {
     if (this.#inFlightRecords.delete(record)) this.#inFlight--;
     this.#shares.get(record)?.();
+    // Its load is given back: whoever waits for the model may fit now.
+    if (record.plan?.admission.admit) this.#flow.wake(record.model);
     try {
       trace.finish(record);
     } catch (error) {

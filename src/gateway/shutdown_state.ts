@@ -5,6 +5,7 @@
 export class ShutdownState {
   #draining = false;
   readonly #cut = new AbortController();
+  readonly #drain = new AbortController();
 
   get draining(): boolean {
     return this.#draining;
@@ -15,12 +16,18 @@ export class ShutdownState {
     return this.#cut.signal;
   }
 
+  /** Aborts when draining begins: what waits to be admitted is answered then (flow_control.ts). */
+  get drainSignal(): AbortSignal {
+    return this.#drain.signal;
+  }
+
   beginDraining(): void {
     this.#draining = true;
+    this.#drain.abort();
   }
 
   cut(): void {
-    this.#draining = true;
+    this.beginDraining();
     this.#cut.abort(new RouterShutdownError());
   }
 }

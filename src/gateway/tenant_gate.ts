@@ -13,6 +13,7 @@ import {
   TenantLimits,
 } from "../scheduling/tenant_limits.ts";
 import { FairShare } from "../scheduling/fair_share.ts";
+import { priorityBand } from "../scheduling/priority_band.ts";
 
 type TenantsConfig = NonNullable<Config["tenants"]>;
 
@@ -101,6 +102,35 @@ export class TenantGate {
       0,
     );
     return this.#limits.tenantOf(identity ?? undefined);
+  }
+
+  /**
+   * The request's band in the flow-control queue: `x-tidegate-priority`, else the body's integer
+   * `priority` (forwarded as it is), bounded by its tenant's config.
+   */
+  priorityOf(request: Request, parsed: ParsedRequest, tenant: string | undefined): number {
+    const header = request.headers.get("x-tidegate-priority")?.trim();
+    if (header !== undefined && !/^[+-]?\d{1,6}$/.test(header)) {
+      throw new HttpError(
+        400,
+        `x-tidegate-priority must be an integer, got "${header.slice(0, 40)}"`,
+        {
+          code: "invalid_priority",
+        },
+      );
+    }
+    const body = parsed.body.priority;
+    const asked = header !== undefined
+      ? Number(header)
+      : Number.isInteger(body)
+      ? body as number
+      : undefined;
+    return priorityBand(asked, tenant && this.#limits ? this.#limits.bandOf(tenant) : undefined);
+  }
+
+  /** A tenant's weight inside its band (1 without tenants). */
+  weightOf(tenant: string | undefined): number {
+    return tenant && this.#limits ? this.#limits.weightOf(tenant) : 1;
   }
 
   /** Charges `cost` (1 request, or the prompt's tokens); throws RateLimitedError when refused. */

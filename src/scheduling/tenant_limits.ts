@@ -1,3 +1,4 @@
+import type { TenantBand } from "./priority_band.ts";
 import { TokenBucket } from "./token_bucket.ts";
 
 /** One tenant's rates; an absent rate is not limited. */
@@ -8,6 +9,10 @@ export interface TenantRates {
   burstS: number;
   /** Its share of the admission budget under SLO refusals (default 1). */
   weight?: number;
+  /** Its requests' band in the flow-control queue when they ask none (src/scheduling/priority_band.ts). */
+  priority?: number;
+  /** The most urgent band its requests may ask for (default: `priority`). */
+  minPriority?: number;
 }
 
 export interface TenantDefinition extends TenantRates {
@@ -39,6 +44,7 @@ export const OTHER_TENANT = "other";
 export class TenantLimits {
   readonly #byIdentity = new Map<string, string>();
   readonly #weights = new Map<string, number>();
+  readonly #bands = new Map<string, TenantBand>();
   readonly #buckets = new Map<string, Partial<Record<RateKind, TokenBucket>>>();
 
   constructor(
@@ -49,10 +55,17 @@ export class TenantLimits {
     for (const tenant of tenants) {
       for (const identity of tenant.match) this.#byIdentity.set(identity, tenant.name);
       this.#weights.set(tenant.name, tenant.weight ?? 1);
+      this.#bands.set(tenant.name, tenant);
       this.#buckets.set(tenant.name, bucketsOf(tenant, nowMs));
     }
     this.#buckets.set(OTHER_TENANT, others ? bucketsOf(others, nowMs) : {});
     this.#weights.set(OTHER_TENANT, others?.weight ?? 1);
+    this.#bands.set(OTHER_TENANT, others ?? {});
+  }
+
+  /** A tenant's priority bounds in the flow-control queue. */
+  bandOf(tenant: string): TenantBand {
+    return this.#bands.get(tenant) ?? {};
   }
 
   /** A tenant's weight for fair shares (1 unless configured). */

@@ -71,6 +71,8 @@ export interface ModelGaugeSample {
 export interface RouterGaugeSample {
   /** Requests the router is carrying: the count `limits.maxConcurrentRequests` bounds. */
   inFlight?: number;
+  /** Requests waiting in the flow-control queues, per model and band. */
+  queues?: Map<string, Map<number, number>>;
   /** Open client connections: the count `limits.maxConnections` bounds (node listener only). */
   openConnections?: number;
   sharedState?: {
@@ -105,6 +107,8 @@ export class GatewayMetrics {
   readonly engineReportedPromptTokens;
   readonly pdLegs;
   readonly localPrefills;
+  readonly queueExits;
+  readonly queueWait;
   readonly hitMismatchTokens;
   readonly retries;
   readonly rejections;
@@ -195,6 +199,21 @@ export class GatewayMetrics {
       help: "Conditional disaggregation's verdicts (disaggregation.localPrefill) by result " +
         "(local: prefilled on the decode instance; remote) and reason.",
       labelNames: ["model", "result", "reason"],
+      registers,
+    });
+    this.queueExits = new client.Counter({
+      name: "tidegate_queue_exits_total",
+      help:
+        "Requests that left the flow-control queue (slo.queue) by band (priority) and result: " +
+        "admitted, full, expired (429 queue_timeout), aborted, shutting_down, failed.",
+      labelNames: ["model", "priority", "result"],
+      registers,
+    });
+    this.queueWait = new client.Histogram({
+      name: "tidegate_queue_wait_seconds",
+      help: "Time requests waited in the flow-control queue, by band (priority).",
+      labelNames: ["model", "priority"],
+      buckets: LATENCY_BUCKETS,
       registers,
     });
     this.hitMismatchTokens = new client.Counter({
@@ -288,6 +307,19 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.set(routerSamples().inFlight ?? 0);
+      },
+    });
+
+    new client.Gauge({
+      name: "tidegate_queue_waiting",
+      help: "Requests waiting in the flow-control queue (slo.queue), by model and band (priority).",
+      labelNames: ["model", "priority"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [model, bands] of routerSamples().queues ?? []) {
+          for (const [priority, waiting] of bands) this.set({ model, priority }, waiting);
+        }
       },
     });
 

@@ -21,6 +21,11 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
         const result = record.rateLimited ? `rate_limited_${record.rateLimited}` : "admitted";
         metrics.tenantRequests.inc({ tenant: record.tenant, result });
       }
+      if (record.queue) {
+        const queued = { model: labels.model, priority: String(record.queue.priority) };
+        metrics.queueExits.inc({ ...queued, result: record.queue.result });
+        metrics.queueWait.observe(queued, record.queue.waitedS);
+      }
       const plan = record.plan;
       if (!plan) return;
       observeStages(metrics, plan, labels.model);
@@ -70,11 +75,13 @@ function countRequest(metrics: GatewayMetrics, record: RequestRecord, labels: La
   }
   if (record.outcome === "rejected") {
     const verdict = record.plan?.admission;
-    metrics.rejections.inc({
-      model: labels.model,
-      arm: labels.arm,
-      reason: verdict && !verdict.admit ? verdict.reason : "unknown",
-    });
+    // A request that waited in the flow-control queue was refused by the queue, not admission.
+    const reason = record.queue
+      ? `queue_${record.queue.result}`
+      : verdict && !verdict.admit
+      ? verdict.reason
+      : "unknown";
+    metrics.rejections.inc({ model: labels.model, arm: labels.arm, reason });
   }
 }
 

@@ -14,6 +14,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type {
   AttemptTrace,
   DispatchPlan,
+  QueueRecord,
   RequestRecord,
   RequestTrace,
   RequestTracer,
@@ -140,9 +141,22 @@ class RequestSpans implements RequestTrace {
     return { span, end: () => span.end(toEpoch(end)) };
   }
 
+  queued(queue: QueueRecord, startMs: number, endMs: number): void {
+    if (!this.root.isRecording()) return;
+    const q = this.#child("queue", startMs, endMs, {
+      "tidegate.queue.priority": queue.priority,
+      "tidegate.queue.result": queue.result,
+      "tidegate.queue.waited_s": queue.waitedS,
+    });
+    if (queue.result !== "admitted") {
+      q.span.setStatus({ code: SpanStatusCode.ERROR, message: `queue: ${queue.result}` });
+    }
+    q.end();
+  }
+
   planned(plan: DispatchPlan, record: RequestRecord): void {
     if (!this.root.isRecording()) return;
-    this.#tokenizeAndHashSpans(plan);
+    if (!record.queue) this.#tokenizeAndHashSpans(plan);
     this.#lookupSpan(plan);
     this.#scheduleSpan(plan, record);
     const admission = plan.admission;

@@ -39,6 +39,14 @@ const HEALTH_DEFAULTS = {
 };
 const LOAD_DEFAULTS = { pollIntervalMs: 1_000, staleAfterMs: 5_000, leaseExpiryMs: 10_000 };
 
+const QUEUE_DEFAULTS = {
+  enabled: false,
+  maxRequests: 256,
+  maxPromptTokens: 2_000_000,
+  ttlS: 30,
+  recheckMs: 50,
+};
+
 Deno.test("resolveConfig() fills every defaulted section of a minimal config with its defaults", () => {
   const config = resolveConfig(structuredClone(MINIMAL));
   assertEquals(config, {
@@ -66,7 +74,16 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
       tokenizer: { mode: "none", ...TOKENIZER_DEFAULTS },
       kv: { store: "none", ...KV_DEFAULTS },
       policy: "affinity_ttft",
-      slo: { admission: false },
+      slo: {
+        admission: false,
+        queue: {
+          enabled: false,
+          maxRequests: 256,
+          maxPromptTokens: 2_000_000,
+          ttlS: 30,
+          recheckMs: 50,
+        },
+      },
       health: HEALTH_DEFAULTS,
       load: LOAD_DEFAULTS,
       limits: { maxPromptChars: 4_000_000 },
@@ -88,7 +105,7 @@ Deno.test("ModelSchema gives a model without tokenizer, health, load or slo thei
   assertEquals(model.kv, { store: "mooncake", ...KV_DEFAULTS });
   assertEquals(model.health, HEALTH_DEFAULTS);
   assertEquals(model.load, LOAD_DEFAULTS);
-  assertEquals(model.slo, { admission: false });
+  assertEquals(model.slo, { admission: false, queue: QUEUE_DEFAULTS });
 });
 
 Deno.test("resolveConfig() completes a partly given section with the defaults of the rest", () => {
@@ -115,7 +132,7 @@ Deno.test("resolveConfig() completes a partly given section with the defaults of
   assertEquals(model.kv.predictedIndex, { enabled: true, ttlMs: 100, maxKeys: 200_000 });
   assertEquals(model.health, { ...HEALTH_DEFAULTS, intervalMs: 100 });
   assertEquals(model.load, { ...LOAD_DEFAULTS, leaseExpiryMs: 1 });
-  assertEquals(model.slo, { ttftS: 2, admission: false });
+  assertEquals(model.slo, { ttftS: 2, admission: false, queue: QUEUE_DEFAULTS });
 });
 
 Deno.test("resolveConfig() validates a section that is given: null is not a left-out section", () => {

@@ -48,9 +48,9 @@ Deno.test("TenantGate names the tenant by API key, body user or header, as confi
     headers: { authorization: "Bearer k1", "x-team": "k3" },
   });
   const list = [
-    { name: "by-key", match: ["k1"], requestsPerS: 1, burstS: 1, weight: 1 },
-    { name: "by-user", match: ["k2"], requestsPerS: 1, burstS: 1, weight: 1 },
-    { name: "by-header", match: ["k3"], requestsPerS: 1, burstS: 1, weight: 1 },
+    { name: "by-key", match: ["k1"], requestsPerS: 1, burstS: 1, weight: 1, priority: 0 },
+    { name: "by-user", match: ["k2"], requestsPerS: 1, burstS: 1, weight: 1, priority: 0 },
+    { name: "by-header", match: ["k3"], requestsPerS: 1, burstS: 1, weight: 1, priority: 0 },
   ];
   const now = () => 0;
   assertEquals(
@@ -68,7 +68,7 @@ Deno.test("TenantGate names the tenant by API key, body user or header, as confi
 Deno.test("TenantGate keeps its buckets across a reload that leaves the section as it was", () => {
   const section = {
     by: "api_key" as const,
-    list: [{ name: "a", match: ["k"], requestsPerS: 1, burstS: 1, weight: 1 }],
+    list: [{ name: "a", match: ["k"], requestsPerS: 1, burstS: 1, weight: 1, priority: 0 }],
   };
   const gate = new TenantGate(section, () => 0);
   const headers = new Headers();

@@ -1,0 +1,268 @@
+/**
+ * The flow-control queue through the router (slo.queue): a request admission would refuse waits
+ * and goes to the engine once capacity frees; more urgent bands first; a TTL ends in 429
+ * queue_timeout with Retry-After; a full queue answers 429 queue_full; a client that leaves is
+ * dropped at once; draining answers 503 router_shutting_down; a reload keeps who waits.
+ */
+import { assert, assertEquals, assertMatch } from "../assert.ts";
+import {
+  completion,
+  MODEL,
+  range,
+  startTestCluster,
+  type TestCluster,
+} from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
+
+/** One second per 1k new tokens: a 100-token prompt predicts 0.1 s of prefill; SLO 0.35 s. */
+function settings(queue: Record<string, unknown> = {}) {
+  return {
+    prefillModel: { linear: 1, quadratic: 0, constant: 0 },
+    slo: { ttftS: 0.35, admission: true, queue: { enabled: true, ttlS: 30, ...queue } },
+    kv: { store: "none" },
+  };
+}
+
+interface Held {
+  t: TestCluster;
+  /** The three requests holding the engine (0.3 s of prefill queued on the router). */
+  holders: AbortController[];
+  /** Every client the test started, aborted at the end. */
+  clients: AbortController[];
+}
+
+/** A cluster whose one engine hangs, with three 100-token requests on it: a fourth does not fit. */
+async function saturated(queue: Record<string, unknown> = {}, top = {}): Promise<Held> {
+  const t = await startTestCluster({ engines: 1, model: settings(queue), top });
+  const held: Held = { t, holders: [], clients: [] };
+  await t.engines[0].setFailure("hang", { allEndpoints: false });
+  for (let i = 0; i < 3; i++) {
+    held.holders.push(await send(held, range(1_000 * (i + 1), 100)).reached);
+  }
+  return held;
+}
+
+/** Sends a 100-token completion; `reached` resolves once the engine has it. */
+function send(held: Held, prompt: number[], headers: Record<string, string> = {}) {
+  const abort = new AbortController();
+  held.clients.push(abort);
+  const engine = held.t.engines[0];
+  const response = completion(held.t.url, { prompt, max_tokens: 1 }, headers, abort.signal);
+  response.catch(() => {});
+  const reached = eventually(
+    () => engine.stats.requests.some((r) => firstToken(r.body) === prompt[0]),
+    20_000,
+    `the engine has the prompt starting ${prompt[0]}`,
+  ).then(() => abort);
+  return { response, abort, reached };
+}
+
+function firstToken(body: unknown): number | undefined {
+  const prompt = (body as { prompt?: unknown } | undefined)?.prompt;
+  return Array.isArray(prompt) ? prompt[0] as number : undefined;
+}
+
+function waiting(held: Held): number {
+  return [...(held.t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])]
+    .reduce((a, b) => a + b, 0);
+}
+
+async function end(held: Held): Promise<void> {
+  for (const abort of held.clients) abort.abort();
+  await eventually(() => held.t.router.gateway.inFlight === 0, 10_000, "every request ended");
+  await held.t.close();
+}
+
+Deno.test("a request admission refuses waits in the queue and reaches the engine once a holder leaves", async () => {
+  const held = await saturated();
+  try {
+    const waiter = send(held, range(9_000, 100));
+    await eventually(() => waiting(held) === 1, 5_000, "it waits");
+    assert(!held.t.engines[0].stats.requests.some((r) => firstToken(r.body) === 9_000));
+    const metrics = await (await fetch(`${held.t.url}/metrics`)).text();
+    assertMatch(metrics, new RegExp(`tidegate_queue_waiting\\{model="${MODEL}",priority="0"\\} 1`));
+    held.holders[0].abort(); // 0.2 s queued + 0.1 s fits the 0.35 s SLO
+    await waiter.reached;
+    assertEquals(waiting(held), 0);
+    waiter.abort.abort();
+    await eventually(() => held.t.router.gateway.inFlight === 2, 5_000, "the waiter ended");
+    const after = await (await fetch(`${held.t.url}/metrics`)).text();
+    assertMatch(
+      after,
+      new RegExp(
+        `tidegate_queue_exits_total\\{model="${MODEL}",priority="0",result="admitted"\\} 1`,
+      ),
+    );
+    assertMatch(
+      after,
+      new RegExp(`tidegate_queue_wait_seconds_count\\{model="${MODEL}",priority="0"\\} 1`),
+    );
+    assertMatch(
+      metrics,
+      /tidegate_queue_waiting\{model="m",priority="0"\} 0|^(?![\s\S]*tidegate_queue_waiting\{)/m,
+    );
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("a more urgent band is admitted first though it came later; the client's ask is bounded by its tenant", async () => {
+  const tenants = {
+    tenants: {
+      list: [
+        { name: "batch", match: ["key-batch"], priority: 5 },
+        { name: "live", match: ["key-live"], priority: 0, minPriority: -2 },
+      ],
+    },
+  };
+  const held = await saturated({}, tenants);
+  try {
+    const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+    // The batch tenant asks for band -9: it may not, it waits in its own band 5.
+    const batch = send(held, range(20_000, 100), {
+      ...auth("key-batch"),
+      "x-tidegate-priority": "-9",
+    });
+    await eventually(() => waiting(held) === 1, 5_000, "batch waits");
+    const live = send(held, range(30_000, 100), {
+      ...auth("key-live"),
+      "x-tidegate-priority": "-1",
+    });
+    await eventually(() => waiting(held) === 2, 5_000, "live waits");
+    assertEquals(
+      held.t.router.gateway.queueLengths().get(MODEL),
+      new Map([[5, 1], [-1, 1]]),
+    );
+    held.holders[0].abort();
+    await live.reached;
+    assertEquals(waiting(held), 1, "only one fits; the batch request still waits");
+    (await live.reached).abort();
+    await batch.reached;
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("a newcomer that would fit does not overtake a request waiting in its band", async () => {
+  const held = await saturated();
+  try {
+    const first = send(held, range(9_000, 100));
+    await eventually(() => waiting(held) === 1, 5_000, "the first waits");
+    // 20 tokens: 0.3 s + 0.02 s fits the SLO, yet the queue is not empty.
+    const small = send(held, range(9_500, 20));
+    await eventually(() => waiting(held) === 2, 5_000, "the newcomer queues behind");
+    held.holders[0].abort();
+    await first.reached;
+    await small.reached; // 0.2 + 0.1 + 0.02 s: both fit once one holder left, in order
+    const order = held.t.engines[0].stats.requests.map((r) => firstToken(r.body));
+    assert(order.indexOf(9_000) < order.indexOf(9_500), `order ${order}`);
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("past its TTL (the client's shorter one) a waiting request gets 429 queue_timeout with Retry-After", async () => {
+  const held = await saturated({ ttlS: 30 });
+  try {
+    const started = performance.now();
+    const { response } = send(held, range(9_000, 100), { "x-tidegate-queue-ttl": "0.3" });
+    const answer = await response;
+    assertEquals(answer.status, 429);
+    const body = await answer.json();
+    assertEquals(body.error.code, "queue_timeout");
+    assertMatch(
+      body.error.message,
+      /Not admitted within 0\.\d s in the queue of model 'test-model' \(ttft_slo\)/,
+    );
+    assert(Number(answer.headers.get("retry-after")) >= 1);
+    assert(performance.now() - started < 20_000, "the client's TTL, not the config's 30 s");
+    const metrics = await (await fetch(`${held.t.url}/metrics`)).text();
+    assertMatch(
+      metrics,
+      /tidegate_queue_exits_total\{model="test-model",priority="0",result="expired"\} 1/,
+    );
+    const bad = await completion(held.t.url, { prompt: range(9_500, 100) }, {
+      "x-tidegate-queue-ttl": "soon",
+    });
+    assertEquals(bad.status, 400);
+    assertEquals((await bad.json()).error.code, "invalid_queue_ttl");
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("a full queue answers 429 queue_full at once", async () => {
+  const held = await saturated({ maxRequests: 1, maxPromptTokens: 150 });
+  try {
+    send(held, range(9_000, 100));
+    await eventually(() => waiting(held) === 1, 5_000, "the first waits");
+    const full = await completion(held.t.url, { prompt: range(9_500, 100) });
+    assertEquals(full.status, 429);
+    const body = await full.json();
+    assertEquals(body.error.code, "queue_full");
+    assertMatch(body.error.message, /queue of model 'test-model' is full/);
+    assertEquals(waiting(held), 1);
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("a client that leaves while queued is dropped at once, holding nothing", async () => {
+  const held = await saturated();
+  try {
+    const before = held.t.router.gateway.inFlight;
+    const waiter = send(held, range(9_000, 100));
+    await eventually(() => waiting(held) === 1, 5_000, "it waits");
+    waiter.abort.abort();
+    await eventually(() => waiting(held) === 0, 5_000, "dropped from the queue");
+    await eventually(() => held.t.router.gateway.inFlight === before, 5_000, "not carried on");
+    held.holders[0].abort();
+    const next = send(held, range(9_500, 100));
+    await next.reached; // the freed room went to a newcomer, not to the client that left
+    assert(!held.t.engines[0].stats.requests.some((r) => firstToken(r.body) === 9_000));
+    const load = held.t.router.registry.runtime(MODEL)!.cluster.account.load("e0");
+    assertEquals(load.prefillTokens, 300, "three holders' prompts, nothing of the one that left");
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("draining answers every waiting request 503 router_shutting_down, and newcomers are not queued", async () => {
+  const held = await saturated();
+  try {
+    const { response } = send(held, range(9_000, 100));
+    await eventually(() => waiting(held) === 1, 5_000, "it waits");
+    const drained = held.t.router.drain({ readyDelayMs: 60_000, drainTimeoutMs: 60_000 });
+    const answer = await response;
+    assertEquals(answer.status, 503);
+    assertEquals((await answer.json()).error.code, "router_shutting_down");
+    const late = await completion(held.t.url, { prompt: range(9_500, 100) });
+    assertEquals(late.status, 503);
+    assertEquals((await late.json()).error.code, "router_shutting_down");
+    drained.catch(() => {});
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("a reload keeps who waits in place, and the new queue bounds apply to newcomers", async () => {
+  const held = await saturated({ maxRequests: 5 });
+  try {
+    const waiter = send(held, range(9_000, 100));
+    await eventually(() => waiting(held) === 1, 5_000, "it waits");
+    const config = held.t.router.registry.config;
+    const model = config.models[0];
+    const reloaded = await held.t.router.reload({
+      ...config,
+      models: [{ ...model, slo: { ...model.slo, queue: { ...model.slo.queue, maxRequests: 1 } } }],
+    });
+    assert(reloaded.ok, JSON.stringify(reloaded));
+    assertEquals(waiting(held), 1, "still waiting after the reload");
+    const full = await completion(held.t.url, { prompt: range(9_500, 100) });
+    assertEquals((await full.json()).error.code, "queue_full");
+    held.holders[0].abort();
+    await waiter.reached;
+  } finally {
+    await end(held);
+  }
+});
