@@ -48,7 +48,7 @@ export function splitByRole(
  * instance prefills the request itself; undefined when the model's mode is off.
  */
 export function planLocalPrefill(
-  config: Pick<ModelConfig, "disaggregation">,
+  config: Pick<ModelConfig, "disaggregation" | "slo">,
   decode: DecodePlan,
   decodeAsPrefill: readonly Candidate[],
   request: { promptTokens: number; remoteTtftS?: number; ttft: TtftModelParams },
@@ -63,6 +63,7 @@ export function planLocalPrefill(
       maxLocalTokens: options.maxTokens,
       ttft: request.ttft,
       decodeModel: DEFAULT_DECODE_MODEL,
+      tbtSloS: config.slo.tbtS,
     },
   );
 }

@@ -5,7 +5,10 @@
  * `predicted` mode also compares the two TTFTs with the router's model: a remote prefill costs the
  * best prefill instance's queue and prefill plus moving the prompt's KV to the decode instance; a
  * local one costs the decode instance's own queued prefill work, its prefill from its own prefix,
- * and the decode step its running batch takes meanwhile. Pure.
+ * and the decode step its running batch takes meanwhile. In every mode, with a TBT SLO, a decode
+ * instance that is decoding prefills locally only when the pause its prefill puts between its
+ * running requests' tokens (the prefill plus one step) fits the SLO: an engine's prefill holds
+ * back its batch's next step. Pure.
  */
 import { type DecodeModel, decodeStepS } from "./decode_model.ts";
 import { estimateTtft, type TtftModelParams } from "./ttft_estimate.ts";
@@ -28,6 +31,8 @@ export interface LocalPrefillOptions {
   maxLocalTokens: number;
   ttft: TtftModelParams;
   decodeModel: DecodeModel;
+  /** The model's TBT SLO in seconds (unset: the pause a local prefill causes is not judged). */
+  tbtSloS?: number;
 }
 
 export interface LocalPrefillVerdict {
@@ -43,7 +48,10 @@ export interface LocalPrefillVerdict {
     | "long_suffix"
     | "local_faster"
     | "remote_faster"
-    | "no_remote_estimate";
+    | "no_remote_estimate"
+    | "decode_stall";
+  /** The pause a local prefill would put in the running batch (judged against the TBT SLO). */
+  stallS?: number;
 }
 
 export function decideLocalPrefill(
@@ -53,6 +61,20 @@ export function decideLocalPrefill(
   const prompt = Math.max(0, inputs.promptTokens);
   const uncachedTokens = Math.max(0, prompt - Math.min(inputs.decode.localPrefixTokens, prompt));
   if (options.mode === "off") return { local: false, uncachedTokens, reason: "off" };
+  const own = estimateTtft(
+    { promptTokens: prompt, poolPrefixTokens: 0 },
+    inputs.decode,
+    options.ttft,
+    { allowTransfer: false },
+  );
+  const stallS = own.prefillS +
+    decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
+  if (
+    options.tbtSloS !== undefined && inputs.decode.runningRequests > 0 &&
+    stallS > options.tbtSloS
+  ) {
+    return { local: false, uncachedTokens, stallS, reason: "decode_stall" };
+  }
   if (uncachedTokens <= options.maxLocalTokens) {
     return { local: true, uncachedTokens, reason: "short_suffix" };
   }
@@ -62,14 +84,6 @@ export function decideLocalPrefill(
   }
   const kvTransferS = prompt * options.ttft.kvBytesPerToken / options.ttft.transferBytesPerS;
   const remoteTtftS = inputs.remoteTtftS + kvTransferS;
-  const own = estimateTtft(
-    { promptTokens: prompt, poolPrefixTokens: 0 },
-    inputs.decode,
-    options.ttft,
-    {
-      allowTransfer: false,
-    },
-  );
   const localTtftS = own.totalS +
     decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
   const local = localTtftS <= remoteTtftS;

@@ -104,7 +104,7 @@ export function localPrefillVerdict(
   setting: LocalPrefillSetting,
   decode: Candidate,
   request: { promptTokens: number; remoteTtftS: number },
-  model: { ttft: TtftModelParams; decodeModel: DecodeModel },
+  model: { ttft: TtftModelParams; decodeModel: DecodeModel; tbtSloS?: number },
 ): LocalPrefillVerdict {
   return decideLocalPrefill(
     { promptTokens: request.promptTokens, decode, remoteTtftS: request.remoteTtftS },
@@ -113,6 +113,7 @@ export function localPrefillVerdict(
       maxLocalTokens: setting.maxTokens,
       ttft: model.ttft,
       decodeModel: model.decodeModel,
+      tbtSloS: model.tbtSloS,
     },
   );
 }

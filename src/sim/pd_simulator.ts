@@ -548,7 +548,11 @@ class PdReplay {
     const verdict = localPrefillVerdict(setting, candidate, {
       promptTokens: prompt,
       remoteTtftS,
-    }, { ttft: this.#config.ttft, decodeModel: this.#config.routerDecodeModel });
+    }, {
+      ttft: this.#config.ttft,
+      decodeModel: this.#config.routerDecodeModel,
+      tbtSloS: this.#config.sloTbtS,
+    });
     if (!verdict.local) return false;
     const predictedS = estimateTtft(
       { promptTokens: prompt, poolPrefixTokens: 0 },

@@ -103,3 +103,31 @@ Deno.test("predicted: a local verdict past the threshold always has the smaller 
     else assert(verdict.localTtftS! > verdict.remoteTtftS!);
   }
 });
+
+Deno.test("with a TBT SLO, a decoding instance prefills locally only when the pause fits the SLO", () => {
+  // 800 uncached tokens on a 9k prompt: ~0.1 s of prefill, past a 50 ms TBT SLO.
+  const inputs = { promptTokens: 9000, remoteTtftS: 30 };
+  const guarded = { ...options("predicted"), tbtSloS: 0.05 };
+  const stalled = decideLocalPrefill(
+    { ...inputs, decode: decode({ localPrefixTokens: 8200 }) },
+    guarded,
+  );
+  assertEquals([stalled.local, stalled.reason], [false, "decode_stall"]);
+  assert(stalled.stallS! > 0.05, `pause ${stalled.stallS}`);
+  const threshold = decideLocalPrefill(
+    { ...inputs, decode: decode({ localPrefixTokens: 8200 }) },
+    { ...guarded, mode: "threshold" },
+  );
+  assertEquals(threshold.reason, "decode_stall", "the simple mode is guarded too");
+  // A looser SLO, or an instance with nothing running, takes it.
+  const loose = decideLocalPrefill(
+    { ...inputs, decode: decode({ localPrefixTokens: 8200 }) },
+    { ...guarded, tbtSloS: 5 },
+  );
+  assertEquals([loose.local, loose.reason], [true, "short_suffix"]);
+  const idle = decideLocalPrefill(
+    { ...inputs, decode: decode({ localPrefixTokens: 8200, runningRequests: 0 }) },
+    guarded,
+  );
+  assertEquals([idle.local, idle.reason], [true, "short_suffix"]);
+});

@@ -108,8 +108,8 @@ const TEXT = await Deno.readTextFile(new URL("../data/conversation_trace.jsonl",
 const SLICE = parseMooncakeTrace(TEXT, { limit: 1000 });
 const TOPOLOGY = { kind: "pd" as const, prefill: 3, decode: 2 };
 
-function replay(admission: PdAdmission, localPrefill?: LocalPrefillSetting) {
-  const cfg = config(SLICE);
+function replay(admission: PdAdmission, localPrefill?: LocalPrefillSetting, sloTbtS = 0.05) {
+  const cfg = { ...config(SLICE), sloTbtS };
   const run = { label: "x", policy: "mooncake_ttft", topology: TOPOLOGY, admission, localPrefill };
   const result = simulatePd(SLICE, cfg, run);
   return { result, summary: summarizePd(result, cfg.sloTtftS, cfg.sloTbtS) };
@@ -197,8 +197,20 @@ Deno.test("threshold: a short uncached suffix on the decode instance is prefille
   }
 });
 
+Deno.test("the TBT guard: under a tight TBT SLO decoding instances take fewer local prefills", () => {
+  const setting = { mode: "threshold", maxTokens: 1000 } as const;
+  const loose = replay("early", setting, 1).result;
+  const tight = replay("early", setting, 0.05).result;
+  assert(loose.localPrefills > 0, "a loose SLO leaves room for local prefills");
+  assert(
+    tight.localPrefills < loose.localPrefills,
+    `${tight.localPrefills} < ${loose.localPrefills}`,
+  );
+});
+
 Deno.test("--local-prefill runs report local prefills, goodput and wasted prefill tokens", () => {
-  const { summary } = replay("baseline", { mode: "threshold", maxTokens: 1000 });
+  // A TBT SLO loose enough that the guard lets local prefills through.
+  const { summary } = replay("baseline", { mode: "threshold", maxTokens: 1000 }, 1);
   const local = summary.localPrefill!;
   assertEquals(local.mode, "threshold");
   assert(local.localPrefills > 0);
