@@ -310,7 +310,15 @@ function createApp(parts: RouterParts, deps: RouterDeps): Hono {
   app.route("/", healthRoutes(registry, gateway.shutdown));
   app.route("/", metricsRoutes(parts.metrics));
   app.route("/", openaiRoutes(gateway, registry));
-  app.route("/", dashboardRoutes(registry, { ...parts, wallNow: deps.wallNow, now: deps.now }));
+  app.route(
+    "/",
+    dashboardRoutes(registry, {
+      ...parts,
+      queueLengths: () => gateway.queueLengths(),
+      wallNow: deps.wallNow,
+      now: deps.now,
+    }),
+  );
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
     return openAIError(404, `No route for ${c.req.method} ${path}`, { code: "not_found" });

@@ -25,6 +25,8 @@ export interface DashboardRouteOptions {
   /** Per-instance traffic totals and the TTFT timeline, observers the gateway was given. */
   traffic: DashboardTraffic;
   timeline: TtftTimeline;
+  /** Requests waiting in each model's flow-control queue, per band (the gateway's). */
+  queueLengths?: () => ReadonlyMap<string, ReadonlyMap<number, number>>;
   /** The live A/B arms per model (the page's header shows them instead of the one policy). */
   arms?: { get(model: string): LiveExperiment | undefined };
   /** Wall-clock ms (default Date.now) and monotonic ms (default performance.now). */
@@ -58,7 +60,7 @@ const PAGE_HEADERS = {
  */
 export function dashboardRoutes(models: ModelRegistry, options: DashboardRouteOptions): Hono {
   const sources: DashboardSources = {
-    models: () => dashboardModels(models, options.arms),
+    models: () => dashboardModels(models, options.arms, options.queueLengths?.()),
     traffic: options.traffic,
     timeline: options.timeline,
     decisions: options.decisions,
@@ -102,6 +104,7 @@ export function dashboardRoutes(models: ModelRegistry, options: DashboardRouteOp
 function dashboardModels(
   models: ModelRegistry,
   arms: DashboardRouteOptions["arms"],
+  queues: ReadonlyMap<string, ReadonlyMap<number, number>> | undefined,
 ): DashboardModelInput[] {
   return models.runtimes().map((runtime) => {
     const instances = runtime.cluster.status();
@@ -115,6 +118,7 @@ function dashboardModels(
         ? { url: runtime.store.url, health: runtime.store.health.snapshot() }
         : undefined,
       predictedIndexKeys: runtime.predicted?.size ?? 0,
+      queue: queues?.get(runtime.config.name),
       kvAgreement: Object.fromEntries(
         instances.map((s) => [s.id, runtime.agreement.snapshot(s.id)]),
       ),

@@ -111,8 +111,9 @@ function modelCard(doc, model, ttft) {
       `tokenizer ${model.tokenizer} · ` +
       `${totals.healthyInstances}/${model.instances.length} healthy · ` +
       `${formatInteger(totals.requests)} requests · predicted hit ratio ` +
-      formatRatio(totals.predictedHitRatio),
+      formatRatio(totals.predictedHitRatio) + " · ",
     ]),
+    queueBadge(doc, model.queue),
   ]);
   const left = h(doc, "div", {}, [
     h(doc, "h3", {}, ["TTFT per arm (p50 solid, p90 dashed, p99 dotted)"]),
@@ -130,6 +131,22 @@ function modelCard(doc, model, ttft) {
     h(doc, "div", { class: "scroll" }, [instancesTable(doc, model)]),
     h(doc, "div", { class: "grid" }, [left, right]),
   ]);
+}
+
+/**
+ * Requests waiting in the model's flow-control queue, each band's count in the title.
+ * @param {Document} doc
+ * @param {{waiting: number, bands: {priority: number, waiting: number}[]} | undefined} data
+ */
+function queueBadge(doc, data) {
+  const queue = data ?? { waiting: 0, bands: [] };
+  const bands = queue.bands.map((b) => `band ${b.priority}: ${formatInteger(b.waiting)}`);
+  return h(doc, "span", {
+    class: queue.waiting > 0 ? "queue waiting" : "queue muted",
+    "data-field": "queued",
+    "data-value": queue.waiting,
+    title: bands.length > 0 ? bands.join(", ") : "nobody waits in the flow-control queue",
+  }, [`${formatInteger(queue.waiting)} queued`]);
 }
 
 /**

@@ -27,6 +27,14 @@ export interface DashboardModelInput {
     key: string;
     arms: { name: string; policy: string; weight: number }[];
   };
+  /** Requests waiting in its flow-control queue, per band (absent or empty: none). */
+  queue?: ReadonlyMap<number, number>;
+}
+
+/** A model's flow-control queue on the page: who waits now, by band (most urgent first). */
+export interface DashboardQueue {
+  waiting: number;
+  bands: { priority: number; waiting: number }[];
 }
 
 export interface DashboardInput {
@@ -114,6 +122,7 @@ export interface DashboardModel {
   store: DashboardStore | null;
   predictedIndexKeys: number;
   instances: DashboardInstance[];
+  queue: DashboardQueue;
   totals: {
     requests: number;
     promptTokens: number;
@@ -151,6 +160,7 @@ export function assembleDashboardData(input: DashboardInput): DashboardData {
       store: model.store ? dashboardStore(model.store, input.nowMs) : null,
       predictedIndexKeys: model.predictedIndexKeys,
       instances,
+      queue: dashboardQueue(model.queue),
       totals: {
         requests: sum(instances, (i) => i.requests),
         promptTokens,
@@ -161,6 +171,13 @@ export function assembleDashboardData(input: DashboardInput): DashboardData {
     };
   });
   return { generatedAt: input.wallNowMs, models, ttft: input.ttft, decisions: input.decisions };
+}
+
+function dashboardQueue(lengths: ReadonlyMap<number, number> | undefined): DashboardQueue {
+  const bands = [...(lengths ?? new Map<number, number>())]
+    .map(([priority, waiting]) => ({ priority, waiting }))
+    .sort((a, b) => a.priority - b.priority);
+  return { waiting: sum(bands, (b) => b.waiting), bands };
 }
 
 function dashboardInstance(

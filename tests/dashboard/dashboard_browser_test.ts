@@ -95,6 +95,7 @@ function hostileData() {
       tokenizer: tag(3),
       totals: { healthyInstances: 1, requests: 0, predictedHitRatio: null },
       predictedIndexKeys: 0,
+      queue: { waiting: 2, bands: [{ priority: -1, waiting: 2 }] },
       store: {
         state: tag(4),
         url: tag(5),
@@ -470,6 +471,7 @@ testNeeding(
             // Without an experiment the header names the model's one policy.
             policy: document.querySelector('[data-model] h2 [data-field="policy"]')?.dataset.value,
             experiment: document.querySelectorAll('[data-field="experiment"]').length,
+            queued: document.querySelector('[data-model] h2 [data-field="queued"]')?.textContent,
           };
         }, hostileData());
         assertEquals(escaped, {
@@ -477,6 +479,7 @@ testNeeding(
           shown: true,
           policy: "<img src=x id=pwned2>",
           experiment: 0,
+          queued: "2 queued",
         });
 
         const png = await Deno.readFile(target);

@@ -81,6 +81,8 @@ Deno.test("a request admission refuses waits in the queue and reaches the engine
     assert(!held.t.engines[0].stats.requests.some((r) => firstToken(r.body) === 9_000));
     const metrics = await (await fetch(`${held.t.url}/metrics`)).text();
     assertMatch(metrics, new RegExp(`tidegate_queue_waiting\\{model="${MODEL}",priority="0"\\} 1`));
+    const page = await (await fetch(`${held.t.url}/dashboard/data`)).json();
+    assertEquals(page.models[0].queue, { waiting: 1, bands: [{ priority: 0, waiting: 1 }] });
     held.holders[0].abort(); // 0.2 s queued + 0.1 s fits the 0.35 s SLO
     await waiter.reached;
     assertEquals(waiting(held), 0);

@@ -214,3 +214,16 @@ Deno.test("assembleDashboardData() carries a running experiment's arms with thei
     ],
   });
 });
+
+Deno.test("assembleDashboardData() shows the flow-control queue by band, most urgent first; none when nobody waits", () => {
+  const base = input();
+  const queued = assembleDashboardData({
+    ...base,
+    models: [{ ...base.models[0], queue: new Map([[5, 3], [-1, 2]]) }],
+  });
+  assertEquals(queued.models[0].queue, {
+    waiting: 5,
+    bands: [{ priority: -1, waiting: 2 }, { priority: 5, waiting: 3 }],
+  });
+  assertEquals(assembleDashboardData(base).models[0].queue, { waiting: 0, bands: [] });
+});
