@@ -22,6 +22,10 @@ import {
   simulate,
 } from "../src/sim/simulator.ts";
 import { type PolicySummary, summarize } from "../src/sim/summary.ts";
+import { DEFAULT_BANDS, parseBandShares } from "../src/sim/sim_bands.ts";
+import { DEFAULT_SIM_QUEUE } from "../src/sim/sim_queue.ts";
+import { queueReport } from "../src/sim/queue_report.ts";
+import { queueMarkdown } from "../src/sim/queue_markdown.ts";
 import { parseMooncakeTrace, type TraceRequest } from "../src/sim/trace.ts";
 import { generateWorkload, parseWorkloadSpec, type WorkloadSpec } from "../src/sim/workloads.ts";
 
@@ -41,7 +45,8 @@ Usage: deno task sim --trace FILE [options]
                              random,least_load,cache_aware,mooncake_ttft); names: ${
   POLICY_NAMES.join(", ")
 }
-  --admission MODE           default admission for NAME without one: off | ttft | load (default off)
+  --admission MODE           default admission for NAME without one: off | ttft | load | queue
+                             (default off; queue: what ttft refuses waits, docs/sim/queue/)
   --instances N              prefill instances (default 16)
   --speed X                  arrival-rate multiplier (default 1)
   --limit N                  replay only the first N requests
@@ -61,6 +66,11 @@ Usage: deno task sim --trace FILE [options]
   --decode-instances N       also simulate N decode instances (default 0: prefill only)
   --load-threshold-tokens N  load admission baseline (default: tokens the model prefills in the SLO)
   --load-filter-tokens N     Llumnix load filter for cache_aware / kv_hit_len (default off)
+  --queue-ttl S              seconds a request may wait in the queue (default 30)
+  --queue-max-requests N     requests the queue holds (default 256)
+  --queue-max-prompt-tokens N prompt tokens the queue holds (default 2000000)
+  --bands SHARES             share of requests per priority band, band 0 first (default 0.2,0.8)
+  --tenants N                tenants per band, equal weights (default 4)
   --experiment FILE          A/B experiment (JSON: the config's "experiment" object): split the
                              trace between its arms on one cluster and print the per-arm report
                              and verdict (experiment.json in --out); runs instead of --policies
@@ -184,6 +194,7 @@ function runPolicies(
     const summary = summarize(result, config.sloTtftS);
     summaries[run.label] = summary;
     results.push(result);
+    printQueueLine(run, result, config.sloTtftS);
     console.log(
       `${run.label.padEnd(28)} mean ${summary.meanTtftS.toFixed(2)} s  p90 ${
         summary.p90TtftS.toFixed(2)
@@ -195,6 +206,19 @@ function runPolicies(
     );
   }
   return { summaries, results };
+}
+
+/** With the queue: goodput, waits and expiries (printed before the run's usual line). */
+function printQueueLine(run: PolicyRun, result: SimResult, sloTtftS: number): void {
+  if (run.admission !== "queue") return;
+  const q = queueReport(result, sloTtftS);
+  const bands = q.bands.map((b) =>
+    `band ${b.band} max wait ${Number.isNaN(b.maxWaitS) ? "-" : b.maxWaitS.toFixed(1)} s`
+  );
+  console.log(
+    `${run.label.padEnd(28)} goodput ${q.goodputRps.toFixed(3)} req/s  queued ${q.queued}  ` +
+      `expired ${q.expired}  full ${q.rejectedByReason["queue_full"] ?? 0}  ${bands.join(", ")}`,
+  );
 }
 
 /** Splits the trace between the experiment's arms on one cluster; prints and writes the report. */
@@ -256,6 +280,18 @@ function settingsTable(
     heterogeneity: config.heterogeneity,
     "decode instances": config.decodeInstances,
     "load admission threshold (tokens)": config.loadThresholdTokens,
+    ...(options.runs.some((run) => run.admission === "queue") ? queueSettings(config) : {}),
+  };
+}
+
+function queueSettings(config: SimConfig): Settings {
+  const queue = config.queue ?? DEFAULT_SIM_QUEUE;
+  const bands = config.bands ?? DEFAULT_BANDS;
+  return {
+    "queue TTL (s)": queue.ttlS,
+    "queue bounds (requests, prompt tokens)": `${queue.maxRequests}, ${queue.maxPromptTokens}`,
+    "band shares": bands.shares.join(", "),
+    "tenants per band": bands.tenants,
   };
 }
 
@@ -274,6 +310,7 @@ async function writeResults(
     exampleDecisions: Object.fromEntries(results.map((r) => [r.label, r.exampleDecision])),
   };
   await Deno.writeTextFile(`${out}/results.json`, JSON.stringify(json, rounded, 2) + "\n");
+  if (results.some((r) => r.admission === "queue")) await writeQueue(out, results, config, command);
   await Deno.writeTextFile(`${out}/results.md`, resultsMarkdown(summaries, { command, settings }));
   await Deno.writeTextFile(
     `${out}/ttft_cdf.svg`,
@@ -292,6 +329,32 @@ async function writeResults(
     `${out}/instance_load.svg`,
     instanceLoadSvg(results.map((r) => ({ label: r.label, ...r.timeline }))),
   );
+}
+
+/** queue.json and queue.md: every run's goodput, waits and bands, for comparison. */
+async function writeQueue(
+  out: string,
+  results: readonly SimResult[],
+  config: SimConfig,
+  command: string,
+): Promise<void> {
+  const reports = Object.fromEntries(
+    results.map((r) => [r.label, queueReport(r, config.sloTtftS)]),
+  );
+  await Deno.writeTextFile(
+    `${out}/queue.json`,
+    JSON.stringify({ command, runs: reports }, rounded, 2) + "\n",
+  );
+  const text = [
+    "# Flow-control queue",
+    "",
+    "```sh",
+    command,
+    "```",
+    "",
+    queueMarkdown(reports, config.sloTtftS),
+  ];
+  await Deno.writeTextFile(`${out}/queue.md`, text.join("\n"));
 }
 
 function parseArgs(args: string[]): CliOptions | "help" {
@@ -317,8 +380,8 @@ function parseArgs(args: string[]): CliOptions | "help" {
     problems.push((error as Error).message);
   }
   const admission = (values.get("admission") ?? "off") as AdmissionMode;
-  if (!["off", "ttft", "load"].includes(admission)) {
-    problems.push(`--admission must be off, ttft or load`);
+  if (!ADMISSION_MODES.includes(admission)) {
+    problems.push(`--admission must be off, ttft, load or queue`);
   }
   const kvPool = (values.get("kv-pool") ?? "planned") as KvPoolMode;
   if (!["planned", "always", "off"].includes(kvPool)) {
@@ -381,8 +444,20 @@ function numberReader(values: ReadonlyMap<string, string>, problems: string[]): 
   };
 }
 
+const ADMISSION_MODES: readonly AdmissionMode[] = ["off", "ttft", "load", "queue"];
 const positive = (v: number) => v > 0;
 const count = (v: number) => Number.isInteger(v) && v >= 1;
+
+/** `--bands 0.2,0.8`, or the default split; a bad value is reported through `num`'s problems. */
+function bandShares(raw: string | undefined, num: NumberReader): number[] {
+  if (raw === undefined) return [...DEFAULT_BANDS.shares];
+  try {
+    return parseBandShares(raw);
+  } catch {
+    num("bands", 0, () => false, "positive shares like 0.2,0.8");
+    return [...DEFAULT_BANDS.shares];
+  }
+}
 
 /** `--prefill-model a,b[,r[,c]]`, or the Mooncake model when absent or invalid. */
 function parsePrefillModel(raw: string | undefined, problems: string[]): PrefillModelCoefficients {
@@ -409,8 +484,8 @@ function parseRuns(policies: string, admission: AdmissionMode, problems: string[
       problems.push(`unknown policy "${policy}" (valid: ${POLICY_NAMES.join(", ")})`);
       continue;
     }
-    if (!["off", "ttft", "load"].includes(mode)) {
-      problems.push(`"${spec}": admission must be off, ttft or load`);
+    if (!ADMISSION_MODES.includes(mode as AdmissionMode)) {
+      problems.push(`"${spec}": admission must be off, ttft, load or queue`);
     }
     if (threshold !== undefined && !(Number(threshold) > 0)) {
       problems.push(`"${spec}": threshold must be positive`);
@@ -466,6 +541,25 @@ function simConfigOf(
       ? undefined
       : num("load-filter-tokens", 0, positive, "a positive number"),
     timelinePoints: 200,
+    queue: {
+      ttlS: num("queue-ttl", DEFAULT_SIM_QUEUE.ttlS, positive, "a positive number"),
+      maxRequests: num(
+        "queue-max-requests",
+        DEFAULT_SIM_QUEUE.maxRequests,
+        count,
+        "a positive integer",
+      ),
+      maxPromptTokens: num(
+        "queue-max-prompt-tokens",
+        DEFAULT_SIM_QUEUE.maxPromptTokens,
+        count,
+        "a positive integer",
+      ),
+    },
+    bands: {
+      shares: bandShares(values.get("bands"), num),
+      tenants: num("tenants", DEFAULT_BANDS.tenants, count, "a positive integer"),
+    },
   };
 }
 

@@ -14,6 +14,8 @@ import { EventQueue } from "./event_queue.ts";
 import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { newPrefillJob, type PrefillJob, SimPrefillEngine } from "./prefill_engine.ts";
 import { seededRandom } from "./rng.ts";
+import { assignBands, type BandAssignment, type BandSpec, DEFAULT_BANDS } from "./sim_bands.ts";
+import { DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
 import type { TraceRequest } from "./trace.ts";
 
 /**
@@ -29,7 +31,8 @@ export type KvPoolMode = "planned" | "always" | "off";
 export function poolUseOf(mode: KvPoolMode): PoolUse {
   return mode === "off" ? "never" : mode;
 }
-export type AdmissionMode = "off" | "ttft" | "load";
+/** `queue`: what `ttft` would refuse waits in the flow-control queue (src/sim/sim_queue.ts). */
+export type AdmissionMode = "off" | "ttft" | "load" | "queue";
 
 export interface SimConfig {
   instances: number;
@@ -60,6 +63,10 @@ export interface SimConfig {
   loadFilterTokens?: number;
   /** Points of the per-instance load timeline. */
   timelinePoints: number;
+  /** The `queue` admission's TTL and bounds (default: the router's). */
+  queue?: SimQueueConfig;
+  /** Priority bands and tenants of the requests (default: 20% band 0, 80% band 1, 4 tenants). */
+  bands?: BandSpec;
 }
 
 export interface PolicyRun {
@@ -90,6 +97,13 @@ export interface SimResult {
   transferTokens: Float64Array;
   /** Index into `instanceNames`, −1 when rejected. */
   instance: Int32Array;
+  /** Per request: its priority band and tenant (src/sim/sim_bands.ts). */
+  band: Int32Array;
+  tenant: Int32Array;
+  /** Per request: seconds waited in the flow-control queue; NaN when it never waited. */
+  queueWaitS: Float64Array;
+  /** Last arrival − first arrival (the span goodput is measured over). */
+  arrivalSpanS: number;
   rejectedByReason: Record<string, number>;
   /** Sampled every `timeline.periodS`: waiting prefill tokens per instance (router's account). */
   timeline: { periodS: number; waitingTokens: number[][] };
@@ -100,7 +114,18 @@ export interface SimResult {
   endS: number;
 }
 
-type SimEvent = { kind: "prefill"; engine: number } | { kind: "decode"; engine: number };
+type SimEvent =
+  | { kind: "prefill"; engine: number }
+  | { kind: "decode"; engine: number }
+  | { kind: "recheck" };
+
+/** A request's plan: the decision, its candidates and the predicted TTFT from now. */
+interface Plan {
+  choice: ReturnType<typeof choosePrefill>;
+  candidates: Candidate[];
+  chosenId: string;
+  predicted: number;
+}
 
 /** Replays `trace` through one policy on a simulated cluster. Deterministic for a seed. */
 export function simulate(
@@ -132,7 +157,12 @@ class ClusterReplay {
   readonly #events = new EventQueue<SimEvent>();
   readonly #lastArrival: number;
   readonly #periodS: number;
+  readonly #bands: BandAssignment;
+  /** Only with the `queue` admission. */
+  readonly #queue?: SimQueue;
   #nowS = 0;
+  /** The last arrival or engine event (a stale TTL recheck does not end the run). */
+  #endS = 0;
   #nextSampleS = 0;
   #sequence = 0;
 
@@ -170,6 +200,11 @@ class ClusterReplay {
     this.#lastArrival = n > 0 ? this.#arrivalS[n - 1] : 0;
     this.#periodS = Math.max(this.#lastArrival / Math.max(1, config.timelinePoints), 1e-3);
     this.#result = emptyResult(n, run, names, this.#periodS);
+    this.#bands = assignBands(n, config.bands ?? DEFAULT_BANDS, config.seed);
+    this.#result.band = this.#bands.band;
+    this.#result.tenant = this.#bands.tenant;
+    this.#result.arrivalSpanS = n > 0 ? this.#lastArrival - this.#arrivalS[0] : 0;
+    if (run.admission === "queue") this.#queue = new SimQueue(n, config.queue ?? DEFAULT_SIM_QUEUE);
   }
 
   /** Runs arrivals and engine events in time order to the end; returns the results. */
@@ -185,15 +220,20 @@ class ClusterReplay {
       if (eventS <= arriveS) {
         const event = events.pop()!;
         this.#nowS = event.time;
-        if (event.value.kind === "prefill") this.#prefillDone(event.value.engine);
-        else this.#decodeDone(event.value.engine);
+        if (event.value.kind === "recheck") this.#pumpQueue();
+        else {
+          this.#endS = this.#nowS;
+          if (event.value.kind === "prefill") this.#prefillDone(event.value.engine);
+          else this.#decodeDone(event.value.engine);
+        }
       } else {
-        this.#nowS = arriveS;
-        this.#dispatch(next++);
+        this.#nowS = this.#endS = arriveS;
+        this.#arrive(next++);
       }
     }
     const result = this.#result;
-    result.endS = this.#nowS;
+    result.endS = this.#endS;
+    if (this.#queue) this.#queueResults(this.#queue);
     result.busyS = this.#engines.map((e) => e.busyS);
     result.evictions = this.#engines.reduce((sum, e) => sum + e.cache.evictions, 0);
     return result;
@@ -218,8 +258,54 @@ class ClusterReplay {
     }
   }
 
-  /** Request `i` arrives: lookup, plan, admit, then queue it on the chosen instance. */
-  #dispatch(i: number): void {
+  /** Request `i` arrives: plan and admit it, then send it, queue it or refuse it. */
+  #arrive(i: number): void {
+    const plan = this.#plan(i);
+    const verdict = this.#admit(plan.predicted, plan.chosenId, plan.candidates);
+    if (this.#queue) return this.#arriveQueued(this.#queue, i, plan, !verdict.admit);
+    if (!verdict.admit) return this.#reject(verdict.reason);
+    this.#start(i, plan);
+  }
+
+  /** With the queue: refused (429) or behind someone at least as urgent, request `i` waits. */
+  #arriveQueued(queue: SimQueue, i: number, plan: Plan, refused: boolean): void {
+    const priority = this.#bands.band[i];
+    if (!queue.mustWait(priority, refused)) return this.#start(i, plan);
+    const deadline = queue.push({
+      index: i,
+      priority,
+      tenant: `tenant-${this.#bands.tenant[i]}`,
+      promptTokens: this.#trace[i].inputLength,
+    }, this.#nowS);
+    if (deadline === undefined) return this.#reject("queue_full");
+    this.#events.push(deadline, { kind: "recheck" });
+    // The router re-plans within recheckMs of a join; nothing else moves meanwhile here.
+    this.#pumpQueue();
+  }
+
+  /** Re-plans the queue's head (from scratch: lookup, policy, admission) while it fits. */
+  #pumpQueue(): void {
+    this.#queue?.pump(this.#nowS, (i) => {
+      const plan = this.#plan(i);
+      if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
+      this.#start(i, plan);
+      return true;
+    });
+  }
+
+  #reject(reason: string): void {
+    const rejected = this.#result.rejectedByReason;
+    rejected[reason] = (rejected[reason] ?? 0) + 1;
+  }
+
+  /** The queue's waits, and its expiries as 429s. */
+  #queueResults(queue: SimQueue): void {
+    this.#result.queueWaitS = queue.waitS;
+    for (const _ of queue.expired) this.#reject("queue_expired");
+  }
+
+  /** Lookup and policy for request `i` now. */
+  #plan(i: number): Plan {
     const config = this.#config;
     const result = this.#result;
     const request = this.#trace[i];
@@ -243,21 +329,25 @@ class ClusterReplay {
       result.exampleDecision === undefined && i >= this.#trace.length / 2 &&
       scheduleRequest.poolPrefixTokens > 0 && candidates.some((c) => c.waitingPrefillTokens > 0)
     ) result.exampleDecision = decision;
-    const chosenId = decision.ranking[0];
-    const k = this.#indexOf.get(chosenId)!;
-    const usePool = choice.usePool;
-    const predicted = choice.predictedTtftS!;
-    result.predictedTtftS[i] = predicted;
+    return { choice, candidates, chosenId: decision.ranking[0], predicted: choice.predictedTtftS! };
+  }
 
-    const verdict = this.#admit(predicted, chosenId, candidates);
-    if (!verdict.admit) {
-      result.rejectedByReason[verdict.reason] = (result.rejectedByReason[verdict.reason] ?? 0) + 1;
-      return;
-    }
+  /** Sends request `i` to its planned instance: a lease, then the engine's queue. */
+  #start(i: number, plan: Plan): void {
+    const result = this.#result;
+    const request = this.#trace[i];
+    const k = this.#indexOf.get(plan.chosenId)!;
+    // The client's prediction: any time it already waited, then the planned TTFT.
+    result.predictedTtftS[i] = (this.#nowS - this.#arrivalS[i]) + plan.predicted;
     // account: the uncomputed tokens the router expects, released at the first token.
-    this.#leases[i] = this.#account.lease(chosenId, prompt - choice.reusedTokens);
+    this.#leases[i] = this.#account.lease(
+      plan.chosenId,
+      request.inputLength - plan.choice.reusedTokens,
+    );
     result.instance[i] = k;
-    this.#engines[k].enqueue(newPrefillJob(i, prompt, request.hashIds, usePool));
+    this.#engines[k].enqueue(
+      newPrefillJob(i, request.inputLength, request.hashIds, plan.choice.usePool),
+    );
     this.#startPrefill(k);
   }
 
@@ -286,7 +376,7 @@ class ClusterReplay {
   /** The run's admission mode applied to the planned dispatch. */
   #admit(predicted: number, chosenId: string, candidates: Candidate[]): AdmissionVerdict {
     const config = this.#config;
-    if (this.#run.admission === "ttft") {
+    if (this.#run.admission === "ttft" || this.#run.admission === "queue") {
       return admit({
         predictedTtftS: predicted,
         predictedTbtS: this.#decoders.length > 0
@@ -308,6 +398,8 @@ class ClusterReplay {
   #prefillDone(engine: number): void {
     for (const job of this.#engines[engine].finishIteration()) this.#finishPrefill(engine, job);
     this.#startPrefill(engine);
+    // Capacity freed: the router wakes the queue whenever a request ends.
+    this.#pumpQueue();
   }
 
   #decodeDone(engine: number): void {
@@ -412,6 +504,10 @@ function emptyResult(
     reusedTokens: new Float64Array(n),
     transferTokens: new Float64Array(n),
     instance: new Int32Array(n).fill(-1),
+    band: new Int32Array(n),
+    tenant: new Int32Array(n),
+    queueWaitS: new Float64Array(n).fill(NaN),
+    arrivalSpanS: 0,
     rejectedByReason: {},
     timeline: { periodS, waitingTokens: names.map(() => []) },
     busyS: [],
