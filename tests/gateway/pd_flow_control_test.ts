@@ -1,0 +1,64 @@
+/**
+ * The flow-control queue on a disaggregated model: a request the P/D admission refuses (the
+ * prefill side's predicted TTFT over the SLO) waits, holding no reservation on either side, and
+ * goes through a prefill and a decode instance once a prefill frees.
+ */
+import { assertEquals } from "../assert.ts";
+import { range } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { MODEL, startPdCluster } from "../support/pd_cluster.ts";
+
+Deno.test("P/D: a refused request waits in the queue and is prefilled and decoded once a prefill frees", async () => {
+  const t = await startPdCluster("vllm-nixl", {
+    policy: "mooncake_ttft",
+    kv: { store: "none" },
+    prefillModel: { linear: 1, quadratic: 0, constant: 0 },
+    slo: { ttftS: 0.35, admission: true, queue: { enabled: true } },
+  });
+  const clients: AbortController[] = [];
+  const send = (first: number) => {
+    const abort = new AbortController();
+    clients.push(abort);
+    const response = fetch(`${t.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, prompt: range(first, 100), max_tokens: 2 }),
+      signal: abort.signal,
+    });
+    response.catch(() => {});
+    return { abort, response };
+  };
+  const onPrefill = () => t.prefill.reduce((n, e) => n + e.stats.requests.length, 0);
+  const waiting = () =>
+    [...(t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])].reduce((a, b) => a + b, 0);
+  try {
+    for (const engine of t.prefill) await engine.setFailure("hang", { allEndpoints: false });
+    // Three 100-token prefills per prefill instance: 0.3 s queued on each, the next does not fit.
+    const holders = [];
+    for (let i = 0; i < 6; i++) {
+      holders.push(send(1_000 * (i + 1)));
+      await eventually(() => onPrefill() === i + 1, 10_000, `prefill ${i + 1} sent`);
+    }
+    const waiter = send(50_000);
+    await eventually(() => waiting() === 1, 5_000, "the seventh waits");
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
+    const decodeLoad = () =>
+      t.decode.reduce(
+        (n, e) => n + account.load(e.id).prefillRequests + account.load(e.id).decodeRequests,
+        0,
+      );
+    assertEquals(decodeLoad(), 6, "the six holders' decode reservations, none for the waiter");
+    for (const engine of t.prefill) await engine.setFailure("none");
+    holders[0].abort.abort();
+    const answer = await waiter.response;
+    assertEquals(answer.status, 200, await answer.clone().text());
+    const body = await answer.json();
+    assertEquals(body.object, "text_completion");
+    assertEquals(answer.headers.get("x-tidegate-prefill-instance")?.startsWith("p"), true);
+    assertEquals(answer.headers.get("x-tidegate-instance")?.startsWith("d"), true);
+  } finally {
+    for (const client of clients) client.abort();
+    await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
+    await t.close();
+  }
+});
