@@ -10,6 +10,8 @@ export interface BandSpec {
   shares: readonly number[];
   /** Tenants, equally likely and equally weighted, inside every band. */
   tenants: number;
+  /** Given bands per request instead of drawn ones (tests; a trace that carries them). */
+  priorities?: readonly number[];
 }
 
 /** 20% interactive (band 0), 80% batch (band 1), four tenants. */
@@ -27,7 +29,8 @@ export function assignBands(n: number, spec: BandSpec, seed: number): BandAssign
   const band = new Int32Array(n);
   const tenant = new Int32Array(n);
   for (let i = 0; i < n; i++) {
-    band[i] = pickBand(spec.shares, random() * total);
+    const drawn = pickBand(spec.shares, random() * total);
+    band[i] = spec.priorities?.[i] ?? drawn;
     tenant[i] = Math.min(spec.tenants - 1, Math.floor(random() * spec.tenants));
   }
   return { band, tenant };

@@ -85,7 +85,8 @@ export class SimQueue {
 
   #expire(entry: FlowEntry<number>, nowS: number): void {
     this.#queue.remove(entry);
-    this.waitS[entry.item] = nowS - entry.enqueuedAt;
+    // Expired at its deadline: it waited the TTL (the subtraction could round past it).
+    this.waitS[entry.item] = Math.min(nowS - entry.enqueuedAt, this.#ttlS);
     this.expired.push(entry.item);
   }
 }
