@@ -111,6 +111,8 @@ interface InFlight {
   selection?: ArmSelection;
   /** Its band in the flow-control queue, once planned on a model that queues. */
   priority?: number;
+  /** Its wait in the queue ended: a re-plan still under way must not take anything. */
+  queueSettled?: boolean;
 }
 
 const NO_TRACE: RequestTrace = {
@@ -539,6 +541,9 @@ export class Gateway {
       signal: flight.client.signal,
       replan: () => this.#replan(flight, parsed, prepared, context),
     });
+    flight.queueSettled = true;
+    // A re-plan that was admitted as the wait ended otherwise (drained, left) holds nothing.
+    if (outcome.kind !== "admitted") this.#release(flight);
     const ended = this.#deps.now();
     const waitedS = (ended - started) / 1000;
     const record = { priority: flight.priority!, waitedS, result: outcome.kind };
@@ -604,7 +609,7 @@ export class Gateway {
     const planned = runtime === prepared.runtime
       ? await decideDispatch(prepared, parsed, again)
       : await planDispatch(runtime, parsed, again);
-    if (!planned.plan.admission.admit || flight.client.signal?.aborted) {
+    if (!planned.plan.admission.admit || flight.client.signal?.aborted || flight.queueSettled) {
       planned.reservation?.cancel();
       planned.decodeReservation?.cancel();
       return false;

@@ -19,7 +19,6 @@ function settings(queue: Record<string, unknown> = {}) {
   return {
     prefillModel: { linear: 1, quadratic: 0, constant: 0 },
     slo: { ttftS: 0.35, admission: true, queue: { enabled: true, ttlS: 30, ...queue } },
-    kv: { store: "none" },
   };
 }
 
@@ -32,8 +31,14 @@ interface Held {
 }
 
 /** A cluster whose one engine hangs, with three 100-token requests on it: a fourth does not fit. */
-async function saturated(queue: Record<string, unknown> = {}, top = {}): Promise<Held> {
-  const t = await startTestCluster({ engines: 1, model: settings(queue), top });
+async function saturated(
+  queue: Record<string, unknown> = {},
+  top = {},
+  kv?: Record<string, unknown>,
+): Promise<Held> {
+  // Without a store unless `kv` asks for the harness's (fake) Mooncake master.
+  const model = kv ? settings(queue) : { ...settings(queue), kv: { store: "none" } };
+  const t = await startTestCluster({ engines: 1, model, top, kv });
   const held: Held = { t, holders: [], clients: [] };
   await t.engines[0].setFailure("hang", { allEndpoints: false });
   for (let i = 0; i < 3; i++) {
@@ -264,6 +269,34 @@ Deno.test("a reload keeps who waits in place, and the new queue bounds apply to 
     assertEquals((await full.json()).error.code, "queue_full");
     held.holders[0].abort();
     await waiter.reached;
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("a re-plan still looking the store up when draining ends the wait takes no reservation", async () => {
+  // The store answers, slowly: the head's re-plan is under way when the drain begins.
+  const held = await saturated({}, {}, { timeoutMs: 20_000 });
+  try {
+    const { response } = send(held, range(9_000, 100));
+    await eventually(() => waiting(held) === 1, 10_000, "it waits");
+    const runtime = held.t.router.registry.runtime(MODEL)!;
+    held.t.master.setDelayMs(1_500);
+    await held.t.master.setMode("slow");
+    const asked = held.t.master.count;
+    const answered = runtime.store!.health.snapshot().successes;
+    held.holders[0].abort(); // the wait's head is planned again, and would now be admitted
+    await eventually(() => held.t.master.count > asked, 10_000, "the re-plan asks the store");
+    held.t.router.drain({ readyDelayMs: 60_000, drainTimeoutMs: 60_000 }).catch(() => {});
+    const answer = await response;
+    assertEquals((await answer.json()).error.code, "router_shutting_down");
+    await eventually(
+      () => runtime.store!.health.snapshot().successes > answered,
+      10_000,
+      "the slow answer came in",
+    );
+    // Two holders are left; the re-plan that was admitted too late took nothing.
+    assertEquals(runtime.cluster.account.load("e0").prefillRequests, 2);
   } finally {
     await end(held);
   }
