@@ -151,6 +151,17 @@ export const ConfigSchema = z.strictObject({
 function checkTenants(tenants: z.output<typeof TenantsSchema>, ctx: z.RefinementCtx): void {
   const names = new Set<string>();
   const identities = new Map<string, string>();
+  [...tenants.list, ...(tenants.others ? [tenants.others] : [])].forEach((tenant, t) => {
+    if (tenant.minPriority !== undefined && tenant.minPriority > tenant.priority) {
+      const path = t < tenants.list.length ? ["tenants", "list", t] : ["tenants", "others"];
+      addIssue(
+        ctx,
+        [...path, "minPriority"],
+        `minPriority ${tenant.minPriority} is less urgent than the tenant's own priority ` +
+          `${tenant.priority} (lower goes first)`,
+      );
+    }
+  });
   tenants.list.forEach((tenant, t) => {
     if (names.has(tenant.name)) {
       addIssue(ctx, ["tenants", "list", t, "name"], `duplicate tenant "${tenant.name}"`);

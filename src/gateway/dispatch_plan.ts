@@ -91,6 +91,7 @@ export interface PreparedPrompt {
   hashed: HashedPrompt & { error?: string };
   tokenizeStart: number;
   hashStart: number;
+  hashEnd: number;
 }
 
 /**
@@ -118,7 +119,7 @@ export async function preparePrompt(
   context.checkPrompt?.(tokenized);
   const hashStart = context.now();
   const hashed = await chunkKeysOf(runtime, tokenized.tokens, context);
-  return { runtime, tokenized, hashed, tokenizeStart, hashStart };
+  return { runtime, tokenized, hashed, tokenizeStart, hashStart, hashEnd: context.now() };
 }
 
 /** Looks the prepared prompt's keys up, decides, admits and reserves: a plan, again if need be. */
@@ -174,7 +175,8 @@ export async function decideDispatch(
     decode,
     timings: {
       tokenizeMs: hashStart - tokenizeStart,
-      hashMs: lookupStart - hashStart,
+      // A re-plan after a wait reuses the hashing: its time is the hashing's, not the wait's.
+      hashMs: prepared.hashEnd - hashStart,
       lookupMs: scheduleStart - lookupStart,
       scheduleMs: end - scheduleStart,
     },

@@ -1,12 +1,14 @@
 /**
  * The flow-control queues, one per model (docs/flow_control.md): a request admission refused
- * waits here and is re-planned, head first, whenever a request ends and every `recheckMs`, until
- * it is admitted, its TTL passes, its client leaves or the router drains. The order is the pure
- * FlowQueue's (src/scheduling/flow_queue.ts); this file owns the timers and the waiting.
+ * waits here and is re-planned in the queue's order (up to REPLAN_WINDOW a pass, so one that does
+ * not fit holds nobody back) whenever a request ends and every `recheckMs`, until it is admitted,
+ * its deadline passes, its client leaves or the router drains. The order is the pure FlowQueue's
+ * (src/scheduling/flow_queue.ts); this file owns the timers and the waiting.
  */
 import type { Timers } from "../cluster/timers.ts";
 import type { QueueConfig } from "../config/schema.ts";
 import { type FlowEntry, FlowQueue } from "../scheduling/flow_queue.ts";
+import { REPLAN_WINDOW } from "../scheduling/queue_rules.ts";
 
 /** How a wait ended. */
 export type WaitOutcome =
@@ -22,8 +24,8 @@ export interface WaitRequest {
   tenant: string;
   weight: number;
   promptTokens: number;
-  /** Seconds it may wait (the config's TTL, or less if the client asked). */
-  ttlS: number;
+  /** When it leaves unserved, monotonic ms (src/scheduling/queue_rules.ts `waitDeadlineMs`). */
+  deadlineMs: number;
   /** Aborts when the client leaves. */
   signal?: AbortSignal;
   /** Plans the request again; true when admitted (the caller keeps the plan), false to wait on. */
@@ -42,6 +44,8 @@ interface ModelQueue {
   /** Woken while a re-plan ran: look again before sleeping. */
   woken: boolean;
   timer?: unknown;
+  /** When the armed timer fires (monotonic ms). */
+  timerAt?: number;
 }
 
 export interface FlowControlDeps {
@@ -89,13 +93,15 @@ export class FlowControl {
         tenant: request.tenant,
         weight: request.weight,
         promptTokens: request.promptTokens,
-        deadline: now + request.ttlS * 1000,
+        deadline: request.deadlineMs,
         enqueuedAt: now,
       };
       const verdict = q.queue.push(entry);
       if (!verdict.queued) return resolve({ kind: "full", limit: verdict.limit });
       const onAbort = () => {
-        if (q.queue.remove(entry)) waiter.settle({ kind: "aborted" });
+        if (!q.queue.remove(entry)) return;
+        waiter.settle({ kind: "aborted" });
+        this.#schedule(q); // its deadline may have been the timer's
       };
       waiter.settle = (outcome) => {
         request.signal?.removeEventListener("abort", onAbort);
@@ -129,7 +135,10 @@ export class FlowControl {
     return q;
   }
 
-  /** Re-plans from the head while requests are admitted; one pass at a time per model. */
+  /**
+   * Re-plans waiting requests in the queue's order, taking each admitted one out; a pass stops
+   * after REPLAN_WINDOW refusals, and runs again if woken meanwhile. One pass at a time per model.
+   */
   async #pump(q: ModelQueue): Promise<void> {
     if (q.pumping) {
       q.woken = true;
@@ -137,27 +146,32 @@ export class FlowControl {
     }
     q.pumping = true;
     try {
-      for (;;) {
+      do {
         q.woken = false;
-        this.#expire(q);
-        const head = q.queue.peek();
-        if (!head) break;
-        const admitted = await this.#replan(q, head);
-        if (admitted === undefined) continue; // left while re-planned, or failed
-        if (admitted) {
-          q.queue.take(head);
-          head.item.settle({ kind: "admitted" });
-          continue;
-        }
-        if (!q.woken) break;
-      }
+        await this.#pass(q);
+      } while (q.woken);
     } finally {
       q.pumping = false;
       this.#schedule(q);
     }
   }
 
-  /** The head's re-plan: undefined when it is no longer waiting (it left, or planning threw). */
+  async #pass(q: ModelQueue): Promise<void> {
+    const refused = new Set<FlowEntry<Waiter>>();
+    while (refused.size < REPLAN_WINDOW) {
+      this.#expire(q);
+      const next = q.queue.peek(refused);
+      if (!next) return;
+      const admitted = await this.#replan(q, next);
+      if (admitted === undefined) continue; // left while re-planned, or failed
+      if (admitted) {
+        q.queue.take(next);
+        next.item.settle({ kind: "admitted" });
+      } else refused.add(next);
+    }
+  }
+
+  /** A re-plan: undefined when the request is no longer waiting (it left, or planning threw). */
   async #replan(q: ModelQueue, head: FlowEntry<Waiter>): Promise<boolean | undefined> {
     try {
       const admitted = await head.item.request.replan();
@@ -176,18 +190,31 @@ export class FlowControl {
     }
   }
 
-  /** One timer per queue: the next recheck, or the next expiry if sooner. */
+  /**
+   * One timer per queue: the next recheck, or the next expiry if sooner. An armed timer that is
+   * due sooner stays, so arrivals cannot keep pushing the recheck back.
+   */
   #schedule(q: ModelQueue): void {
     const { timers } = this.deps;
-    if (q.timer !== undefined) timers.clearTimeout(q.timer);
-    q.timer = undefined;
-    if (q.queue.size === 0 || q.pumping) return;
-    const untilExpiry = (q.queue.nextDeadline() ?? Infinity) - this.deps.now();
-    const ms = Math.max(0, Math.min(q.recheckMs, untilExpiry));
+    if (q.queue.size === 0 || q.pumping) {
+      this.#disarm(q);
+      return;
+    }
+    const now = this.deps.now();
+    const untilExpiry = (q.queue.nextDeadline() ?? Infinity) - now;
+    const at = now + Math.max(0, Math.min(q.recheckMs, untilExpiry));
+    if (q.timer !== undefined && q.timerAt! <= at) return;
+    this.#disarm(q);
+    q.timerAt = at;
     q.timer = timers.setTimeout(() => {
-      q.timer = undefined;
+      q.timer = q.timerAt = undefined;
       void this.#pump(q);
-    }, ms);
+    }, at - now);
+  }
+
+  #disarm(q: ModelQueue): void {
+    if (q.timer !== undefined) this.deps.timers.clearTimeout(q.timer);
+    q.timer = q.timerAt = undefined;
   }
 
   #flushAll(): void {

@@ -34,9 +34,18 @@ import {
   planDispatch,
   type PlannedDispatch,
   type PreparedPrompt,
+  preparePrompt,
 } from "./dispatch_plan.ts";
 import { FlowControl } from "./flow_control.ts";
 import { queueTtlS } from "./queue_ttl.ts";
+import { queueRefusal } from "./queue_answers.ts";
+import {
+  fitsAfterWait,
+  idleTtftS,
+  newcomerWaits,
+  waitDeadlineMs,
+  worthQueueing,
+} from "../scheduling/queue_rules.ts";
 import type { AdmissionVerdict } from "../scheduling/admission.ts";
 import { systemTimers, type Timers } from "../cluster/timers.ts";
 import { parseRequest } from "./parse_request.ts";
@@ -113,6 +122,12 @@ interface InFlight {
   priority?: number;
   /** Its wait in the queue ended: a re-plan still under way must not take anything. */
   queueSettled?: boolean;
+  /** How long it may wait (the model's TTL, or the client's shorter one). */
+  queueTtlS?: number;
+  /** Admission's latest refusal while it waited (its Retry-After is repeated). */
+  lastRefusal?: AdmissionVerdict;
+  /** Its prompt's tokens and keys, for re-plans. */
+  prepared?: PreparedPrompt;
 }
 
 const NO_TRACE: RequestTrace = {
@@ -430,8 +445,11 @@ export class Gateway {
     const refusal = planned.plan.admission;
     const queue = flight.runtime!.config.slo.queue;
     if (!refusal.admit) this.#tenants.noteRefusal(flight.runtime!.config.name);
-    if (queue.enabled && this.#mustWait(flight, parsed, refusal)) {
-      const early = await this.#waitInQueue(flight, parsed, planned.prepared, context);
+    // Load-routed requests and uploads are not queued: they are cheap, or their body streams.
+    const queues = queue.enabled && isInferenceEndpoint(parsed.endpoint);
+    if (queues && this.#mustWait(flight, parsed, planned.plan)) {
+      flight.prepared = planned.prepared;
+      const early = await this.#waitInQueue(flight, parsed);
       if (early) return early;
     }
     const verdict = flight.plan!.admission;
@@ -508,38 +526,36 @@ export class Gateway {
   }
 
   /**
-   * A refused request waits when its model queues; an admitted one too while a request at least
-   * as urgent waits, so that newcomers do not overtake the queue.
+   * A refused request waits when an idle instance could still serve it within the TTFT SLO; an
+   * admitted one only while a more urgent band waits (src/scheduling/queue_rules.ts).
    */
-  #mustWait(flight: InFlight, parsed: ParsedRequest, verdict: AdmissionVerdict): boolean {
-    const model = flight.runtime!.config.name;
+  #mustWait(flight: InFlight, parsed: ParsedRequest, plan: DispatchPlan): boolean {
+    const runtime = flight.runtime!;
     const band = this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant);
     flight.priority = band;
-    if (!verdict.admit) return verdict.status === 429;
-    const head = this.#flow.headPriority(model);
-    return head !== undefined && head <= band;
+    flight.queueTtlS = queueTtlS(flight.request, runtime.config.slo.queue.ttlS);
+    const verdict = plan.admission;
+    if (verdict.admit) return newcomerWaits(this.#flow.headPriority(runtime.config.name), band);
+    const idle = idleTtftS(plan.inputs.request, plan.candidates, plan.policy.ttftParams);
+    return verdict.status === 429 && worthQueueing(idle, runtime.config.slo.ttftS);
   }
 
   /** The wait in the queue; a response when it ended other than admitted (then: flight.plan). */
-  async #waitInQueue(
-    flight: InFlight,
-    parsed: ParsedRequest,
-    prepared: PreparedPrompt,
-    context: PlanContext,
-  ): Promise<Response | undefined> {
+  async #waitInQueue(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
     const model = flight.runtime!.config.name;
     const queue = flight.runtime!.config.slo.queue;
-    const refusal = flight.plan!.admission;
+    flight.lastRefusal = flight.plan!.admission;
     this.#release(flight);
     const started = this.#deps.now();
+    const arrival = { arrivedMs: flight.record.startedAt, joinedMs: started };
     const outcome = await this.#flow.wait(model, queue, {
       priority: flight.priority!,
       tenant: flight.record.tenant ?? "",
       weight: this.#tenants.weightOf(flight.record.tenant),
       promptTokens: flight.plan!.promptTokens,
-      ttlS: queueTtlS(flight.request, queue.ttlS),
+      deadlineMs: waitDeadlineMs(arrival, flight.queueTtlS!, flight.runtime!.config.slo.ttftS),
       signal: flight.client.signal,
-      replan: () => this.#replan(flight, parsed, prepared, context),
+      replan: () => this.#replan(flight, parsed),
     });
     flight.queueSettled = true;
     // A re-plan that was admitted as the wait ended otherwise (drained, left) holds nothing.
@@ -549,67 +565,59 @@ export class Gateway {
     const record = { priority: flight.priority!, waitedS, result: outcome.kind };
     flight.record.queue = record;
     flight.trace.queued?.(record, started, ended);
-    if (outcome.kind === "admitted") flight.trace.planned(flight.plan!, flight.record);
-    const retryAfterS = refusal.admit ? 1 : refusal.retryAfterS;
     switch (outcome.kind) {
       case "admitted":
+        flight.trace.planned(flight.plan!, flight.record);
         return undefined;
-      case "full":
-        return this.#refuse(
-          flight,
-          429,
-          `The queue of model '${model}' is full (${queue.maxRequests} requests, ` +
-            `${queue.maxPromptTokens} prompt tokens); retry after ${retryAfterS} s.`,
-          "queue_full",
-          retryAfterS,
-        );
-      case "expired":
-        return this.#refuse(
-          flight,
-          429,
-          `Not admitted within ${waitedS.toFixed(1)} s in the queue of model '${model}' ` +
-            `(${refusal.admit ? "capacity" : refusal.reason}); retry after ${retryAfterS} s.`,
-          "queue_timeout",
-          retryAfterS,
-        );
-      case "shutting_down":
-        return this.#refuse(
-          flight,
-          503,
-          "The router is shutting down; retry on another replica.",
-          "router_shutting_down",
-          1,
-        );
       case "aborted":
-        flight.record.outcome = "client_aborted";
-        flight.record.status = 499;
-        flight.record.durationS = waitedS;
-        this.#finish(flight.trace, flight.record);
-        return new Response(null, { status: 499 });
+        return this.#clientLeft(flight);
       case "failed":
         throw outcome.error;
+      default: {
+        const context = { model, queue, waitedS, lastRefusal: flight.lastRefusal };
+        const { error, retryAfterS } = queueRefusal(outcome, context);
+        flight.responseHeaders.set("retry-after", String(retryAfterS));
+        return this.#answer(flight, error, "rejected");
+      }
     }
   }
 
+  /** A client that left while its request waited: nothing was sent anywhere. */
+  #clientLeft(flight: InFlight): Response {
+    const { record } = flight;
+    record.outcome = "client_aborted";
+    record.status = 499;
+    record.durationS = (this.#deps.now() - record.startedAt) / 1000;
+    this.#finish(flight.trace, record);
+    return new Response(null, { status: 499, headers: flight.responseHeaders });
+  }
+
   /**
-   * Plans a waiting request again from its prepared prompt (again from its text when a reload
-   * replaced the model's runtime); true when admitted, the plan and reservations then its.
+   * Plans a waiting request again, with the model's config as it is now (the prompt tokenized
+   * again only when a reload replaced the runtime); true when admitted within what is left of the
+   * TTFT SLO after its wait, the plan and reservations then its.
    */
-  async #replan(
-    flight: InFlight,
-    parsed: ParsedRequest,
-    prepared: PreparedPrompt,
-    context: PlanContext,
-  ): Promise<boolean> {
+  async #replan(flight: InFlight, parsed: ParsedRequest): Promise<boolean> {
     const model = flight.record.model;
     const runtime = this.#registry.resolve(model)?.runtime;
     if (!runtime) throw this.#registry.unknownModel(model);
     flight.runtime = runtime;
-    const again = { ...context, checkPrompt: undefined };
-    const planned = runtime === prepared.runtime
-      ? await decideDispatch(prepared, parsed, again)
-      : await planDispatch(runtime, parsed, again);
-    if (!planned.plan.admission.admit || flight.client.signal?.aborted || flight.queueSettled) {
+    // Charged once: a re-plan checks only the (possibly reloaded) prompt limits.
+    const context = {
+      ...this.#planContext(flight, parsed),
+      checkPrompt: (prompt: { tokens?: number[]; promptTokens: number }) =>
+        refuseOverlongPrompt(runtime.config, prompt, parsed.prompt),
+    };
+    if (runtime !== flight.prepared!.runtime) {
+      flight.prepared = await preparePrompt(runtime, parsed, context);
+    }
+    const planned = await decideDispatch(flight.prepared!, parsed, context);
+    const sinceArrivalS = (this.#deps.now() - flight.record.startedAt) / 1000;
+    const verdict = planned.plan.admission;
+    const fits = verdict.admit &&
+      fitsAfterWait(planned.plan.predictedTtftS, sinceArrivalS, runtime.config.slo.ttftS);
+    if (!verdict.admit) flight.lastRefusal = verdict;
+    if (!fits || flight.client.signal?.aborted || flight.queueSettled) {
       planned.reservation?.cancel();
       planned.decodeReservation?.cancel();
       return false;

@@ -8,7 +8,7 @@ export function queueTtlS(request: Request, configTtlS: number): number {
   const header = request.headers.get("x-tidegate-queue-ttl")?.trim();
   if (header === undefined) return configTtlS;
   const asked = Number(header);
-  if (header === "" || !Number.isFinite(asked) || asked < 0) {
+  if (!/^\d{1,9}(\.\d{1,9})?$/.test(header) || !Number.isFinite(asked)) {
     throw new HttpError(
       400,
       `x-tidegate-queue-ttl must be a number of seconds >= 0, got "${header.slice(0, 40)}"`,

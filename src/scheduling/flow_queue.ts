@@ -73,11 +73,28 @@ export class FlowQueue<T> {
     return { queued: true };
   }
 
-  /** The entry that goes next: most urgent band, fairest tenant, earliest deadline. */
-  peek(): FlowEntry<T> | undefined {
-    const band = this.#headBand();
-    if (!band) return undefined;
-    return this.#fairestLane(band)?.entries[0];
+  /**
+   * The entry that goes next: most urgent band, fairest tenant, earliest deadline; passing over
+   * those in `except` (already tried in this pass).
+   */
+  peek(except?: ReadonlySet<FlowEntry<T>>): FlowEntry<T> | undefined {
+    const priorities = [...this.#bands.keys()].sort((a, b) => a - b);
+    for (const priority of priorities) {
+      const next = this.#nextIn(this.#bands.get(priority)!, except);
+      if (next) return next;
+    }
+    return undefined;
+  }
+
+  /** The band's next entry: its fairest lane's earliest, lanes ordered by virtual time. */
+  #nextIn(band: Band<T>, except?: ReadonlySet<FlowEntry<T>>): FlowEntry<T> | undefined {
+    const lanes = [...band.lanes.values()].filter((lane) => lane.entries.length > 0);
+    lanes.sort((a, b) => a.virtualStart - b.virtualStart);
+    for (const lane of lanes) {
+      const entry = except ? lane.entries.find((e) => !except.has(e)) : lane.entries[0];
+      if (entry) return entry;
+    }
+    return undefined;
   }
 
   /** Takes `entry` out as served: its tenant's virtual time advances by its weighted cost. */
@@ -140,23 +157,6 @@ export class FlowQueue<T> {
       this.#bands.set(priority, band);
     }
     return band;
-  }
-
-  #headBand(): Band<T> | undefined {
-    let best: number | undefined;
-    for (const priority of this.#bands.keys()) {
-      if (best === undefined || priority < best) best = priority;
-    }
-    return best === undefined ? undefined : this.#bands.get(best);
-  }
-
-  #fairestLane(band: Band<T>): TenantLane<T> | undefined {
-    let fairest: TenantLane<T> | undefined;
-    for (const lane of band.lanes.values()) {
-      if (lane.entries.length === 0) continue;
-      if (!fairest || lane.virtualStart < fairest.virtualStart) fairest = lane;
-    }
-    return fairest;
   }
 
   #remove(lane: TenantLane<T>, entry: FlowEntry<T>): boolean {

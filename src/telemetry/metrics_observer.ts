@@ -7,6 +7,13 @@ interface Labels {
   arm: string;
 }
 
+/** The error code of each way a wait in the flow-control queue ends refused (queue_answers.ts). */
+const QUEUE_REFUSAL_CODES: Record<string, string> = {
+  full: "queue_full",
+  expired: "queue_timeout",
+  shutting_down: "router_shutting_down",
+};
+
 /** Turns each finished request into Prometheus series (labels: model, instance, arm). */
 export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
   return {
@@ -24,7 +31,8 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
       if (record.queue) {
         const queued = { model: labels.model, priority: String(record.queue.priority) };
         metrics.queueExits.inc({ ...queued, result: record.queue.result });
-        metrics.queueWait.observe(queued, record.queue.waitedS);
+        // A full queue refused at once: nobody waited.
+        if (record.queue.result !== "full") metrics.queueWait.observe(queued, record.queue.waitedS);
       }
       const plan = record.plan;
       if (!plan) return;
@@ -77,7 +85,7 @@ function countRequest(metrics: GatewayMetrics, record: RequestRecord, labels: La
     const verdict = record.plan?.admission;
     // A request that waited in the flow-control queue was refused by the queue, not admission.
     const reason = record.queue
-      ? `queue_${record.queue.result}`
+      ? QUEUE_REFUSAL_CODES[record.queue.result] ?? "unknown"
       : verdict && !verdict.admit
       ? verdict.reason
       : "unknown";

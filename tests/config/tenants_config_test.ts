@@ -84,3 +84,19 @@ Deno.test("TenantGate keeps its buckets across a reload that leaves the section 
   gate.sync({ ...section, list: [{ ...section.list[0], requestsPerS: 5 }] });
   gate.charge("a", "requests", 1, headers); // a changed section starts afresh
 });
+
+Deno.test("tenants: minPriority may not be less urgent than the tenant's own priority", () => {
+  const found = problems({
+    list: [
+      { name: "a", match: ["k1"], priority: 2, minPriority: 5 },
+      { name: "b", match: ["k2"], priority: 2, minPriority: -3 },
+    ],
+    others: { priority: 0, minPriority: 1 },
+  });
+  assertEquals(found.length, 2, found.join("\n"));
+  assertMatch(
+    found[0],
+    /tenants\.list\[0\]\.minPriority.*less urgent than the tenant's own priority 2/,
+  );
+  assertMatch(found[1], /tenants\.others\.minPriority/);
+});

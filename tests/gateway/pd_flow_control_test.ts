@@ -13,16 +13,16 @@ Deno.test("P/D: a refused request waits in the queue and is prefilled and decode
     policy: "mooncake_ttft",
     kv: { store: "none" },
     prefillModel: { linear: 1, quadratic: 0, constant: 0 },
-    slo: { ttftS: 0.35, admission: true, queue: { enabled: true } },
+    slo: { ttftS: 20, admission: true, queue: { enabled: true } },
   });
   const clients: AbortController[] = [];
-  const send = (first: number) => {
+  const send = (first: number, tokens: number) => {
     const abort = new AbortController();
     clients.push(abort);
     const response = fetch(`${t.url}/v1/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL, prompt: range(first, 100), max_tokens: 2 }),
+      body: JSON.stringify({ model: MODEL, prompt: range(first, tokens), max_tokens: 2 }),
       signal: abort.signal,
     });
     response.catch(() => {});
@@ -33,13 +33,14 @@ Deno.test("P/D: a refused request waits in the queue and is prefilled and decode
     [...(t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])].reduce((a, b) => a + b, 0);
   try {
     for (const engine of t.prefill) await engine.setFailure("hang", { allEndpoints: false });
-    // Three 100-token prefills per prefill instance: 0.3 s queued on each, the next does not fit.
+    // Three 6,500-token prefills per prefill instance (1 s per 1k tokens): 19.5 s queued on
+    // each, a 1,000-token request does not fit the 20 s SLO until one of them left (14 s).
     const holders = [];
     for (let i = 0; i < 6; i++) {
-      holders.push(send(1_000 * (i + 1)));
+      holders.push(send(100_000 * (i + 1), 6_500));
       await eventually(() => onPrefill() === i + 1, 10_000, `prefill ${i + 1} sent`);
     }
-    const waiter = send(50_000);
+    const waiter = send(900_000, 1_000);
     await eventually(() => waiting() === 1, 5_000, "the seventh waits");
     const account = t.router.registry.runtime(MODEL)!.cluster.account;
     const decodeLoad = () =>

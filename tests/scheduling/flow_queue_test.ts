@@ -123,3 +123,20 @@ Deno.test("priority band: the client's ask within its tenant's bounds; without t
   assertEquals(priorityBand(7, { priority: 2 }), 7, "anyone may ask to wait longer");
   assertEquals(priorityBand(-5, { priority: 2, minPriority: -3 }), -3);
 });
+
+Deno.test("peek passes over entries already tried, in the same order", () => {
+  const queue = new FlowQueue<string>(ROOMY);
+  const urgent = entry("urgent", { priority: -1 });
+  const a = entry("a", { tenant: "a", deadline: 1 });
+  const b = entry("b", { tenant: "b", deadline: 2 });
+  const a2 = entry("a2", { tenant: "a", deadline: 3 });
+  for (const e of [a, b, a2, urgent]) queue.push(e);
+  const tried = new Set<FlowEntry<string>>();
+  const order: string[] = [];
+  for (let next = queue.peek(tried); next; next = queue.peek(tried)) {
+    order.push(next.item);
+    tried.add(next);
+  }
+  assertEquals(order, ["urgent", "a", "a2", "b"]);
+  assertEquals(queue.size, 4, "peeking takes nothing");
+});

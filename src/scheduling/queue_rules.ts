@@ -1,0 +1,61 @@
+/**
+ * When the flow-control queue helps and when it would only hold a request back, shared by the
+ * router (src/gateway/flow_control.ts, gateway.ts) and the simulator (src/sim/sim_queue.ts). The
+ * client's TTFT counts its wait, so a request is worth queueing only while it can still meet the
+ * TTFT SLO: it waits at most until its wait alone has used the SLO, and is admitted only when its
+ * predicted TTFT fits what is left. Pure.
+ */
+import { estimateTtft, type TtftModelParams } from "./ttft_estimate.ts";
+import type { Candidate, ScheduleRequest } from "./types.ts";
+
+/** Waiting requests one pass re-plans before it stops: bounded work, no head-of-line blocking. */
+export const REPLAN_WINDOW = 8;
+
+/** The request's TTFT on its best candidate with nothing queued there: the least it can get. */
+export function idleTtftS(
+  request: ScheduleRequest,
+  candidates: readonly Candidate[],
+  params: TtftModelParams,
+): number | undefined {
+  let best: number | undefined;
+  for (const candidate of candidates) {
+    if (!candidate.healthy) continue;
+    const idle = { ...candidate, waitingPrefillTokens: 0, waitingPrefillRequests: 0 };
+    const total = estimateTtft(request, idle, params).totalS;
+    if (best === undefined || total < best) best = total;
+  }
+  return best;
+}
+
+/** A refused request waits only if an idle instance could serve it within the TTFT SLO. */
+export function worthQueueing(idleS: number | undefined, ttftSloS: number | undefined): boolean {
+  return ttftSloS === undefined || idleS === undefined || idleS <= ttftSloS;
+}
+
+/**
+ * When a waiting request leaves unserved (monotonic ms): its TTL from when it joined, or once the
+ * time since it arrived reaches the TTFT SLO, whichever is first.
+ */
+export function waitDeadlineMs(
+  times: { arrivedMs: number; joinedMs: number },
+  ttlS: number,
+  ttftSloS: number | undefined,
+): number {
+  const byTtl = times.joinedMs + ttlS * 1000;
+  return ttftSloS === undefined ? byTtl : Math.min(byTtl, times.arrivedMs + ttftSloS * 1000);
+}
+
+/** Whether a request admitted on its own predicted TTFT still meets the SLO counting its wait. */
+export function fitsAfterWait(
+  predictedTtftS: number | undefined,
+  sinceArrivalS: number,
+  ttftSloS: number | undefined,
+): boolean {
+  if (ttftSloS === undefined || predictedTtftS === undefined) return true;
+  return sinceArrivalS + predictedTtftS <= ttftSloS;
+}
+
+/** An admitted newcomer still waits while a more urgent band waits (it goes first). */
+export function newcomerWaits(mostUrgentWaiting: number | undefined, priority: number): boolean {
+  return mostUrgentWaiting !== undefined && mostUrgentWaiting < priority;
+}
