@@ -74,11 +74,6 @@ export class FlowControl {
     return lengths;
   }
 
-  /** The most urgent band waiting for `model`, if any. */
-  headPriority(model: string): number | undefined {
-    return this.#queues.get(model)?.queue.peek()?.priority;
-  }
-
   /** Waits for admission in `model`'s queue (sized by `config`, read again at every wait). */
   wait(model: string, config: QueueConfig, request: WaitRequest): Promise<WaitOutcome> {
     if (this.deps.draining.aborted) return Promise.resolve({ kind: "shutting_down" });

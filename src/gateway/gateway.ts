@@ -42,7 +42,6 @@ import { queueRefusal } from "./queue_answers.ts";
 import {
   fitsAfterWait,
   idleTtftS,
-  newcomerWaits,
   waitDeadlineMs,
   worthQueueing,
 } from "../scheduling/queue_rules.ts";
@@ -526,8 +525,10 @@ export class Gateway {
   }
 
   /**
-   * A refused request waits when an idle instance could still serve it within the TTFT SLO; an
-   * admitted one only while a more urgent band waits (src/scheduling/queue_rules.ts).
+   * A refused request waits when an idle instance could still serve it within the TTFT SLO
+   * (src/scheduling/queue_rules.ts); an admitted one goes, even past those waiting: they did not
+   * fit at their last re-plan, and a newcomer that waited behind them only lost goodput in the
+   * simulator (docs/sim/queue/README.md).
    */
   #mustWait(flight: InFlight, parsed: ParsedRequest, plan: DispatchPlan): boolean {
     const runtime = flight.runtime!;
@@ -535,7 +536,7 @@ export class Gateway {
     flight.priority = band;
     flight.queueTtlS = queueTtlS(flight.request, runtime.config.slo.queue.ttlS);
     const verdict = plan.admission;
-    if (verdict.admit) return newcomerWaits(this.#flow.headPriority(runtime.config.name), band);
+    if (verdict.admit) return false;
     const idle = idleTtftS(plan.inputs.request, plan.candidates, plan.policy.ttftParams);
     return verdict.status === 429 && worthQueueing(idle, runtime.config.slo.ttftS);
   }

@@ -54,8 +54,3 @@ export function fitsAfterWait(
   if (ttftSloS === undefined || predictedTtftS === undefined) return true;
   return sinceArrivalS + predictedTtftS <= ttftSloS;
 }
-
-/** An admitted newcomer still waits while a more urgent band waits (it goes first). */
-export function newcomerWaits(mostUrgentWaiting: number | undefined, priority: number): boolean {
-  return mostUrgentWaiting !== undefined && mostUrgentWaiting < priority;
-}

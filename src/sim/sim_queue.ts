@@ -1,11 +1,14 @@
 /**
  * The simulator's flow-control queue: the router's own FlowQueue (src/scheduling/flow_queue.ts)
- * driven on simulated time the way src/gateway/flow_control.ts drives it on the wall clock. A
- * request the TTFT admission refuses waits, and so does a newcomer while anyone at least as urgent
- * waits; the head is re-planned whenever something changes (a prefill finished, a deadline passed,
- * someone joined) and leaves once it fits; at its TTL it is out, a 429. Times are in seconds.
+ * and rules (src/scheduling/queue_rules.ts) driven on simulated time the way
+ * src/gateway/flow_control.ts drives them on the wall clock. A request the TTFT admission refuses
+ * waits if an idle instance could still serve it within the SLO; waiting requests are re-planned in order whenever something
+ * changes (a prefill finished, a deadline passed, someone joined), past up to REPLAN_WINDOW that do
+ * not fit, and leave once their TTFT fits what their wait left of the SLO; at their deadline (the
+ * SLO since arrival, or the TTL) they are out, a 429. Times are in seconds.
  */
 import { type FlowEntry, FlowQueue, type FlowQueueLimits } from "../scheduling/flow_queue.ts";
+import { REPLAN_WINDOW, waitDeadlineMs } from "../scheduling/queue_rules.ts";
 
 export interface SimQueueConfig extends FlowQueueLimits {
   /** Seconds a request may wait before it is refused (the router's `slo.queue.ttlS`). */
@@ -29,17 +32,19 @@ export interface QueuedRequest {
 export class SimQueue {
   readonly #queue: FlowQueue<number>;
   readonly #ttlS: number;
+  readonly #ttftSloS: number | undefined;
   /** Per request: seconds waited until admitted or expired; NaN when it never waited. */
   readonly waitS: Float64Array;
-  /** Requests whose TTL passed while waiting, in the order they expired. */
+  /** Requests whose deadline passed while waiting, in the order they expired. */
   readonly expired: number[] = [];
 
-  constructor(requests: number, config: SimQueueConfig) {
+  constructor(requests: number, config: SimQueueConfig, ttftSloS?: number) {
     this.#queue = new FlowQueue({
       maxRequests: config.maxRequests,
       maxPromptTokens: config.maxPromptTokens,
     });
     this.#ttlS = config.ttlS;
+    this.#ttftSloS = ttftSloS;
     this.waitS = new Float64Array(requests).fill(NaN);
   }
 
@@ -47,16 +52,10 @@ export class SimQueue {
     return this.#queue.size;
   }
 
-  /** The router's rule (#mustWait): refused with 429, or someone at least as urgent waits. */
-  mustWait(priority: number, refused: boolean): boolean {
-    if (refused) return true;
-    const head = this.#queue.peek();
-    return head !== undefined && head.priority <= priority;
-  }
-
-  /** Queues `request` at `nowS`: its deadline, or undefined when a bound refuses it. */
+  /** Queues `request`, arrived and joining at `nowS`: its deadline, or undefined when full. */
   push(request: QueuedRequest, nowS: number): number | undefined {
-    const deadline = nowS + this.#ttlS;
+    const at = { arrivedMs: nowS * 1000, joinedMs: nowS * 1000 };
+    const deadline = waitDeadlineMs(at, this.#ttlS, this.#ttftSloS) / 1000;
     const verdict = this.#queue.push({
       item: request.index,
       priority: request.priority,
@@ -70,23 +69,24 @@ export class SimQueue {
   }
 
   /**
-   * Expires what is due, then re-plans head first: `tryAdmit(index)` plans the head and dispatches
-   * it when it fits; the first head that does not fit stops the pass (the queue is strictly
-   * ordered, so a small request behind it cannot overtake it).
+   * Expires what is due, then re-plans in the queue's order: `tryAdmit(index, waitedS)` plans
+   * the request and dispatches it when it fits; a pass stops after REPLAN_WINDOW that do not.
    */
-  pump(nowS: number, tryAdmit: (index: number) => boolean): void {
+  pump(nowS: number, tryAdmit: (index: number, waitedS: number) => boolean): void {
     for (const entry of this.#queue.expired(nowS)) this.#expire(entry, nowS);
-    for (let head = this.#queue.peek(); head; head = this.#queue.peek()) {
-      if (!tryAdmit(head.item)) return;
-      this.#queue.take(head);
-      this.waitS[head.item] = nowS - head.enqueuedAt;
+    const refused = new Set<FlowEntry<number>>();
+    for (let next = this.#queue.peek(refused); next; next = this.#queue.peek(refused)) {
+      if (tryAdmit(next.item, nowS - next.enqueuedAt)) {
+        this.#queue.take(next);
+        this.waitS[next.item] = nowS - next.enqueuedAt;
+      } else if (refused.add(next).size >= REPLAN_WINDOW) return;
     }
   }
 
   #expire(entry: FlowEntry<number>, nowS: number): void {
     this.#queue.remove(entry);
-    // Expired at its deadline: it waited the TTL (the subtraction could round past it).
-    this.waitS[entry.item] = Math.min(nowS - entry.enqueuedAt, this.#ttlS);
+    // Expired at its deadline (the subtraction could round past it).
+    this.waitS[entry.item] = Math.min(nowS - entry.enqueuedAt, entry.deadline - entry.enqueuedAt);
     this.expired.push(entry.item);
   }
 }

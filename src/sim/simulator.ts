@@ -7,7 +7,13 @@ import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
 import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
 import { choosePrefill, type PoolUse } from "../scheduling/prefill_choice.ts";
-import type { Candidate, Decision, Policy, PrefillModelCoefficients } from "../scheduling/types.ts";
+import type {
+  Candidate,
+  Decision,
+  Policy,
+  PrefillModelCoefficients,
+  ScheduleRequest,
+} from "../scheduling/types.ts";
 import { BlockCache } from "./block_cache.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
 import { EventQueue } from "./event_queue.ts";
@@ -16,6 +22,7 @@ import { newPrefillJob, type PrefillJob, SimPrefillEngine } from "./prefill_engi
 import { seededRandom } from "./rng.ts";
 import { assignBands, type BandAssignment, type BandSpec, DEFAULT_BANDS } from "./sim_bands.ts";
 import { DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
+import { fitsAfterWait, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
 import type { TraceRequest } from "./trace.ts";
 
 /**
@@ -121,6 +128,7 @@ type SimEvent =
 
 /** A request's plan: the decision, its candidates and the predicted TTFT from now. */
 interface Plan {
+  request: ScheduleRequest;
   choice: ReturnType<typeof choosePrefill>;
   candidates: Candidate[];
   chosenId: string;
@@ -204,7 +212,9 @@ class ClusterReplay {
     this.#result.band = this.#bands.band;
     this.#result.tenant = this.#bands.tenant;
     this.#result.arrivalSpanS = n > 0 ? this.#lastArrival - this.#arrivalS[0] : 0;
-    if (run.admission === "queue") this.#queue = new SimQueue(n, config.queue ?? DEFAULT_SIM_QUEUE);
+    if (run.admission === "queue") {
+      this.#queue = new SimQueue(n, config.queue ?? DEFAULT_SIM_QUEUE, config.sloTtftS);
+    }
   }
 
   /** Runs arrivals and engine events in time order to the end; returns the results. */
@@ -262,15 +272,20 @@ class ClusterReplay {
   #arrive(i: number): void {
     const plan = this.#plan(i);
     const verdict = this.#admit(plan.predicted, plan.chosenId, plan.candidates);
-    if (this.#queue) return this.#arriveQueued(this.#queue, i, plan, !verdict.admit);
+    if (this.#queue) return this.#arriveQueued(this.#queue, i, plan, verdict);
     if (!verdict.admit) return this.#reject(verdict.reason);
     this.#start(i, plan);
   }
 
-  /** With the queue: refused (429) or behind someone at least as urgent, request `i` waits. */
-  #arriveQueued(queue: SimQueue, i: number, plan: Plan, refused: boolean): void {
+  /**
+   * With the queue (the router's rules, src/scheduling/queue_rules.ts): admitted, it goes; refused,
+   * it waits if an idle instance could still serve it within the SLO.
+   */
+  #arriveQueued(queue: SimQueue, i: number, plan: Plan, verdict: AdmissionVerdict): void {
     const priority = this.#bands.band[i];
-    if (!queue.mustWait(priority, refused)) return this.#start(i, plan);
+    if (verdict.admit) return this.#start(i, plan);
+    const idle = idleTtftS(plan.request, plan.candidates, this.#config.ttft);
+    if (!worthQueueing(idle, this.#config.sloTtftS)) return this.#reject(verdict.reason);
     const deadline = queue.push({
       index: i,
       priority,
@@ -283,11 +298,12 @@ class ClusterReplay {
     this.#pumpQueue();
   }
 
-  /** Re-plans the queue's head (from scratch: lookup, policy, admission) while it fits. */
+  /** Re-plans waiting requests (from scratch: lookup, policy, admission) counting their wait. */
   #pumpQueue(): void {
-    this.#queue?.pump(this.#nowS, (i) => {
+    this.#queue?.pump(this.#nowS, (i, waitedS) => {
       const plan = this.#plan(i);
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
+      if (!fitsAfterWait(plan.predicted, waitedS, this.#config.sloTtftS)) return false;
       this.#start(i, plan);
       return true;
     });
@@ -301,7 +317,7 @@ class ClusterReplay {
   /** The queue's waits, and its expiries as 429s. */
   #queueResults(queue: SimQueue): void {
     this.#result.queueWaitS = queue.waitS;
-    for (const _ of queue.expired) this.#reject("queue_expired");
+    for (const _ of queue.expired) this.#reject("queue_timeout");
   }
 
   /** Lookup and policy for request `i` now. */
@@ -329,7 +345,13 @@ class ClusterReplay {
       result.exampleDecision === undefined && i >= this.#trace.length / 2 &&
       scheduleRequest.poolPrefixTokens > 0 && candidates.some((c) => c.waitingPrefillTokens > 0)
     ) result.exampleDecision = decision;
-    return { choice, candidates, chosenId: decision.ranking[0], predicted: choice.predictedTtftS! };
+    return {
+      request: scheduleRequest,
+      choice,
+      candidates,
+      chosenId: decision.ranking[0],
+      predicted: choice.predictedTtftS!,
+    };
   }
 
   /** Sends request `i` to its planned instance: a lease, then the engine's queue. */

@@ -3,7 +3,6 @@ import { assert, assertEquals } from "../assert.ts";
 import {
   fitsAfterWait,
   idleTtftS,
-  newcomerWaits,
   waitDeadlineMs,
   worthQueueing,
 } from "../../src/scheduling/queue_rules.ts";
@@ -53,11 +52,4 @@ Deno.test("admitted after a wait only if the wait plus the predicted TTFT fits t
   assertEquals(fitsAfterWait(1.5, 0.6, 2), false);
   assertEquals(fitsAfterWait(undefined, 5, 2), true);
   assertEquals(fitsAfterWait(9, 9, undefined), true);
-});
-
-Deno.test("a newcomer that fits waits only for a more urgent band", () => {
-  assertEquals(newcomerWaits(undefined, 0), false);
-  assertEquals(newcomerWaits(0, 0), false, "the same band: it goes");
-  assertEquals(newcomerWaits(-1, 0), true);
-  assertEquals(newcomerWaits(3, 0), false);
 });

@@ -51,10 +51,13 @@ function requests(...specs: { atMs: number; tokens: number }[]): TraceRequest[] 
   }));
 }
 
-// One instance: a 40k-token prefill (about 5.9 s) fits a 6.5 s SLO, nothing fits behind it.
-const BIG_THEN_SMALL = requests({ atMs: 0, tokens: 40_000 }, { atMs: 100, tokens: 8_000 });
+// One instance, a 6.5 s SLO: a 40k-token prefill takes 5.87 s, an 8k one 0.98 s. An 8k request at
+// 4 s is predicted 5.87 + 0.98 s (the 40k prefill's whole lease counts until its first token):
+// refused; once the 40k prefill is done it would wait 1.87 s + 0.98 s, within the SLO.
+const BIG = { atMs: 0, tokens: 40_000 };
+const BIG_THEN_SMALL = requests(BIG, { atMs: 4_000, tokens: 8_000 });
 
-Deno.test("queue: a request ttft admission refuses waits and is served once the prefill ahead ends", () => {
+Deno.test("queue: a request ttft admission refuses waits and is served within the SLO once the prefill ahead ends", () => {
   const refused = simulate(BIG_THEN_SMALL, config(), run("ttft"));
   assertEquals(refused.rejectedByReason, { ttft_slo: 1 });
   assert(Number.isNaN(refused.ttftS[1]));
@@ -63,8 +66,9 @@ Deno.test("queue: a request ttft admission refuses waits and is served once the 
   assertEquals(queued.rejectedByReason, {});
   const bigDoneS = queued.ttftS[0];
   // It waited exactly until the big prefill's first token, then was planned and sent.
-  assertAlmostEquals(queued.queueWaitS[1], bigDoneS - 0.1, 1e-9);
+  assertAlmostEquals(queued.queueWaitS[1], bigDoneS - 4, 1e-9);
   assert(queued.ttftS[1] > queued.queueWaitS[1], "the client's TTFT includes the wait");
+  assert(queued.ttftS[1] <= 6.5, "within the SLO: goodput the 429 would have lost");
   assert(Number.isNaN(queued.queueWaitS[0]), "the first request never waited");
 });
 
@@ -74,7 +78,7 @@ Deno.test("queue: a request still waiting at its TTL is refused (429) and waited
     config({ queue: { ttlS: 1, maxRequests: 256, maxPromptTokens: 2_000_000 } }),
     run("queue"),
   );
-  assertEquals(result.rejectedByReason, { queue_expired: 1 });
+  assertEquals(result.rejectedByReason, { queue_timeout: 1 });
   assertEquals(result.instance[1], -1);
   assert(Number.isNaN(result.ttftS[1]));
   assertEquals(result.queueWaitS[1], 1);
@@ -82,11 +86,23 @@ Deno.test("queue: a request still waiting at its TTL is refused (429) and waited
   assertEquals([report.expired, report.rejected, report.served], [1, 1, 1]);
 });
 
+Deno.test("queue: a request that can no longer meet the SLO counting its wait leaves when its wait used the SLO", () => {
+  // At 0.1 s the 8k request would wait 5.77 s and then take 0.98 s: past 6.5 s, never admitted.
+  const early = requests(BIG, { atMs: 100, tokens: 8_000 });
+  const result = simulate(early, config(), run("queue"));
+  assertEquals(result.rejectedByReason, { queue_timeout: 1 });
+  assertAlmostEquals(result.queueWaitS[1], 6.5, 1e-9);
+});
+
+Deno.test("queue: a request not even an idle instance could serve within the SLO is refused at once", () => {
+  // 60k tokens: 9.7 s of prefill alone, past the 6.5 s SLO.
+  const result = simulate(requests(BIG, { atMs: 100, tokens: 60_000 }), config(), run("queue"));
+  assertEquals(result.rejectedByReason, { ttft_slo: 1 });
+  assert(Number.isNaN(result.queueWaitS[1]), "refused without waiting");
+});
+
 Deno.test("queue: a full queue refuses at once", () => {
-  const three = requests({ atMs: 0, tokens: 40_000 }, { atMs: 100, tokens: 8_000 }, {
-    atMs: 200,
-    tokens: 8_000,
-  });
+  const three = requests(BIG, { atMs: 4_000, tokens: 8_000 }, { atMs: 4_100, tokens: 8_000 });
   const result = simulate(
     three,
     config({ queue: { ttlS: 30, maxRequests: 1, maxPromptTokens: 2_000_000 } }),
@@ -98,38 +114,45 @@ Deno.test("queue: a full queue refuses at once", () => {
 
 Deno.test("queue: the more urgent band goes first, whatever the arrival order", () => {
   const trace = requests(
-    { atMs: 0, tokens: 40_000 },
-    { atMs: 100, tokens: 30_000 }, // batch (band 1), arrives first
-    { atMs: 200, tokens: 30_000 }, // interactive (band 0)
+    BIG,
+    { atMs: 4_000, tokens: 8_000 }, // batch (band 1), arrives first
+    { atMs: 4_100, tokens: 8_000 }, // interactive (band 0)
   );
   const bands = { shares: [0.2, 0.8], tenants: 1, priorities: [1, 1, 0] };
-  const result = simulate(trace, config({ bands, sloTtftS: 60 / 1.0 }), run("queue"));
+  const result = simulate(trace, config({ bands, sloTtftS: 60 }), run("queue"));
   // With a 60 s SLO nothing is refused: nobody waits, first come first served.
   assertEquals(Array.from(result.queueWaitS).filter((w) => !Number.isNaN(w)), []);
 
   const tight = simulate(trace, config({ bands }), run("queue"));
   assertEquals(tight.rejectedByReason, {});
-  const firstTokenS = (i: number) => [0, 0.1, 0.2][i] + tight.ttftS[i];
+  const firstTokenS = (i: number) => [0, 4, 4.1][i] + tight.ttftS[i];
   assert(firstTokenS(2) < firstTokenS(1), "band 0 is served before the earlier band 1");
-  assert(tight.queueWaitS[2] < tight.queueWaitS[1]);
   assertEquals(tight.band[2], 0);
 });
 
-Deno.test("queue: a newcomer that would fit does not overtake a waiting request of its band", () => {
+Deno.test("queue: a newcomer that fits goes at once, even past a more urgent request that waits", () => {
   const trace = requests(
-    { atMs: 0, tokens: 40_000 },
-    { atMs: 100, tokens: 30_000 }, // refused: waits
-    { atMs: 5_000, tokens: 1_000 }, // would fit the SLO alone (predicted ≈ 1 s + the 40k's rest)
+    BIG,
+    { atMs: 100, tokens: 30_000 }, // refused (5.87 + 4.17 s): waits, band 0
+    { atMs: 1_000, tokens: 1_000 }, // fits alone (5.87 + 0.12 s), band 1
   );
-  const bands = { shares: [1], tenants: 1, priorities: [0, 0, 0] };
-  const ttft = simulate(trace, config({ bands }), run("ttft"));
-  assert(!Number.isNaN(ttft.ttftS[2]), "ttft admission takes the small newcomer at once");
-  const queued = simulate(trace, config({ bands }), run("queue"));
-  assert(queued.queueWaitS[2] > 0, "the newcomer queues behind the waiting request");
-  const firstTokenS = (i: number) => [0, 0.1, 5][i] + queued.ttftS[i];
-  // Planned after it, on the same instance: its first token comes no sooner (here, the same chunk).
-  assert(firstTokenS(1) <= firstTokenS(2), "the waiting request goes first");
-  assert(queued.ttftS[2] > ttft.ttftS[2], "waiting cost the newcomer time");
+  const bands = { shares: [0.5, 0.5], tenants: 1, priorities: [0, 0, 1] };
+  const result = simulate(trace, config({ bands }), run("queue"));
+  assert(Number.isNaN(result.queueWaitS[2]), "not held back by the waiting request");
+  assert(!Number.isNaN(result.ttftS[2]));
+  assert(!Number.isNaN(result.queueWaitS[1]), "the refused one waited");
+});
+
+Deno.test("queue: a waiting request that does not fit holds back none behind it that does", () => {
+  const trace = requests(
+    BIG,
+    { atMs: 100, tokens: 30_000 }, // waits; at 5.87 s it would still take 4.17 s: past the SLO
+    { atMs: 4_000, tokens: 8_000 }, // waits; at 5.87 s: 1.87 + 0.98 s, it fits
+  );
+  const result = simulate(trace, config(), run("queue"));
+  assert(!Number.isNaN(result.ttftS[2]), "served although queued behind one that does not fit");
+  assertEquals(result.instance[1], -1);
+  assertEquals(result.rejectedByReason, { queue_timeout: 1 });
 });
 
 Deno.test("queue: on the conversation trace past capacity no wait exceeds the TTL, in any band", () => {
@@ -146,14 +169,16 @@ Deno.test("queue: on the conversation trace past capacity no wait exceeds the TT
   );
   const report = queueReport(result, 10);
   assert(report.queued > 0 && report.expired > 0, "the run is past capacity");
-  for (const band of report.bands) assert(band.maxWaitS <= ttlS, `band ${band.band}`);
+  for (const band of report.bands) {
+    assert(band.maxWaitS <= ttlS + 1e-9, `band ${band.band}: ${band.maxWaitS}`);
+  }
   for (let i = 0; i < result.ttftS.length; i++) {
     if (result.instance[i] < 0 && !Number.isNaN(result.queueWaitS[i])) {
-      assertEquals(result.queueWaitS[i], ttlS, "an expired request waited its TTL");
+      assertAlmostEquals(result.queueWaitS[i], ttlS, 1e-9); // an expired request waited its TTL
     }
   }
   assertEquals(report.rejected, report.requests - report.served);
-  assertEquals(report.expired, result.rejectedByReason["queue_expired"]);
+  assertEquals(report.expired, result.rejectedByReason["queue_timeout"]);
 });
 
 Deno.test("queue: off, ttft and load give the results they gave before the queue existed", () => {
