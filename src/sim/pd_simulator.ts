@@ -580,16 +580,8 @@ class PdReplay {
     const slot = this.#decodeSlots[i]!;
     slot.lease.firstToken();
     const { inputLength: prompt, outputLength: output } = this.#trace[i];
-    if (this.#run.admission === "baseline") {
-      // The instance's own scheduler double-checks the TBT SLO, as after a remote prefill.
-      const refusal = this.#judgeAtDecode(i, prompt);
-      if (refusal !== undefined) {
-        result.ttftS[i] = NaN;
-        result.rejectedAfterPrefill++;
-        result.wastedPrefillTokens += job.newTokens;
-        return this.#reject(refusal);
-      }
-    }
+    // The instance's own scheduler double-checks the TBT SLO, as after a remote prefill.
+    if (this.#refusedAfterPrefill(i, prompt, job.newTokens)) return;
     slot.arrived();
     if (output <= 1) {
       slot.lease.release();
@@ -640,15 +632,7 @@ class PdReplay {
       return;
     }
     lease.release(); // the prefill instance is done with it
-    if (this.#run.admission === "baseline") {
-      const refusal = this.#judgeAtDecode(i, prompt);
-      if (refusal !== undefined) {
-        result.ttftS[i] = NaN;
-        result.rejectedAfterPrefill++;
-        result.wastedPrefillTokens += job.newTokens;
-        return this.#reject(refusal);
-      }
-    }
+    if (this.#refusedAfterPrefill(i, prompt, job.newTokens)) return;
     // The last prompt token is computed wherever the prefill runs: never redundant.
     result.redundantPrefillTokens += redundantPrefillTokens(
       Math.min(this.#heldByDecode[i], prompt - 1),
@@ -681,6 +665,22 @@ class PdReplay {
       job: decodeJob(i, output, prompt, this.#nowS),
       hashIds: this.#trace[i].hashIds,
     });
+  }
+
+  /**
+   * The baseline's decode-side check once the prefill is done: a refusal then wastes the
+   * prefill's new tokens. True when request `i` was refused.
+   */
+  #refusedAfterPrefill(i: number, prompt: number, newTokens: number): boolean {
+    if (this.#run.admission !== "baseline") return false;
+    const refusal = this.#judgeAtDecode(i, prompt);
+    if (refusal === undefined) return false;
+    const result = this.#result;
+    result.ttftS[i] = NaN;
+    result.rejectedAfterPrefill++;
+    result.wastedPrefillTokens += newTokens;
+    this.#reject(refusal);
+    return true;
   }
 
   /**
