@@ -231,7 +231,8 @@ export class GatewayMetrics {
     });
     this.rejections = new client.Counter({
       name: "tidegate_admission_rejections_total",
-      help: "Requests answered 429 because the predicted TTFT/TBT broke the SLO.",
+      help: "Requests answered 429 because the predicted TTFT/TBT broke the SLO, or refused by " +
+        "the flow-control queue (queue_full, queue_timeout; router_shutting_down is a 503).",
       labelNames: ["model", "arm", "reason"],
       registers,
     });
