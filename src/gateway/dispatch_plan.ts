@@ -7,6 +7,7 @@ import type { LookupResult, PrefixHits } from "../kv/types.ts";
 import { sequencesOf } from "../openai/engine_batch.ts";
 import type { ParsedRequest, PromptInput } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
+import { admitLocalPrefill } from "../scheduling/local_prefill.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
 import type { NamedPolicy } from "../scheduling/named_policy.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
@@ -335,8 +336,14 @@ function admitRequest(
       remoteTtftS: best ? predictedTtftS : undefined,
       ttft,
     });
-    if (local) pd.decode.localPrefill = local;
-    return { ...pd, predictedTtftS };
+    if (!local) return { ...pd, predictedTtftS };
+    pd.decode.localPrefill = local;
+    // Prefilled where it decodes: judged, and predicted, on the local plan.
+    return {
+      decode: pd.decode,
+      admission: admitLocalPrefill(pd.admission, local, runtime.config.slo.ttftS),
+      predictedTtftS: local.local ? local.localTtftS ?? predictedTtftS : predictedTtftS,
+    };
   }
   const slo = runtime.config.slo;
   const running = candidates.filter((c) => c.healthy).map((c) => c.runningRequests);

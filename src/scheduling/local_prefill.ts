@@ -10,6 +10,7 @@
  * running requests' tokens (the prefill plus one step) fits the SLO: an engine's prefill holds
  * back its batch's next step. Pure.
  */
+import type { AdmissionVerdict } from "./admission.ts";
 import { type DecodeModel, decodeStepS } from "./decode_model.ts";
 import { estimateTtft, type TtftModelParams } from "./ttft_estimate.ts";
 import type { Candidate } from "./types.ts";
@@ -39,8 +40,9 @@ export interface LocalPrefillVerdict {
   local: boolean;
   /** Prompt tokens the decode instance does not hold. */
   uncachedTokens: number;
-  /** The TTFTs compared (`predicted` mode, past the threshold). */
+  /** The local prefill's predicted TTFT (when local, or compared in `predicted` mode). */
   localTtftS?: number;
+  /** The remote one it was compared with (`predicted` mode, past the threshold). */
   remoteTtftS?: number;
   reason:
     | "off"
@@ -67,8 +69,9 @@ export function decideLocalPrefill(
     options.ttft,
     { allowTransfer: false },
   );
-  const stallS = own.prefillS +
-    decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
+  const stepS = decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
+  const stallS = own.prefillS + stepS;
+  const localTtftS = own.totalS + stepS;
   if (
     options.tbtSloS !== undefined && inputs.decode.runningRequests > 0 &&
     stallS > options.tbtSloS
@@ -76,7 +79,7 @@ export function decideLocalPrefill(
     return { local: false, uncachedTokens, stallS, reason: "decode_stall" };
   }
   if (uncachedTokens <= options.maxLocalTokens) {
-    return { local: true, uncachedTokens, reason: "short_suffix" };
+    return { local: true, uncachedTokens, localTtftS, reason: "short_suffix" };
   }
   if (options.mode === "threshold") return { local: false, uncachedTokens, reason: "long_suffix" };
   if (inputs.remoteTtftS === undefined) {
@@ -84,8 +87,6 @@ export function decideLocalPrefill(
   }
   const kvTransferS = prompt * options.ttft.kvBytesPerToken / options.ttft.transferBytesPerS;
   const remoteTtftS = inputs.remoteTtftS + kvTransferS;
-  const localTtftS = own.totalS +
-    decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
   const local = localTtftS <= remoteTtftS;
   return {
     local,
@@ -94,4 +95,20 @@ export function decideLocalPrefill(
     remoteTtftS,
     reason: local ? "local_faster" : "remote_faster",
   };
+}
+
+/**
+ * Admission for a request prefilled on its decode instance: a TTFT refusal judged on the remote
+ * plan is lifted when the local prefill's own predicted TTFT fits the SLO (a TBT refusal stands:
+ * it decodes there either way).
+ */
+export function admitLocalPrefill(
+  verdict: AdmissionVerdict,
+  local: LocalPrefillVerdict | undefined,
+  ttftSloS: number | undefined,
+): AdmissionVerdict {
+  if (verdict.admit || verdict.reason !== "ttft_slo" || !local?.local) return verdict;
+  const fits = local.localTtftS !== undefined &&
+    (ttftSloS === undefined || local.localTtftS <= ttftSloS);
+  return fits ? { admit: true } : verdict;
 }

@@ -10,6 +10,7 @@ import { LoadAccount, type LoadLease } from "../cluster/load_account.ts";
 import { DecodeOutlook } from "../cluster/decode_outlook.ts";
 import type { KvPlacement } from "../kv/prefix.ts";
 import type { AdmissionVerdict } from "../scheduling/admission.ts";
+import { admitLocalPrefill } from "../scheduling/local_prefill.ts";
 import { type DecodeModel, decodeStepS } from "../scheduling/decode_model.ts";
 import {
   type DecodeCandidate,
@@ -381,9 +382,12 @@ class PdReplay {
     }
     const decodeId: string | undefined = decodeIds[0];
     const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeIds);
+    // Prefilled where it decodes, a request is judged on the local plan (as the router does).
+    const local = decodeId !== undefined &&
+      this.#prefillLocally(i, decodeId, plan.predictedTtftS, verdict);
+    if (local) return;
     if (!verdict.admit) return this.#reject(verdict.reason);
 
-    if (decodeId !== undefined && this.#prefillLocally(i, decodeId, plan.predictedTtftS)) return;
     const k = plan.engine;
     this.#prefillLeases[i] = this.#account.lease(plan.prefillId, prompt - plan.reusedTokens);
     if (decodeId !== undefined) {
@@ -533,10 +537,16 @@ class PdReplay {
 
   /**
    * Conditional disaggregation: whether request `i` prefills on its decode instance (the
-   * router's `decideLocalPrefill`); if so, leases it there and queues its prefill. Records what
+   * router's `decideLocalPrefill`, admitted on the local plan by `admitLocalPrefill`); if so,
+   * leases it there and queues its prefill. Records what
    * the decode instance held either way (for the redundant-prefill count).
    */
-  #prefillLocally(i: number, decodeId: string, remoteTtftS: number): boolean {
+  #prefillLocally(
+    i: number,
+    decodeId: string,
+    remoteTtftS: number,
+    admission: AdmissionVerdict,
+  ): boolean {
     const d = this.#decodeIndexOf.get(decodeId)!;
     const { hashIds, inputLength: prompt } = this.#trace[i];
     const side = this.#decodeSides[d];
@@ -554,6 +564,7 @@ class PdReplay {
       tbtSloS: this.#config.sloTbtS,
     });
     if (!verdict.local) return false;
+    if (!admitLocalPrefill(admission, verdict, this.#config.sloTtftS).admit) return false;
     const predictedS = estimateTtft(
       { promptTokens: prompt, poolPrefixTokens: 0 },
       candidate,

@@ -100,6 +100,36 @@ Deno.test("predicted: a busy prefill side sends a long prompt to prefill on its 
   }
 });
 
+Deno.test("admission judges a local prefill on its own TTFT: a busy prefill side refuses no request its decode instance serves in time", async () => {
+  const slo = { slo: { ttftS: 30, admission: true } };
+  const withSlo = (mode: string) => ({ ...local(mode, 0), ...slo });
+  for (const mode of ["predicted", "off"]) {
+    const t = await startPdCluster("vllm-mooncake", withSlo(mode));
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
+    // Minutes of prefill work queued on both prefill instances: the remote plan breaks the SLO.
+    const busy = ["p0", "p1"].map((id) => account.lease(id, 400_000));
+    try {
+      const response = await fetch(`${t.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, prompt: range(30_000, 4000), max_tokens: 3 }),
+      });
+      const text = await response.text();
+      if (mode === "off") {
+        assertEquals(response.status, 429, text); // no local prefill: the remote plan decides
+        continue;
+      }
+      assertEquals(response.status, 200, text);
+      assertEquals(response.headers.get("x-tidegate-prefill-instance"), null);
+      const verdict = t.router.decisions.recent(1)[0].pd?.localPrefill;
+      assert(verdict!.localTtftS! < 30 && verdict!.remoteTtftS! > 30, JSON.stringify(verdict));
+    } finally {
+      for (const lease of busy) lease.release();
+      await t.close();
+    }
+  }
+});
+
 Deno.test("local prefill is refused in config with the sglang protocol", () => {
   const error = assertThrows(() =>
     resolveConfig({

@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import {
+  admitLocalPrefill,
   decideLocalPrefill,
   type LocalPrefillOptions,
 } from "../../src/scheduling/local_prefill.ts";
@@ -130,4 +131,30 @@ Deno.test("with a TBT SLO, a decoding instance prefills locally only when the pa
     guarded,
   );
   assertEquals([idle.local, idle.reason], [true, "short_suffix"]);
+});
+
+Deno.test("admitLocalPrefill: a TTFT refusal of the remote plan is lifted when the local TTFT fits", () => {
+  const refused = {
+    admit: false as const,
+    status: 429 as const,
+    reason: "ttft_slo" as const,
+    retryAfterS: 5,
+    message: "m",
+  };
+  const local = {
+    local: true,
+    uncachedTokens: 100,
+    localTtftS: 1.2,
+    reason: "local_faster" as const,
+  };
+  assertEquals(admitLocalPrefill(refused, local, 2), { admit: true });
+  assertEquals(admitLocalPrefill(refused, { ...local, localTtftS: 2.5 }, 2), refused);
+  assertEquals(
+    admitLocalPrefill(refused, { ...local, local: false }, 2),
+    refused,
+    "remote: stands",
+  );
+  const tbt = { ...refused, reason: "tbt_slo" as const };
+  assertEquals(admitLocalPrefill(tbt, local, 2), tbt, "it decodes there either way");
+  assertEquals(admitLocalPrefill({ admit: true }, local, 2), { admit: true });
 });
