@@ -217,7 +217,8 @@ function printQueueLine(run: PolicyRun, result: SimResult, sloTtftS: number): vo
   );
   console.log(
     `${run.label.padEnd(28)} goodput ${q.goodputRps.toFixed(3)} req/s  queued ${q.queued}  ` +
-      `expired ${q.expired}  full ${q.rejectedByReason["queue_full"] ?? 0}  ${bands.join(", ")}`,
+      `expired ${q.rejectedByReason["queue_timeout"] ?? 0}  ` +
+      `full ${q.rejectedByReason["queue_full"] ?? 0}  ${bands.join(", ")}`,
   );
 }
 

@@ -93,6 +93,7 @@ export class FlowControl {
       };
       const verdict = q.queue.push(entry);
       if (!verdict.queued) return resolve({ kind: "full", limit: verdict.limit });
+      for (const out of verdict.displaced) out.item.settle({ kind: "full", limit: "requests" });
       const onAbort = () => {
         if (!q.queue.remove(entry)) return;
         waiter.settle({ kind: "aborted" });

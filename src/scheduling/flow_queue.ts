@@ -22,8 +22,9 @@ export interface FlowEntry<T> {
   readonly enqueuedAt: number;
 }
 
-export type EnqueueVerdict =
-  | { queued: true }
+/** `displaced`: less urgent entries taken out to make room (their wait ends as a full queue's). */
+export type EnqueueVerdict<T> =
+  | { queued: true; displaced: FlowEntry<T>[] }
   | { queued: false; limit: "requests" | "prompt_tokens" };
 
 interface TenantLane<T> {
@@ -53,12 +54,16 @@ export class FlowQueue<T> {
     return this.#promptTokens;
   }
 
-  /** Adds an entry unless it would pass a bound; a prompt larger than the token bound never fits. */
-  push(entry: FlowEntry<T>): EnqueueVerdict {
-    if (this.#size + 1 > this.limits.maxRequests) return { queued: false, limit: "requests" };
-    if (this.#promptTokens + entry.promptTokens > this.limits.maxPromptTokens) {
-      return { queued: false, limit: "prompt_tokens" };
-    }
+  /**
+   * Adds an entry unless it would pass a bound; past one, less urgent entries (least urgent band,
+   * latest deadline first) make room for it, so a full queue of batch work never refuses an
+   * interactive request. A prompt larger than the token bound never fits.
+   */
+  push(entry: FlowEntry<T>): EnqueueVerdict<T> {
+    const overflow = this.#overflow(entry, 0, 0);
+    const displaced = overflow ? this.#displaceable(entry) : [];
+    if (displaced === undefined) return { queued: false, limit: overflow! };
+    for (const out of displaced) this.remove(out);
     const band = this.#band(entry.priority);
     let lane = band.lanes.get(entry.tenant);
     if (!lane) {
@@ -70,7 +75,32 @@ export class FlowQueue<T> {
     insertByDeadline(lane.entries, entry);
     this.#size++;
     this.#promptTokens += entry.promptTokens;
-    return { queued: true };
+    return { queued: true, displaced };
+  }
+
+  /** Which bound `entry` would pass with `freedRequests` and `freedTokens` taken out first. */
+  #overflow(
+    entry: FlowEntry<T>,
+    freedRequests: number,
+    freedTokens: number,
+  ): "requests" | "prompt_tokens" | undefined {
+    if (this.#size - freedRequests + 1 > this.limits.maxRequests) return "requests";
+    const tokens = this.#promptTokens - freedTokens + entry.promptTokens;
+    return tokens > this.limits.maxPromptTokens ? "prompt_tokens" : undefined;
+  }
+
+  /** The least urgent entries whose leaving makes room for `entry`; undefined if none can. */
+  #displaceable(entry: FlowEntry<T>): FlowEntry<T>[] | undefined {
+    const lessUrgent = this.entries().filter((e) => e.priority > entry.priority)
+      .sort((a, b) => b.priority - a.priority || b.deadline - a.deadline);
+    const out: FlowEntry<T>[] = [];
+    let tokens = 0;
+    for (const candidate of lessUrgent) {
+      out.push(candidate);
+      tokens += candidate.promptTokens;
+      if (!this.#overflow(entry, out.length, tokens)) return out;
+    }
+    return undefined;
   }
 
   /**

@@ -13,8 +13,9 @@ export interface BandReport {
   withinSlo: number;
   /** Refused: by admission, a full queue or the TTL. */
   rejected: number;
-  /** Waited in the queue (admitted later or expired). */
+  /** Waited in the queue (admitted later, expired, or pushed out by a more urgent one). */
   queued: number;
+  /** Left the queue unserved: expired, or pushed out of a full queue by a more urgent one. */
   expired: number;
   /** Over the requests that waited; NaN when none did. */
   meanWaitS: number;

@@ -37,6 +37,8 @@ export class SimQueue {
   readonly waitS: Float64Array;
   /** Requests whose deadline passed while waiting, in the order they expired. */
   readonly expired: number[] = [];
+  /** Requests a more urgent one pushed out of a full queue (a 429 `queue_full`). */
+  readonly displaced: number[] = [];
 
   constructor(requests: number, config: SimQueueConfig, ttftSloS?: number) {
     this.#queue = new FlowQueue({
@@ -65,7 +67,12 @@ export class SimQueue {
       deadline,
       enqueuedAt: nowS,
     });
-    return verdict.queued ? deadline : undefined;
+    if (!verdict.queued) return undefined;
+    for (const out of verdict.displaced) {
+      this.waitS[out.item] = nowS - out.enqueuedAt;
+      this.displaced.push(out.item);
+    }
+    return deadline;
   }
 
   /**

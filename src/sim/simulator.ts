@@ -318,6 +318,7 @@ class ClusterReplay {
   #queueResults(queue: SimQueue): void {
     this.#result.queueWaitS = queue.waitS;
     for (const _ of queue.expired) this.#reject("queue_timeout");
+    for (const _ of queue.displaced) this.#reject("queue_full");
   }
 
   /** Lookup and policy for request `i` now. */

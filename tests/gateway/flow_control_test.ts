@@ -261,6 +261,25 @@ Deno.test("a full queue answers 429 queue_full at once", async () => {
   }
 });
 
+Deno.test("a full queue takes a more urgent request: the least urgent waiting one gets 429 queue_full", async () => {
+  const held = await saturated({ maxRequests: 1 });
+  try {
+    const batch = send(held, range(9_000, WAITER), { "x-tidegate-priority": "5" });
+    await eventually(() => waiting(held) === 1, 5_000, "the batch request waits");
+    send(held, range(9_500, WAITER), { "x-tidegate-priority": "-1" });
+    const pushedOut = await batch.response;
+    assertEquals(pushedOut.status, 429);
+    assertEquals((await pushedOut.json()).error.code, "queue_full");
+    assertEquals(held.t.router.gateway.queueLengths().get(MODEL), new Map([[-1, 1]]));
+    const equal = await completion(held.t.url, { prompt: range(9_700, WAITER) }, {
+      "x-tidegate-priority": "-1",
+    });
+    assertEquals((await equal.json()).error.code, "queue_full", "no less urgent one to push out");
+  } finally {
+    await end(held);
+  }
+});
+
 Deno.test("a client that leaves while queued is dropped at once, holding nothing", async () => {
   const held = await saturated();
   try {

@@ -89,16 +89,16 @@ Deno.test("a tenant back from idle banks no credit: it starts at the band's cloc
 Deno.test("bounds: requests and prompt tokens; a removed entry frees its room and costs its tenant nothing", () => {
   const queue = new FlowQueue<string>({ maxRequests: 2, maxPromptTokens: 250 });
   const a = entry("a", { tenant: "x" });
-  assertEquals(queue.push(a), { queued: true });
+  assertEquals(queue.push(a), { queued: true, displaced: [] });
   assertEquals(queue.push(entry("b", { promptTokens: 200 })), {
     queued: false,
     limit: "prompt_tokens",
   });
-  assertEquals(queue.push(entry("c")), { queued: true });
+  assertEquals(queue.push(entry("c")), { queued: true, displaced: [] });
   assertEquals(queue.push(entry("d", { promptTokens: 1 })), { queued: false, limit: "requests" });
   assertEquals(queue.remove(a), true);
   assertEquals(queue.remove(a), false, "removed once");
-  assertEquals(queue.push(entry("d", { promptTokens: 1 })), { queued: true });
+  assertEquals(queue.push(entry("d", { promptTokens: 1 })), { queued: true, displaced: [] });
   assertEquals(queue.size, 2);
   assertEquals(queue.promptTokens, 101);
 });
@@ -139,4 +139,30 @@ Deno.test("peek passes over entries already tried, in the same order", () => {
   }
   assertEquals(order, ["urgent", "a", "a2", "b"]);
   assertEquals(queue.size, 4, "peeking takes nothing");
+});
+
+Deno.test("full: a more urgent request pushes out the least urgent, latest deadline first; an equal or less urgent one is refused", () => {
+  const queue = new FlowQueue<string>({ maxRequests: 3, maxPromptTokens: 1_000 });
+  const batchEarly = entry("batch-early", { priority: 5, deadline: 100 });
+  const batchLate = entry("batch-late", { priority: 5, deadline: 900 });
+  const normal = entry("normal", { priority: 0 });
+  for (const e of [batchEarly, batchLate, normal]) queue.push(e);
+  assertEquals(queue.push(entry("another-batch", { priority: 5 })), {
+    queued: false,
+    limit: "requests",
+  });
+  const urgent = entry("urgent", { priority: -1 });
+  assertEquals(queue.push(urgent), { queued: true, displaced: [batchLate] });
+  assertEquals(queue.entries().map((e) => e.item).sort(), ["batch-early", "normal", "urgent"]);
+  // Room for 800 tokens under the 1,000-token bound: one batch request out is enough.
+  const big = entry("big", { priority: -2, promptTokens: 800 });
+  assertEquals(queue.push(big), { queued: true, displaced: [batchEarly] });
+  assertEquals(queue.entries().map((e) => e.item).sort(), ["big", "normal", "urgent"]);
+  assertEquals(queue.promptTokens, 1_000);
+  // Even without both less urgent ones 300 tokens do not fit: refused, nobody pushed out.
+  assertEquals(queue.push(entry("x", { priority: -2, promptTokens: 300 })), {
+    queued: false,
+    limit: "requests",
+  });
+  assertEquals(queue.size, 3);
 });
