@@ -1,10 +1,10 @@
 /**
- * The decode side of the P/D simulator with conditional disaggregation (issue 27): each decode
- * instance is an engine that can also prefill. It is built from the neutral engine's parts
- * (neutral_engine.ts, unchunked): a local prefill runs whole while the instance's batch steps wait,
- * as a prefill-first scheduler does, and its prefix cache is a `BlockCache` the size of the
- * instance's KV memory. With no local prefill queued it steps exactly as a plain decode engine.
- * The decision itself is the router's (`decideLocalPrefill`); this file only feeds it. Pure.
+ * The decode side of the P/D simulator with conditional disaggregation (docs/disaggregation.md):
+ * each decode instance is an engine that can also prefill. It is built from the neutral engine's
+ * parts (neutral_engine.ts, unchunked): a local prefill runs whole while the instance's batch
+ * steps wait, as a prefill-first scheduler does, and its prefix cache is a `BlockCache` the size
+ * of the instance's KV memory. With no local prefill queued it steps exactly as a plain decode
+ * engine. The decision is the router's (`decideLocalPrefill`); this file only feeds it. Pure.
  */
 import type { LoadAccount } from "../cluster/load_account.ts";
 import type { DecodeModel } from "../scheduling/decode_model.ts";

@@ -109,7 +109,7 @@ export interface PdRun {
   admission: PdAdmission;
   /** Whose decode load `early` and `predicted` judge at arrival (the router's `decodeLoad`). */
   decodeLoad?: DecodeLoadScope;
-  /** Conditional disaggregation (P/D only); absent: the runs as before issue 27. */
+  /** Conditional disaggregation (P/D only, docs/sim/pd/README.md); absent: local prefill off. */
   localPrefill?: LocalPrefillSetting;
 }
 

@@ -1,6 +1,6 @@
 /**
- * Conditional disaggregation in the P/D simulator (issue 27): the decode side's prefix cache and
- * local prefill (src/sim/decode_prefill.ts), and the replay calling the router's
+ * Conditional disaggregation in the P/D simulator (docs/sim/pd/README.md): the decode side's
+ * prefix cache and local prefill (src/sim/decode_prefill.ts), and the replay calling the router's
  * `decideLocalPrefill` under `--local-prefill`.
  */
 import { assert, assertEquals } from "../assert.ts";
@@ -115,7 +115,7 @@ function replay(admission: PdAdmission, localPrefill?: LocalPrefillSetting, sloT
   return { result, summary: summarizePd(result, cfg.sloTtftS, cfg.sloTbtS) };
 }
 
-/** The same replays before issue 27 (at commit 5c7132f, via simulatePd and summarizePd). */
+/** The same replays before the decode side could prefill (5c7132f: simulatePd, summarizePd). */
 const BEFORE = {
   baseline: {
     served: 277,
