@@ -26,7 +26,7 @@ import {
 } from "../scheduling/pd_admission.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
-import { estimateQueueS, estimateTtft } from "../scheduling/ttft_estimate.ts";
+import { estimateQueueS } from "../scheduling/ttft_estimate.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
 import type { Candidate, Decision, Policy, ScheduleRequest } from "../scheduling/types.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
@@ -565,12 +565,8 @@ class PdReplay {
     });
     if (!verdict.local) return false;
     if (!admitLocalPrefill(admission, verdict, this.#config.sloTtftS).admit) return false;
-    const predictedS = estimateTtft(
-      { promptTokens: prompt, poolPrefixTokens: 0 },
-      candidate,
-      this.#config.ttft,
-      { allowTransfer: false },
-    ).totalS;
+    // The router's own prediction of the local prefill (what admission judged).
+    const predictedS = verdict.localTtftS!;
     const lease = this.#account.lease(decodeId, verdict.uncachedTokens);
     const arrived = this.#outlook.expect(decodeId, (this.#nowS + predictedS) * 1000);
     this.#decodeSlots[i] = { engine: d, lease, arrived };

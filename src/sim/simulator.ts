@@ -421,15 +421,18 @@ class ClusterReplay {
   #prefillDone(engine: number): void {
     for (const job of this.#engines[engine].finishIteration()) this.#finishPrefill(engine, job);
     this.#startPrefill(engine);
-    // Capacity freed: the router wakes the queue whenever a request ends.
+    // Prefill capacity freed at the first token, when the router's load lease ends.
     this.#pumpQueue();
   }
 
   #decodeDone(engine: number): void {
-    for (const job of this.#decoders[engine].finishStep()) {
+    const finished = this.#decoders[engine].finishStep();
+    for (const job of finished) {
       this.#result.tpotS[job.requestIndex] = (this.#nowS - job.joinS) / job.outputTokens;
     }
     this.#startDecode(engine);
+    // The router wakes its queue whenever a request ends: decode room may fit a TBT refusal.
+    if (finished.length > 0) this.#pumpQueue();
   }
 
   /** First token: record it, teach the instance's model, then hand the request to a decoder. */
