@@ -4,7 +4,7 @@
  * `decideLocalPrefill` under `--local-prefill`.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { decodeStepS, maxBatchWithin } from "../../src/scheduling/decode_model.ts";
+import { decodeStepS } from "../../src/scheduling/decode_model.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../../src/scheduling/prefill_model.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import {
@@ -14,39 +14,13 @@ import {
   type LocalPrefillSetting,
 } from "../../src/sim/decode_prefill.ts";
 import { newPrefillJob } from "../../src/sim/prefill_engine.ts";
-import { type PdAdmission, type PdConfig, simulatePd } from "../../src/sim/pd_simulator.ts";
+import { type PdAdmission, simulatePd } from "../../src/sim/pd_simulator.ts";
 import { summarizePd } from "../../src/sim/pd_summary.ts";
 import { parseMooncakeTrace, type TraceRequest } from "../../src/sim/trace.ts";
+import { pdTestConfig, TEST_DECODE_MODEL } from "./pd_test_config.ts";
 
-const DECODE = { baseS: 0.03, perRequestS: 0.0005, perKvTokenS: 4e-8 };
-
-function config(trace: readonly TraceRequest[], speed = 3.2): PdConfig {
-  const meanContext = trace.reduce((s, r) => s + r.inputLength + r.outputLength / 2, 0) /
-    trace.length;
-  const routerDecodeModel = { ...DECODE, kvTokensPerRequest: Math.round(meanContext) };
-  return {
-    cacheBlocks: 6000,
-    chunkTokens: 8192,
-    blockTokens: 512,
-    speed,
-    seed: 1,
-    sloTtftS: 10,
-    sloTbtS: 0.05,
-    kvPool: "planned",
-    ttft: resolveTtftParams(),
-    engineModel: MOONCAKE_PREFILL_MODEL,
-    heterogeneity: 0,
-    refine: true,
-    timelinePoints: 400,
-    engineDecodeModel: DECODE,
-    routerDecodeModel,
-    decodePolicy: "least_running",
-    decodeMaxBatch: maxBatchWithin(routerDecodeModel, 0.05),
-    decodeKvCapacityTokens: 1_500_000,
-    pdTransferBytesPerS: 85e9,
-    meanDecodeS: 10,
-  };
-}
+const DECODE = TEST_DECODE_MODEL;
+const config = (trace: readonly TraceRequest[], speed = 3.2) => pdTestConfig(trace, { speed });
 
 function sides() {
   return decodeSideEngines(["decode-00"], {

@@ -5,9 +5,6 @@
  */
 import { assert, assertEquals } from "../assert.ts";
 import type { DecodeLoadScope } from "../../src/scheduling/pd_admission.ts";
-import { MOONCAKE_PREFILL_MODEL } from "../../src/scheduling/prefill_model.ts";
-import { resolveTtftParams } from "../../src/scheduling/registry.ts";
-import { maxBatchWithin } from "../../src/scheduling/decode_model.ts";
 import {
   type PdAdmission,
   type PdConfig,
@@ -16,40 +13,13 @@ import {
 } from "../../src/sim/pd_simulator.ts";
 import { summarizePd } from "../../src/sim/pd_summary.ts";
 import { parseMooncakeTrace, type TraceRequest } from "../../src/sim/trace.ts";
+import { pdTestConfig } from "./pd_test_config.ts";
 
 const TEXT = await Deno.readTextFile(new URL("../data/conversation_trace.jsonl", import.meta.url));
 const SLICE = parseMooncakeTrace(TEXT, { limit: 3000 });
 const PD: PdTopology = { kind: "pd", prefill: 8, decode: 8 };
 
-function config(trace: readonly TraceRequest[], overrides: Partial<PdConfig> = {}): PdConfig {
-  const decode = { baseS: 0.03, perRequestS: 0.0005, perKvTokenS: 4e-8 };
-  const meanContext = trace.reduce((s, r) => s + r.inputLength + r.outputLength / 2, 0) /
-    trace.length;
-  const routerDecodeModel = { ...decode, kvTokensPerRequest: Math.round(meanContext) };
-  return {
-    cacheBlocks: 6000,
-    chunkTokens: 8192,
-    blockTokens: 512,
-    speed: 1.6,
-    seed: 1,
-    sloTtftS: 10,
-    sloTbtS: 0.05,
-    kvPool: "planned",
-    ttft: resolveTtftParams(),
-    engineModel: MOONCAKE_PREFILL_MODEL,
-    heterogeneity: 0,
-    refine: true,
-    timelinePoints: 400,
-    engineDecodeModel: decode,
-    routerDecodeModel,
-    decodePolicy: "least_running",
-    decodeMaxBatch: maxBatchWithin(routerDecodeModel, 0.05),
-    decodeKvCapacityTokens: 1_500_000,
-    pdTransferBytesPerS: 85e9,
-    meanDecodeS: 10,
-    ...overrides,
-  };
-}
+const config = pdTestConfig;
 
 function run(
   policy: string,
