@@ -167,7 +167,9 @@ export interface QueueRecord {
   /** Its band (lower went first). */
   priority: number;
   waitedS: number;
-  result: "admitted" | "full" | "expired" | "aborted" | "shutting_down" | "failed";
+  result: "admitted" | "full" | "pushed_out" | "expired" | "aborted" | "shutting_down" | "failed";
+  /** The error code it was refused with (`queue_full`, `queue_timeout`, `router_shutting_down`). */
+  code?: string;
 }
 
 export interface RequestObserver {

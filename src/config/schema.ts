@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseHostPattern } from "./host_allow_list.ts";
 import { checkModel } from "./model_checks.ts";
 import { ModelSchema } from "./model_schema.ts";
+import { MAX_PRIORITY, MIN_PRIORITY } from "../scheduling/priority_band.ts";
 
 export * from "./model_schema.ts";
 
@@ -22,9 +23,9 @@ const TenantRatesSchema = z.strictObject({
    * Its requests' priority band in the flow-control queue (lower goes first, as in vLLM), when
    * they name none (`priority` in the body or `x-tidegate-priority`).
    */
-  priority: z.int().min(-10).max(10).default(0),
+  priority: z.int().min(MIN_PRIORITY).max(MAX_PRIORITY).default(0),
   /** The most urgent band its requests may ask for (default: its own `priority`). */
-  minPriority: z.int().min(-10).max(10).optional(),
+  minPriority: z.int().min(MIN_PRIORITY).max(MAX_PRIORITY).optional(),
 });
 
 const TenantsSchema = z.strictObject({

@@ -13,7 +13,9 @@ import { REPLAN_WINDOW } from "../scheduling/queue_rules.ts";
 /** How a wait ended. */
 export type WaitOutcome =
   | { kind: "admitted" }
-  | { kind: "full"; limit: "requests" | "prompt_tokens" }
+  | { kind: "full" }
+  /** Made room, in a full queue, for a more urgent request. */
+  | { kind: "pushed_out" }
   | { kind: "expired" }
   | { kind: "aborted" }
   | { kind: "shutting_down" }
@@ -92,8 +94,8 @@ export class FlowControl {
         enqueuedAt: now,
       };
       const verdict = q.queue.push(entry);
-      if (!verdict.queued) return resolve({ kind: "full", limit: verdict.limit });
-      for (const out of verdict.displaced) out.item.settle({ kind: "full", limit: "requests" });
+      if (!verdict.queued) return resolve({ kind: "full" });
+      for (const out of verdict.displaced) out.item.settle({ kind: "pushed_out" });
       const onAbort = () => {
         if (!q.queue.remove(entry)) return;
         waiter.settle({ kind: "aborted" });
@@ -171,8 +173,7 @@ export class FlowControl {
   async #replan(q: ModelQueue, head: FlowEntry<Waiter>): Promise<boolean | undefined> {
     try {
       const admitted = await head.item.request.replan();
-      if (q.queue.entries().includes(head)) return admitted;
-      return undefined;
+      return q.queue.has(head) ? admitted : undefined;
     } catch (error) {
       if (q.queue.remove(head)) head.item.settle({ kind: "failed", error });
       return undefined;

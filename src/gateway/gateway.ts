@@ -6,6 +6,7 @@ import type {
   ArmSelection,
   ArmSelector,
   DispatchPlan,
+  QueueRecord,
   RequestObserver,
   RequestRecord,
   RequestTrace,
@@ -45,7 +46,7 @@ import {
   waitDeadlineMs,
   worthQueueing,
 } from "../scheduling/queue_rules.ts";
-import type { AdmissionVerdict } from "../scheduling/admission.ts";
+import type { AdmissionRefusal } from "../scheduling/admission.ts";
 import { systemTimers, type Timers } from "../cluster/timers.ts";
 import { parseRequest } from "./parse_request.ts";
 import type { RequestWorkerPool } from "./request_worker_pool.ts";
@@ -117,14 +118,10 @@ interface InFlight {
   runtime?: ModelRuntime;
   loraName?: string;
   selection?: ArmSelection;
-  /** Its band in the flow-control queue, once planned on a model that queues. */
-  priority?: number;
   /** Its wait in the queue ended: a re-plan still under way must not take anything. */
   queueSettled?: boolean;
-  /** How long it may wait (the model's TTL, or the client's shorter one). */
-  queueTtlS?: number;
   /** Admission's latest refusal while it waited (its Retry-After is repeated). */
-  lastRefusal?: AdmissionVerdict;
+  lastRefusal?: AdmissionRefusal;
   /** Its prompt's tokens and keys, for re-plans. */
   prepared?: PreparedPrompt;
 }
@@ -446,21 +443,27 @@ export class Gateway {
     if (!refusal.admit) this.#tenants.noteRefusal(flight.runtime!.config.name);
     // Load-routed requests and uploads are not queued: they are cheap, or their body streams.
     const queues = queue.enabled && isInferenceEndpoint(parsed.endpoint);
-    if (queues && this.#mustWait(flight, parsed, planned.plan)) {
-      flight.prepared = planned.prepared;
-      const early = await this.#waitInQueue(flight, parsed);
-      if (early) return early;
+    if (queues) {
+      // Read for every request of a queueing model, so a bad header is a 400 under any load.
+      const wait = {
+        priority: this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant),
+        ttlS: queueTtlS(flight.request, queue.ttlS),
+      };
+      if (!refusal.admit && this.#worthWaiting(flight, planned.plan, refusal)) {
+        flight.prepared = planned.prepared;
+        const early = await this.#waitInQueue(flight, parsed, refusal, wait);
+        if (early) return early;
+      }
     }
     const verdict = flight.plan!.admission;
     const model = flight.runtime!.config.name;
     if (!verdict.admit) {
-      return this.#refuse(
-        flight,
-        verdict.status,
-        verdict.message,
-        verdict.reason,
-        verdict.retryAfterS,
-      );
+      flight.responseHeaders.set("retry-after", String(verdict.retryAfterS));
+      const error = new HttpError(verdict.status, verdict.message, {
+        type: "rate_limit_error",
+        code: verdict.reason,
+      });
+      return this.#answer(flight, error, "rejected");
     }
     if (flight.record.tenant) {
       // Given back when the request finishes; checked once the prompt was counted.
@@ -530,31 +533,30 @@ export class Gateway {
    * fit at their last re-plan, and a newcomer that waited behind them only lost goodput in the
    * simulator (docs/sim/queue/README.md).
    */
-  #mustWait(flight: InFlight, parsed: ParsedRequest, plan: DispatchPlan): boolean {
-    const runtime = flight.runtime!;
-    const band = this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant);
-    flight.priority = band;
-    flight.queueTtlS = queueTtlS(flight.request, runtime.config.slo.queue.ttlS);
-    const verdict = plan.admission;
-    if (verdict.admit) return false;
+  #worthWaiting(flight: InFlight, plan: DispatchPlan, refusal: AdmissionRefusal): boolean {
     const idle = idleTtftS(plan.inputs.request, plan.candidates, plan.policy.ttftParams);
-    return verdict.status === 429 && worthQueueing(idle, runtime.config.slo.ttftS);
+    return refusal.status === 429 && worthQueueing(idle, flight.runtime!.config.slo.ttftS);
   }
 
   /** The wait in the queue; a response when it ended other than admitted (then: flight.plan). */
-  async #waitInQueue(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
+  async #waitInQueue(
+    flight: InFlight,
+    parsed: ParsedRequest,
+    refusal: AdmissionRefusal,
+    wait: { priority: number; ttlS: number },
+  ): Promise<Response | undefined> {
     const model = flight.runtime!.config.name;
     const queue = flight.runtime!.config.slo.queue;
-    flight.lastRefusal = flight.plan!.admission;
+    flight.lastRefusal = refusal;
     this.#release(flight);
     const started = this.#deps.now();
     const arrival = { arrivedMs: flight.record.startedAt, joinedMs: started };
     const outcome = await this.#flow.wait(model, queue, {
-      priority: flight.priority!,
+      priority: wait.priority,
       tenant: flight.record.tenant ?? "",
       weight: this.#tenants.weightOf(flight.record.tenant),
       promptTokens: flight.plan!.promptTokens,
-      deadlineMs: waitDeadlineMs(arrival, flight.queueTtlS!, flight.runtime!.config.slo.ttftS),
+      deadlineMs: waitDeadlineMs(arrival, wait.ttlS, flight.runtime!.config.slo.ttftS),
       signal: flight.client.signal,
       replan: () => this.#replan(flight, parsed),
     });
@@ -563,7 +565,7 @@ export class Gateway {
     if (outcome.kind !== "admitted") this.#release(flight);
     const ended = this.#deps.now();
     const waitedS = (ended - started) / 1000;
-    const record = { priority: flight.priority!, waitedS, result: outcome.kind };
+    const record: QueueRecord = { priority: wait.priority, waitedS, result: outcome.kind };
     flight.record.queue = record;
     flight.trace.queued?.(record, started, ended);
     switch (outcome.kind) {
@@ -575,8 +577,9 @@ export class Gateway {
       case "failed":
         throw outcome.error;
       default: {
-        const context = { model, queue, waitedS, lastRefusal: flight.lastRefusal };
+        const context = { model, queue, waitedS, lastRefusal: flight.lastRefusal! };
         const { error, retryAfterS } = queueRefusal(outcome, context);
+        record.code = String(error.options.code);
         flight.responseHeaders.set("retry-after", String(retryAfterS));
         return this.#answer(flight, error, "rejected");
       }
@@ -632,21 +635,6 @@ export class Gateway {
     flight.reservation?.cancel();
     flight.decodeReservation?.cancel();
     flight.reservation = flight.decodeReservation = undefined;
-  }
-
-  #refuse(
-    flight: InFlight,
-    status: number,
-    message: string,
-    code: string,
-    retryAfterS: number,
-  ): Response {
-    flight.responseHeaders.set("retry-after", String(retryAfterS));
-    const error = new HttpError(status, message, {
-      type: status === 429 ? "rate_limit_error" : undefined,
-      code,
-    });
-    return this.#answer(flight, error, "rejected");
   }
 
   /** Which instances may take a load-routed request; 404 when every one lacks its path. */
@@ -715,9 +703,7 @@ export class Gateway {
   /** A failure before any upstream answer: the client's fault (HttpError) or the router's. */
   #failed(flight: InFlight, error: unknown): Response {
     // Whatever threw after planning, the reserved load and predicted KV go back.
-    flight.reservation?.cancel();
-    flight.decodeReservation?.cancel();
-    flight.reservation = flight.decodeReservation = undefined;
+    this.#release(flight);
     if (error instanceof RateLimitedError || error instanceof FairShareError) {
       return this.#answer(flight, error, "rejected");
     }

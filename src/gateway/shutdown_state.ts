@@ -3,12 +3,11 @@
  * served) and then, past the drain deadline, the cut that ends what is still in flight.
  */
 export class ShutdownState {
-  #draining = false;
   readonly #cut = new AbortController();
   readonly #drain = new AbortController();
 
   get draining(): boolean {
-    return this.#draining;
+    return this.#drain.signal.aborted;
   }
 
   /** Aborts, with a `RouterShutdownError`, every engine call and answer still in flight. */
@@ -22,7 +21,6 @@ export class ShutdownState {
   }
 
   beginDraining(): void {
-    this.#draining = true;
     this.#drain.abort();
   }
 

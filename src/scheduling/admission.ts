@@ -25,6 +25,9 @@ export interface AdmissionInput {
   instanceId?: string;
 }
 
+/** A refusal: admission's verdict when it does not admit. */
+export type AdmissionRefusal = Extract<AdmissionVerdict, { admit: false }>;
+
 export type AdmissionVerdict =
   | { admit: true }
   | {

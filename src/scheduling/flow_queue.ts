@@ -147,6 +147,12 @@ export class FlowQueue<T> {
     return true;
   }
 
+  /** Whether `entry` still waits here. */
+  has(entry: FlowEntry<T>): boolean {
+    return this.#bands.get(entry.priority)?.lanes.get(entry.tenant)?.entries.includes(entry) ??
+      false;
+  }
+
   /** Every entry whose deadline is at or before `now`, in no particular order. */
   expired(now: number): FlowEntry<T>[] {
     return this.entries().filter((entry) => entry.deadline <= now);

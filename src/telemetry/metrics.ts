@@ -205,7 +205,8 @@ export class GatewayMetrics {
       name: "tidegate_queue_exits_total",
       help:
         "Requests that left the flow-control queue (slo.queue) by band (priority) and result: " +
-        "admitted, full, expired (429 queue_timeout), aborted, shutting_down, failed.",
+        "admitted, full, pushed_out (by a more urgent request), expired (429 queue_timeout), " +
+        "aborted, shutting_down, failed.",
       labelNames: ["model", "priority", "result"],
       registers,
     });

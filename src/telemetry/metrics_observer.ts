@@ -7,13 +7,6 @@ interface Labels {
   arm: string;
 }
 
-/** The error code of each way a wait in the flow-control queue ends refused (queue_answers.ts). */
-const QUEUE_REFUSAL_CODES: Record<string, string> = {
-  full: "queue_full",
-  expired: "queue_timeout",
-  shutting_down: "router_shutting_down",
-};
-
 /** Turns each finished request into Prometheus series (labels: model, instance, arm). */
 export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
   return {
@@ -31,7 +24,7 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
       if (record.queue) {
         const queued = { model: labels.model, priority: String(record.queue.priority) };
         metrics.queueExits.inc({ ...queued, result: record.queue.result });
-        // A full queue refused at once: nobody waited.
+        // A full queue refused it at once: it never waited.
         if (record.queue.result !== "full") metrics.queueWait.observe(queued, record.queue.waitedS);
       }
       const plan = record.plan;
@@ -85,7 +78,7 @@ function countRequest(metrics: GatewayMetrics, record: RequestRecord, labels: La
     const verdict = record.plan?.admission;
     // A request that waited in the flow-control queue was refused by the queue, not admission.
     const reason = record.queue
-      ? QUEUE_REFUSAL_CODES[record.queue.result] ?? "unknown"
+      ? record.queue.code ?? "unknown"
       : verdict && !verdict.admit
       ? verdict.reason
       : "unknown";

@@ -271,6 +271,19 @@ Deno.test("a full queue takes a more urgent request: the least urgent waiting on
     assertEquals(pushedOut.status, 429);
     assertEquals((await pushedOut.json()).error.code, "queue_full");
     assertEquals(held.t.router.gateway.queueLengths().get(MODEL), new Map([[-1, 1]]));
+    const metrics = await (await fetch(`${held.t.url}/metrics`)).text();
+    assertMatch(
+      metrics,
+      new RegExp(
+        `tidegate_queue_exits_total\\{model="${MODEL}",priority="5",result="pushed_out"\\} 1`,
+      ),
+    );
+    assertMatch(
+      metrics,
+      new RegExp(
+        `tidegate_admission_rejections_total\\{model="${MODEL}",arm="default",reason="queue_full"\\} 1`,
+      ),
+    );
     const equal = await completion(held.t.url, { prompt: range(9_700, WAITER) }, {
       "x-tidegate-priority": "-1",
     });
