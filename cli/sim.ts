@@ -24,6 +24,7 @@ import {
 import { type PolicySummary, summarize } from "../src/sim/summary.ts";
 import { DEFAULT_BANDS, parseBandShares } from "../src/sim/sim_bands.ts";
 import { DEFAULT_SIM_QUEUE } from "../src/sim/sim_queue.ts";
+import type { QueueAdmitWhen } from "../src/scheduling/queue_rules.ts";
 import { queueReport } from "../src/sim/queue_report.ts";
 import { queueMarkdown } from "../src/sim/queue_markdown.ts";
 import { parseMooncakeTrace, type TraceRequest } from "../src/sim/trace.ts";
@@ -69,6 +70,8 @@ Usage: deno task sim --trace FILE [options]
   --queue-ttl S              seconds a request may wait in the queue (default 30)
   --queue-max-requests N     requests the queue holds (default 256)
   --queue-max-prompt-tokens N prompt tokens the queue holds (default 2000000)
+  --queue-admit WHEN         idle | fits: when a waiting request goes (default idle; the router's
+                             slo.queue.admitWhen)
   --bands SHARES             share of requests per priority band, band 0 first (default 0.2,0.8)
   --tenants N                tenants per band, equal weights (default 4)
   --experiment FILE          A/B experiment (JSON: the config's "experiment" object): split the
@@ -290,6 +293,7 @@ function queueSettings(config: SimConfig): Settings {
   const bands = config.bands ?? DEFAULT_BANDS;
   return {
     "queue TTL (s)": queue.ttlS,
+    "queue admits when": queue.admitWhen,
     "queue bounds (requests, prompt tokens)": `${queue.maxRequests}, ${queue.maxPromptTokens}`,
     "band shares": bands.shares.join(", "),
     "tenants per band": bands.tenants,
@@ -388,6 +392,8 @@ function parseArgs(args: string[]): CliOptions | "help" {
   if (!["planned", "always", "off"].includes(kvPool)) {
     problems.push(`--kv-pool must be planned, always or off`);
   }
+  const queueAdmit = (values.get("queue-admit") ?? DEFAULT_SIM_QUEUE.admitWhen) as QueueAdmitWhen;
+  if (!["idle", "fits"].includes(queueAdmit)) problems.push(`--queue-admit must be idle or fits`);
   const refine = values.get("refine") ?? "on";
   if (!["on", "off"].includes(refine)) problems.push(`--refine must be on or off`);
   const prefillModel = parsePrefillModel(values.get("prefill-model"), problems);
@@ -400,7 +406,12 @@ function parseArgs(args: string[]): CliOptions | "help" {
   const pd = parsePdOptions(values, num, problems);
   if (pd && experiment !== undefined) problems.push("--experiment does not combine with P/D mode");
   const runs = pd ? [] : parseRuns(policies, admission, problems);
-  const config = simConfigOf(values, num, { kvPool, prefillModel, refine: refine === "on" });
+  const config = simConfigOf(values, num, {
+    kvPool,
+    prefillModel,
+    refine: refine === "on",
+    queueAdmit,
+  });
   if (problems.length > 0) throw new Error(`Cannot run the simulator:\n- ${problems.join("\n- ")}`);
   return {
     trace: trace!,
@@ -505,7 +516,12 @@ function parseRuns(policies: string, admission: AdmissionMode, problems: string[
 function simConfigOf(
   values: ReadonlyMap<string, string>,
   num: NumberReader,
-  parsed: { kvPool: KvPoolMode; prefillModel: PrefillModelCoefficients; refine: boolean },
+  parsed: {
+    kvPool: KvPoolMode;
+    prefillModel: PrefillModelCoefficients;
+    refine: boolean;
+    queueAdmit: QueueAdmitWhen;
+  },
 ): CliOptions["config"] {
   const loadThresholdRaw = values.get("load-threshold-tokens");
   const loadFilterRaw = values.get("load-filter-tokens");
@@ -544,6 +560,7 @@ function simConfigOf(
     timelinePoints: 200,
     queue: {
       ttlS: num("queue-ttl", DEFAULT_SIM_QUEUE.ttlS, positive, "a positive number"),
+      admitWhen: parsed.queueAdmit,
       maxRequests: num(
         "queue-max-requests",
         DEFAULT_SIM_QUEUE.maxRequests,

@@ -313,6 +313,11 @@ export const QueueSchema = z.strictObject({
   ttlS: z.number().positive().default(30),
   /** The head of the queue is re-planned at least this often, besides whenever a request ends. */
   recheckMs: z.int().min(1).default(50),
+  /**
+   * When a waiting request goes (src/scheduling/queue_rules.ts): `idle`, once it fits and its
+   * instance has no prefill waiting; `fits`, as soon as it fits.
+   */
+  admitWhen: z.enum(["idle", "fits"]).default("idle"),
 });
 
 export const SloSchema = z.strictObject({

@@ -429,3 +429,20 @@ export function promptTokensOf(prompt: PromptInput, tokens: readonly number[] | 
   if (!tokens) return Math.ceil(total / 4);
   return tokens.length * copies + Math.ceil((total - prompt.text.length * copies) / 4);
 }
+
+/**
+ * What the queue's admission judges of a plan (src/scheduling/queue_rules.ts `admitsFromQueue`):
+ * its predicted TTFT and the prefill waiting on the instance chosen to prefill it, as seen before
+ * its own reservation (none judged for a local prefill on the decode instance).
+ */
+export function chosenPrefill(
+  plan: DispatchPlan,
+): { predictedTtftS: number | undefined; waitingPrefillTokens: number | undefined } {
+  const chosen = plan.decode?.localPrefill?.local
+    ? undefined
+    : plan.candidates.find((c) => c.id === plan.decision.ranking[0]);
+  return {
+    predictedTtftS: plan.predictedTtftS,
+    waitingPrefillTokens: chosen?.waitingPrefillTokens,
+  };
+}

@@ -7,6 +7,9 @@
  */
 import type { Timers } from "../cluster/timers.ts";
 import type { QueueConfig } from "../config/schema.ts";
+
+/** What the queue itself reads of `slo.queue` (when to admit is the caller's re-plan's). */
+type QueueBounds = Pick<QueueConfig, "maxRequests" | "maxPromptTokens" | "recheckMs">;
 import { type FlowEntry, FlowQueue } from "../scheduling/flow_queue.ts";
 import { REPLAN_WINDOW } from "../scheduling/queue_rules.ts";
 
@@ -77,7 +80,7 @@ export class FlowControl {
   }
 
   /** Waits for admission in `model`'s queue (sized by `config`, read again at every wait). */
-  wait(model: string, config: QueueConfig, request: WaitRequest): Promise<WaitOutcome> {
+  wait(model: string, config: QueueBounds, request: WaitRequest): Promise<WaitOutcome> {
     if (this.deps.draining.aborted) return Promise.resolve({ kind: "shutting_down" });
     if (request.signal?.aborted) return Promise.resolve({ kind: "aborted" });
     const q = this.#queueOf(model, config);
@@ -116,7 +119,7 @@ export class FlowControl {
     if (q && q.queue.size > 0) void this.#pump(q);
   }
 
-  #queueOf(model: string, config: QueueConfig): ModelQueue {
+  #queueOf(model: string, config: QueueBounds): ModelQueue {
     let q = this.#queues.get(model);
     if (!q) {
       q = {

@@ -30,6 +30,7 @@ import { modelNeeded } from "../openai/load_routed_request.ts";
 import { InvalidRequestError, type ParsedRequest } from "../openai/request.ts";
 import { requestStreamUsage } from "../proxy/stream_usage.ts";
 import {
+  chosenPrefill,
   decideDispatch,
   type PlanContext,
   planDispatch,
@@ -41,7 +42,7 @@ import { FlowControl } from "./flow_control.ts";
 import { queueTtlS } from "./queue_ttl.ts";
 import { queueRefusal } from "./queue_answers.ts";
 import {
-  fitsAfterWait,
+  admitsFromQueue,
   idleTtftS,
   waitDeadlineMs,
   worthQueueing,
@@ -618,8 +619,9 @@ export class Gateway {
     const planned = await decideDispatch(flight.prepared!, parsed, context);
     const sinceArrivalS = (this.#deps.now() - flight.record.startedAt) / 1000;
     const verdict = planned.plan.admission;
+    const { slo } = runtime.config;
     const fits = verdict.admit &&
-      fitsAfterWait(planned.plan.predictedTtftS, sinceArrivalS, runtime.config.slo.ttftS);
+      admitsFromQueue(slo.queue.admitWhen, chosenPrefill(planned.plan), sinceArrivalS, slo.ttftS);
     if (!verdict.admit) flight.lastRefusal = verdict;
     if (!fits || flight.client.signal?.aborted || flight.queueSettled) {
       planned.reservation?.cancel();

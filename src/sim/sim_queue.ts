@@ -4,20 +4,24 @@
  * src/gateway/flow_control.ts drives them on the wall clock. A request the TTFT admission refuses
  * waits if an idle instance could still serve it within the SLO; waiting requests are re-planned in order whenever something
  * changes (a prefill finished, a deadline passed, someone joined), past up to REPLAN_WINDOW that do
- * not fit, and leave once their TTFT fits what their wait left of the SLO; at their deadline (the
+ * not fit, and leave once their TTFT fits what their wait left of the SLO (and, with `idle`, their
+ * instance has no prefill waiting); at their deadline (the
  * SLO since arrival, or the TTL) they are out, a 429. Times are in seconds.
  */
 import { type FlowEntry, FlowQueue, type FlowQueueLimits } from "../scheduling/flow_queue.ts";
-import { REPLAN_WINDOW, waitDeadlineMs } from "../scheduling/queue_rules.ts";
+import { type QueueAdmitWhen, REPLAN_WINDOW, waitDeadlineMs } from "../scheduling/queue_rules.ts";
 
 export interface SimQueueConfig extends FlowQueueLimits {
   /** Seconds a request may wait before it is refused (the router's `slo.queue.ttlS`). */
   ttlS: number;
+  /** When a waiting request goes (the router's `slo.queue.admitWhen`). */
+  admitWhen: QueueAdmitWhen;
 }
 
 /** The router's defaults (src/config/model_schema.ts). */
 export const DEFAULT_SIM_QUEUE: SimQueueConfig = {
   ttlS: 30,
+  admitWhen: "idle",
   maxRequests: 256,
   maxPromptTokens: 2_000_000,
 };

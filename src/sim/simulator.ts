@@ -22,7 +22,7 @@ import { newPrefillJob, type PrefillJob, SimPrefillEngine } from "./prefill_engi
 import { seededRandom } from "./rng.ts";
 import { assignBands, type BandAssignment, type BandSpec, DEFAULT_BANDS } from "./sim_bands.ts";
 import { DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
-import { fitsAfterWait, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
+import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
 import type { TraceRequest } from "./trace.ts";
 
 /**
@@ -303,7 +303,13 @@ class ClusterReplay {
     this.#queue?.pump(this.#nowS, (i, waitedS) => {
       const plan = this.#plan(i);
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
-      if (!fitsAfterWait(plan.predicted, waitedS, this.#config.sloTtftS)) return false;
+      const chosen = {
+        predictedTtftS: plan.predicted,
+        waitingPrefillTokens: plan.candidates.find((c) => c.id === plan.chosenId)
+          ?.waitingPrefillTokens,
+      };
+      const { admitWhen } = this.#config.queue ?? DEFAULT_SIM_QUEUE;
+      if (!admitsFromQueue(admitWhen, chosen, waitedS, this.#config.sloTtftS)) return false;
       this.#start(i, plan);
       return true;
     });

@@ -24,10 +24,15 @@ import { eventually } from "../support/eventually.ts";
 const SLO_S = 20;
 const HOLDER = 6_500;
 
+/** `admitWhen: "fits"` unless a test asks otherwise: most tests are about what fits. */
 function settings(queue: Record<string, unknown> = {}) {
   return {
     prefillModel: { linear: 1, quadratic: 0, constant: 0 },
-    slo: { ttftS: SLO_S, admission: true, queue: { enabled: true, ttlS: 30, ...queue } },
+    slo: {
+      ttftS: SLO_S,
+      admission: true,
+      queue: { enabled: true, ttlS: 30, admitWhen: "fits", ...queue },
+    },
   };
 }
 
@@ -123,6 +128,25 @@ Deno.test("a request admission refuses waits in the queue and reaches the engine
     assert(!/tidegate_queue_waiting\{[^}]*\} [1-9]/.test(after), "nobody waits any more");
     const hashed = after.match(/tidegate_stage_seconds_sum\{[^}]*stage="hash"[^}]*\} ([\d.e-]+)/);
     assert(!hashed || Number(hashed[1]) < 1, `the wait is not counted as hashing: ${hashed?.[1]}`);
+  } finally {
+    await end(held);
+  }
+});
+
+Deno.test("with admitWhen idle (the default) a waiting request that fits goes only once its instance has no prefill waiting", async () => {
+  const held = await saturated({ admitWhen: "idle" });
+  try {
+    const waiter = send(held, range(9_000, WAITER));
+    await eventually(() => waiting(held) === 1, 5_000, "it waits");
+    held.holders[0].abort(); // it would fit now (13 + 1 s), but two holders still prefill there
+    await eventually(() => held.t.router.gateway.inFlight === 3, 5_000, "the holder ended");
+    // A newcomer that fits goes at once; the waiter, re-planned when the holder ended, stayed.
+    const newcomer = await send(held, range(9_500, 100)).reached;
+    assertEquals(waiting(held), 1);
+    assertEquals(received(held).filter((first) => first === 9_000).length, 0);
+    for (const holder of [held.holders[1], held.holders[2], newcomer]) holder.abort();
+    await waiter.reached; // nothing waits to prefill there any more
+    assertEquals(waiting(held), 0);
   } finally {
     await end(held);
   }

@@ -1,6 +1,7 @@
 /** When the flow-control queue helps: the rules the router and the simulator share. */
 import { assert, assertEquals } from "../assert.ts";
 import {
+  admitsFromQueue,
   fitsAfterWait,
   idleTtftS,
   waitDeadlineMs,
@@ -52,4 +53,16 @@ Deno.test("admitted after a wait only if the wait plus the predicted TTFT fits t
   assertEquals(fitsAfterWait(1.5, 0.6, 2), false);
   assertEquals(fitsAfterWait(undefined, 5, 2), true);
   assertEquals(fitsAfterWait(9, 9, undefined), true);
+});
+
+Deno.test("admitsFromQueue: fits needs only the fit; idle also needs no prefill waiting on the instance", () => {
+  const busy = { predictedTtftS: 1.5, waitingPrefillTokens: 2_000 };
+  const idle = { predictedTtftS: 1.5, waitingPrefillTokens: 0 };
+  assertEquals(admitsFromQueue("fits", busy, 0.4, 2), true);
+  assertEquals(admitsFromQueue("idle", busy, 0.4, 2), false);
+  assertEquals(admitsFromQueue("idle", idle, 0.4, 2), true);
+  assertEquals(admitsFromQueue("idle", idle, 0.6, 2), false, "idle but past the SLO");
+  assertEquals(admitsFromQueue("fits", busy, 0.6, 2), false);
+  const unknown = { predictedTtftS: 1.5, waitingPrefillTokens: undefined };
+  assertEquals(admitsFromQueue("idle", unknown, 0.4, 2), true, "no instance to judge: the fit");
 });

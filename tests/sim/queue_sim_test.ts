@@ -4,6 +4,7 @@ import { MOONCAKE_PREFILL_MODEL } from "../../src/scheduling/prefill_model.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import { queueReport } from "../../src/sim/queue_report.ts";
 import { type PolicyRun, type SimConfig, simulate } from "../../src/sim/simulator.ts";
+import { DEFAULT_SIM_QUEUE } from "../../src/sim/sim_queue.ts";
 import { parseMooncakeTrace, type TraceRequest } from "../../src/sim/trace.ts";
 
 const CONVERSATIONS = parseMooncakeTrace(
@@ -75,7 +76,7 @@ Deno.test("queue: a request ttft admission refuses waits and is served within th
 Deno.test("queue: a request still waiting at its TTL is refused (429) and waited exactly the TTL", () => {
   const result = simulate(
     BIG_THEN_SMALL,
-    config({ queue: { ttlS: 1, maxRequests: 256, maxPromptTokens: 2_000_000 } }),
+    config({ queue: { ...DEFAULT_SIM_QUEUE, ttlS: 1 } }),
     run("queue"),
   );
   assertEquals(result.rejectedByReason, { queue_timeout: 1 });
@@ -105,7 +106,7 @@ Deno.test("queue: a full queue refuses at once", () => {
   const three = requests(BIG, { atMs: 4_000, tokens: 8_000 }, { atMs: 4_100, tokens: 8_000 });
   const result = simulate(
     three,
-    config({ queue: { ttlS: 30, maxRequests: 1, maxPromptTokens: 2_000_000 } }),
+    config({ queue: { ...DEFAULT_SIM_QUEUE, maxRequests: 1 } }),
     run("queue"),
   );
   assertEquals(result.rejectedByReason, { queue_full: 1 });
@@ -155,6 +156,29 @@ Deno.test("queue: a waiting request that does not fit holds back none behind it 
   assertEquals(result.rejectedByReason, { queue_timeout: 1 });
 });
 
+Deno.test("queue: with admitWhen idle a waiting request goes only once its instance has no prefill waiting", () => {
+  const trace = requests(
+    BIG,
+    { atMs: 3_900, tokens: 8_000 }, // refused (5.87 + 0.98 s): waits
+    { atMs: 4_000, tokens: 2_000 }, // fits as a newcomer: queued on the engine behind BIG
+  );
+  const fits = simulate(
+    trace,
+    config({ queue: { ...DEFAULT_SIM_QUEUE, admitWhen: "fits" } }),
+    run("queue"),
+  );
+  const idle = simulate(trace, config(), run("queue"));
+  const bigDoneS = fits.ttftS[0];
+  const smallDoneS = 4 + idle.ttftS[2];
+  assert(Number.isNaN(fits.queueWaitS[2]) && Number.isNaN(idle.queueWaitS[2]), "the newcomer went");
+  // fits: the waiter goes when BIG ends, though the newcomer still waits to prefill there.
+  assertAlmostEquals(fits.queueWaitS[1], bigDoneS - 3.9, 1e-9);
+  // idle (the default): only once the newcomer's prefill is done too.
+  assert(smallDoneS > bigDoneS + 0.1);
+  assertAlmostEquals(idle.queueWaitS[1], smallDoneS - 3.9, 1e-9);
+  assert(idle.ttftS[1] <= 6.5 && fits.ttftS[1] <= 6.5, "both within the SLO");
+});
+
 Deno.test("queue: on the conversation trace past capacity no wait exceeds the TTL, in any band", () => {
   const ttlS = 5;
   const result = simulate(
@@ -163,7 +187,7 @@ Deno.test("queue: on the conversation trace past capacity no wait exceeds the TT
       instances: 4,
       speed: 3,
       sloTtftS: 10,
-      queue: { ttlS, maxRequests: 256, maxPromptTokens: 2_000_000 },
+      queue: { ...DEFAULT_SIM_QUEUE, ttlS },
     }),
     run("queue"),
   );
