@@ -51,6 +51,8 @@ Usage: deno task sim --trace FILE [options]
   --instances N              prefill instances (default 16)
   --speed X                  arrival-rate multiplier (default 1)
   --limit N                  replay only the first N requests
+  --drop I                   leave request I (0-based, after --limit) out: how much a result
+                             moves when the trace barely changes
   --slo-ttft S               TTFT SLO in seconds (default 30)
   --slo-tbt S                TBT SLO in seconds, with decode instances (default 0.1)
   --seed N                   random seed (default 1)
@@ -70,7 +72,7 @@ Usage: deno task sim --trace FILE [options]
   --queue-ttl S              seconds a request may wait in the queue (default 30)
   --queue-max-requests N     requests the queue holds (default 256)
   --queue-max-prompt-tokens N prompt tokens the queue holds (default 2000000)
-  --queue-admit WHEN         idle | fits: when a waiting request goes (default idle; the router's
+  --queue-admit WHEN         fits | idle: when a waiting request goes (default fits; the router's
                              slo.queue.admitWhen)
   --bands SHARES             share of requests per priority band, band 0 first (default 0.2,0.8)
   --tenants N                tenants per band, equal weights (default 4)
@@ -91,6 +93,8 @@ interface CliOptions {
   admission: AdmissionMode;
   experiment?: string;
   limit?: number;
+  /** A request left out of the trace (its index), to see how far results move. */
+  drop?: number;
   config: Omit<SimConfig, "loadThresholdTokens"> & { loadThresholdTokens?: number };
   /** Prefill/decode mode (--prefill/--decode, --neutral): runs instead of the prefill-only one. */
   pd?: PdCliOptions;
@@ -176,6 +180,13 @@ async function readInputs(
     ? generateWorkload(options.workload, options.config.seed, options.config.blockTokens)
       .slice(0, options.limit)
     : parseMooncakeTrace(text, { limit: options.limit });
+  if (options.drop !== undefined) {
+    if (options.drop >= trace.length) {
+      console.error(`--drop ${options.drop}: the trace has ${trace.length} requests`);
+      return 2;
+    }
+    trace.splice(options.drop, 1);
+  }
   if (trace.length === 0) {
     console.error(`Trace ${options.trace} has no requests.`);
     return 1;
@@ -393,12 +404,16 @@ function parseArgs(args: string[]): CliOptions | "help" {
     problems.push(`--kv-pool must be planned, always or off`);
   }
   const queueAdmit = (values.get("queue-admit") ?? DEFAULT_SIM_QUEUE.admitWhen) as QueueAdmitWhen;
-  if (!["idle", "fits"].includes(queueAdmit)) problems.push(`--queue-admit must be idle or fits`);
+  if (!["fits", "idle"].includes(queueAdmit)) problems.push(`--queue-admit must be fits or idle`);
   const refine = values.get("refine") ?? "on";
   if (!["on", "off"].includes(refine)) problems.push(`--refine must be on or off`);
   const prefillModel = parsePrefillModel(values.get("prefill-model"), problems);
   const limitRaw = values.get("limit");
   const limit = limitRaw === undefined ? undefined : num("limit", 0, count, "a positive integer");
+  const dropRaw = values.get("drop");
+  const drop = dropRaw === undefined
+    ? undefined
+    : num("drop", 0, (v) => Number.isInteger(v) && v >= 0, "a non-negative integer");
   const experiment = values.get("experiment");
   // With --experiment alone, only the experiment runs.
   const policies = values.get("policies") ??
@@ -421,6 +436,7 @@ function parseArgs(args: string[]): CliOptions | "help" {
     admission,
     experiment,
     limit,
+    drop,
     config,
     pd,
   };

@@ -314,10 +314,10 @@ export const QueueSchema = z.strictObject({
   /** The head of the queue is re-planned at least this often, besides whenever a request ends. */
   recheckMs: z.int().min(1).default(50),
   /**
-   * When a waiting request goes (src/scheduling/queue_rules.ts): `idle`, once it fits and its
-   * instance has no prefill waiting; `fits`, as soon as it fits.
+   * When a waiting request goes (src/scheduling/queue_rules.ts): `fits`, as soon as it fits;
+   * `idle`, once it fits and its instance has no prefill waiting (rescues fewer, costs no goodput).
    */
-  admitWhen: z.enum(["idle", "fits"]).default("idle"),
+  admitWhen: z.enum(["fits", "idle"]).default("fits"),
 });
 
 export const SloSchema = z.strictObject({

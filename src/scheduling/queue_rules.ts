@@ -3,8 +3,8 @@
  * router (src/gateway/flow_control.ts, gateway.ts) and the simulator (src/sim/sim_queue.ts). The
  * client's TTFT counts its wait, so a request is worth queueing only while it can still meet the
  * TTFT SLO: it waits at most until its wait alone has used the SLO, and is admitted only when its
- * predicted TTFT fits what is left (and, by default, only onto an instance with no prefill waiting).
- * Pure.
+ * predicted TTFT fits what is left (with `idle`, moreover only onto an instance with no prefill
+ * waiting). Pure.
  */
 import { estimateTtft, type TtftModelParams } from "./ttft_estimate.ts";
 import type { Candidate, ScheduleRequest } from "./types.ts";
@@ -60,9 +60,9 @@ export function fitsAfterWait(
  * When a waiting request may go (`slo.queue.admitWhen`): `fits`, as soon as its predicted TTFT fits
  * what its wait left of the SLO; `idle`, moreover only onto an instance with nothing waiting to
  * prefill, so the queue fills capacity admitted traffic leaves idle instead of putting its work
- * ahead of newcomers (which cost newcomers more than the queue rescued: docs/sim/queue/README.md).
+ * ahead of newcomers: no goodput lost, few requests rescued past capacity (docs/sim/queue/README.md).
  */
-export type QueueAdmitWhen = "idle" | "fits";
+export type QueueAdmitWhen = "fits" | "idle";
 
 /**
  * Whether a re-planned waiting request goes now; `waitingPrefillTokens` is its chosen instance's

@@ -21,7 +21,7 @@ export interface SimQueueConfig extends FlowQueueLimits {
 /** The router's defaults (src/config/model_schema.ts). */
 export const DEFAULT_SIM_QUEUE: SimQueueConfig = {
   ttlS: 30,
-  admitWhen: "idle",
+  admitWhen: "fits",
   maxRequests: 256,
   maxPromptTokens: 2_000_000,
 };

@@ -152,6 +152,11 @@ class ClusterReplay {
   readonly #policy: Policy;
   readonly #armPolicies: Policy[];
   readonly #random: () => number;
+  /**
+   * Re-plans of waiting requests draw from their own stream, so a queue run and a 429-only run
+   * see the same draws for every arrival: they differ only by what the queue admits.
+   */
+  readonly #replanRandom: () => number;
   readonly #account: LoadAccount;
   readonly #names: string[];
   readonly #indexOf: Map<string, number>;
@@ -185,6 +190,7 @@ class ClusterReplay {
       createPolicy(arm.name, { ...paramsFor(arm.name, shared), ...arm.params })
     );
     this.#random = seededRandom(config.seed);
+    this.#replanRandom = seededRandom(config.seed ^ 0x51ed);
     this.#account = new LoadAccount({
       now: () => this.#nowS * 1000,
       // The simulated engines always report a first token: nothing to expire.
@@ -301,7 +307,7 @@ class ClusterReplay {
   /** Re-plans waiting requests (from scratch: lookup, policy, admission) counting their wait. */
   #pumpQueue(): void {
     this.#queue?.pump(this.#nowS, (i, waitedS) => {
-      const plan = this.#plan(i);
+      const plan = this.#plan(i, this.#replanRandom);
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
       const chosen = {
         predictedTtftS: plan.predicted,
@@ -327,8 +333,8 @@ class ClusterReplay {
     for (const _ of queue.displaced) this.#reject("queue_full");
   }
 
-  /** Lookup and policy for request `i` now. */
-  #plan(i: number): Plan {
+  /** Lookup and policy for request `i` now, with `random` for the policy's draws. */
+  #plan(i: number, random = this.#random): Plan {
     const config = this.#config;
     const result = this.#result;
     const request = this.#trace[i];
@@ -343,7 +349,7 @@ class ClusterReplay {
     const candidates = this.#candidates(hits, tokens);
     const planner = this.#run.arms ? this.#armPolicies[this.#run.arms.of[i]] : this.#policy;
     const choice = choosePrefill(scheduleRequest, candidates, planner, {
-      random: this.#random,
+      random,
       sequence: this.#sequence++,
     }, { ttft: config.ttft, poolUse: poolUseOf(config.kvPool) });
     const decision = choice.decision;

@@ -24,7 +24,7 @@ import { eventually } from "../support/eventually.ts";
 const SLO_S = 20;
 const HOLDER = 6_500;
 
-/** `admitWhen: "fits"` unless a test asks otherwise: most tests are about what fits. */
+/** The default `admitWhen: "fits"`, said so: most tests are about what fits. */
 function settings(queue: Record<string, unknown> = {}) {
   return {
     prefillModel: { linear: 1, quadratic: 0, constant: 0 },
@@ -133,7 +133,7 @@ Deno.test("a request admission refuses waits in the queue and reaches the engine
   }
 });
 
-Deno.test("with admitWhen idle (the default) a waiting request that fits goes only once its instance has no prefill waiting", async () => {
+Deno.test("with admitWhen idle a waiting request that fits goes only once its instance has no prefill waiting", async () => {
   const held = await saturated({ admitWhen: "idle" });
   try {
     const waiter = send(held, range(9_000, WAITER));

@@ -82,3 +82,28 @@ Deno.test("runSimCli() refuses a bad admission, TTL or band split", async () => 
   assert(errors.includes("--queue-ttl must be a positive number"), errors);
   assert(errors.includes("--bands must be positive shares"), errors);
 });
+
+Deno.test("runSimCli() --drop leaves one request out, and refuses an index past the trace", async () => {
+  const out = await Deno.makeTempDir();
+  try {
+    const args = [
+      "--trace",
+      TRACE,
+      "--limit",
+      "50",
+      "--instances",
+      "2",
+      "--policies",
+      "mooncake_ttft:queue",
+    ];
+    const { value: code } = await quietly(() => runSimCli([...args, "--drop", "7", "--out", out]));
+    assertEquals(code, 0);
+    const queue = JSON.parse(await Deno.readTextFile(`${out}/queue.json`));
+    assertEquals(queue.runs["mooncake_ttft:queue"].requests, 49);
+    const past = await quietly(() => runSimCli([...args, "--drop", "50", "--out", out]));
+    assertEquals(past.value, 2);
+    assert(past.errors.includes("--drop 50: the trace has 50 requests"), past.errors);
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});

@@ -162,18 +162,18 @@ Deno.test("queue: with admitWhen idle a waiting request goes only once its insta
     { atMs: 3_900, tokens: 8_000 }, // refused (5.87 + 0.98 s): waits
     { atMs: 4_000, tokens: 2_000 }, // fits as a newcomer: queued on the engine behind BIG
   );
-  const fits = simulate(
+  const fits = simulate(trace, config(), run("queue"));
+  const idle = simulate(
     trace,
-    config({ queue: { ...DEFAULT_SIM_QUEUE, admitWhen: "fits" } }),
+    config({ queue: { ...DEFAULT_SIM_QUEUE, admitWhen: "idle" } }),
     run("queue"),
   );
-  const idle = simulate(trace, config(), run("queue"));
   const bigDoneS = fits.ttftS[0];
   const smallDoneS = 4 + idle.ttftS[2];
   assert(Number.isNaN(fits.queueWaitS[2]) && Number.isNaN(idle.queueWaitS[2]), "the newcomer went");
   // fits: the waiter goes when BIG ends, though the newcomer still waits to prefill there.
   assertAlmostEquals(fits.queueWaitS[1], bigDoneS - 3.9, 1e-9);
-  // idle (the default): only once the newcomer's prefill is done too.
+  // idle: only once the newcomer's prefill is done too.
   assert(smallDoneS > bigDoneS + 0.1);
   assertAlmostEquals(idle.queueWaitS[1], smallDoneS - 3.9, 1e-9);
   assert(idle.ttftS[1] <= 6.5 && fits.ttftS[1] <= 6.5, "both within the SLO");
@@ -227,6 +227,24 @@ Deno.test("queue: off, ttft and load give the results they gave before the queue
     assertEquals(served.reduce((a, b) => a + b, 0), before[admission].ttftSum, admission);
   }
   assertEquals(simulate(CONVERSATIONS, settings, run("off")).endS, before.off.endS);
+});
+
+Deno.test("queue: when the queue admits nobody, queue and ttft replay identically (re-plans draw apart)", () => {
+  const settings = config({
+    instances: 4,
+    speed: 3,
+    sloTtftS: 10,
+    refine: true,
+    // Re-planned once as it joins, gone a microsecond later: on busy instances none goes.
+    queue: { ...DEFAULT_SIM_QUEUE, ttlS: 1e-6, admitWhen: "idle" },
+  });
+  // The random policy: every plan draws, so one extra draw would move every later choice.
+  const ttft = simulate(CONVERSATIONS, settings, run("ttft", "random"));
+  const queued = simulate(CONVERSATIONS, settings, run("queue", "random"));
+  const report = queueReport(queued, 10);
+  assert(report.queued > 0 && report.expired === report.queued, "every waiting request expired");
+  assertEquals(Array.from(queued.ttftS), Array.from(ttft.ttftS));
+  assertEquals(Array.from(queued.instance), Array.from(ttft.instance));
 });
 
 Deno.test("queue: when nothing is refused, queue and ttft replay identically", () => {
