@@ -1,5 +1,6 @@
 import type { PdSummary } from "./pd_summary.ts";
 import { resultsHeader } from "./results_markdown.ts";
+import { fixed, percent } from "./number_format.ts";
 
 type Runs = [name: string, summary: PdSummary][];
 
@@ -36,11 +37,11 @@ function ttftSection(runs: Runs): string[] {
     "| run | mean TTFT (s) | P50 (s) | P90 (s) | P99 (s) | TTFT SLO attainment | rejected | hit ratio | prefill tokens (M) | transferred (M) |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...runs.map(([name, s]) =>
-      `| ${name} | ${f(s.meanTtftS, 2)} | ${f(s.p50TtftS, 2)} | ${f(s.p90TtftS, 2)} | ${
-        f(s.p99TtftS, 2)
-      } | ${pct(s.sloAttainment)} | ${s.rejected} | ${f(s.hitRatio, 3)} | ${
-        f(s.prefillTokens / 1e6, 1)
-      } | ${f(s.transferTokens / 1e6, 1)} |`
+      `| ${name} | ${fixed(s.meanTtftS, 2)} | ${fixed(s.p50TtftS, 2)} | ${fixed(s.p90TtftS, 2)} | ${
+        fixed(s.p99TtftS, 2)
+      } | ${percent(s.sloAttainment)} | ${s.rejected} | ${fixed(s.hitRatio, 3)} | ${
+        fixed(s.prefillTokens / 1e6, 1)
+      } | ${fixed(s.transferTokens / 1e6, 1)} |`
     ),
   ];
 }
@@ -57,10 +58,10 @@ function rejectionSection(runs: Runs): string[] {
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...runs.map(([name, s]) =>
       `| ${name} | ${s.rejected} | ${s.rejectedBeforePrefill} | ${s.rejectedAfterPrefill} | ${
-        f(s.wastedPrefillTokens / 1e6, 1)
-      } | ${f(s.load.prefillMean, 2)} (${f(s.load.prefillCv, 2)}) | ${f(s.load.decodeMean, 2)} (${
-        f(s.load.decodeCv, 2)
-      }) | ${f(s.load.correlation, 2)} |`
+        fixed(s.wastedPrefillTokens / 1e6, 1)
+      } | ${fixed(s.load.prefillMean, 2)} (${fixed(s.load.prefillCv, 2)}) | ${
+        fixed(s.load.decodeMean, 2)
+      } (${fixed(s.load.decodeCv, 2)}) | ${fixed(s.load.correlation, 2)} |`
     ),
   ];
 }
@@ -73,9 +74,11 @@ function tbtSection(runs: Runs): string[] {
     "| run | TBT P50 (s) | P90 (s) | P99 (s) | gaps within the TBT SLO | requests with TPOT within it | mean TPOT (s) | served within both SLOs |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...runs.map(([name, s]) =>
-      `| ${name} | ${f(s.tbtP50S, 3)} | ${f(s.tbtP90S, 3)} | ${f(s.tbtP99S, 3)} | ${
-        pct(s.tbtSloTokenShare)
-      } | ${pct(s.tbtSloRequestShare)} | ${f(s.meanTpotS ?? NaN, 3)} | ${s.withinBothSlos} |`
+      `| ${name} | ${fixed(s.tbtP50S, 3)} | ${fixed(s.tbtP90S, 3)} | ${fixed(s.tbtP99S, 3)} | ${
+        percent(s.tbtSloTokenShare)
+      } | ${percent(s.tbtSloRequestShare)} | ${
+        fixed(s.meanTpotS ?? NaN, 3)
+      } | ${s.withinBothSlos} |`
     ),
   ];
 }
@@ -94,20 +97,14 @@ function localPrefillSection(runs: Runs): string[] {
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...local.map(([name, s]) => {
       const l = s.localPrefill!;
-      return `| ${name} | ${f(s.meanTtftS, 2)} | ${f(s.p99TtftS, 2)} | ${pct(s.sloAttainment)} | ${
-        pct(s.tbtSloRequestShare)
-      } | ${s.withinBothSlos} | ${f(l.goodputRps, 2)} | ${s.rejected} | ${l.localPrefills} | ${
-        f(l.wastedTotalTokens / 1e6, 2)
-      } | ${f(l.redundantPrefillTokens / 1e6, 2)} |`;
+      return `| ${name} | ${fixed(s.meanTtftS, 2)} | ${fixed(s.p99TtftS, 2)} | ${
+        percent(s.sloAttainment)
+      } | ${percent(s.tbtSloRequestShare)} | ${s.withinBothSlos} | ${
+        fixed(l.goodputRps, 2)
+      } | ${s.rejected} | ${l.localPrefills} | ${fixed(l.wastedTotalTokens / 1e6, 2)} | ${
+        fixed(l.redundantPrefillTokens / 1e6, 2)
+      } |`;
     }),
     "",
   ];
-}
-
-function f(value: number, digits: number): string {
-  return Number.isFinite(value) ? value.toFixed(digits) : "n/a";
-}
-
-function pct(share: number): string {
-  return Number.isFinite(share) ? `${(share * 100).toFixed(1)}%` : "n/a";
 }

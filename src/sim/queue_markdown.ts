@@ -1,5 +1,6 @@
 /** The flow-control queue's Markdown tables (src/sim/queue_report.ts), one row per run or band. */
 import type { QueueReport } from "./queue_report.ts";
+import { fixed, percent } from "./number_format.ts";
 
 /** Goodput, TTFT (queue wait included), refusals and waits per run, then per run and band. */
 export function queueMarkdown(reports: Record<string, QueueReport>, sloTtftS: number): string {
@@ -14,8 +15,10 @@ export function queueMarkdown(reports: Record<string, QueueReport>, sloTtftS: nu
     const full = r.rejectedByReason["queue_full"] ?? 0;
     const expired = r.rejectedByReason["queue_timeout"] ?? 0;
     lines.push(
-      `| ${label} | ${f(r.goodputRps, 3)} | ${pct(r.sloAttainment)} | ${f(r.meanTtftS, 2)} | ` +
-        `${f(r.p99TtftS, 2)} | ${r.rejected} | ${full} / ${expired} | ${r.queued} | ` +
+      `| ${label} | ${fixed(r.goodputRps, 3)} | ${percent(r.sloAttainment)} | ${
+        fixed(r.meanTtftS, 2)
+      } | ` +
+        `${fixed(r.p99TtftS, 2)} | ${r.rejected} | ${full} / ${expired} | ${r.queued} | ` +
         `${waits(r)} |`,
     );
   }
@@ -28,7 +31,7 @@ export function queueMarkdown(reports: Record<string, QueueReport>, sloTtftS: nu
     for (const b of r.bands) {
       lines.push(
         `| ${label} | ${b.band} | ${b.requests} | ${b.served} | ${b.withinSlo} | ${b.queued} | ` +
-          `${b.expired} | ${waits(b)} | ${f(b.p99TtftS, 2)} |`,
+          `${b.expired} | ${waits(b)} | ${fixed(b.p99TtftS, 2)} |`,
       );
     }
   }
@@ -37,13 +40,5 @@ export function queueMarkdown(reports: Record<string, QueueReport>, sloTtftS: nu
 
 function waits(r: { meanWaitS: number; p99WaitS: number; maxWaitS: number }): string {
   if (Number.isNaN(r.maxWaitS)) return "-";
-  return `${f(r.meanWaitS, 1)} / ${f(r.p99WaitS, 1)} / ${f(r.maxWaitS, 1)}`;
-}
-
-function f(value: number, digits: number): string {
-  return Number.isFinite(value) ? value.toFixed(digits) : "n/a";
-}
-
-function pct(value: number): string {
-  return `${(value * 100).toFixed(1)}%`;
+  return `${fixed(r.meanWaitS, 1)} / ${fixed(r.p99WaitS, 1)} / ${fixed(r.maxWaitS, 1)}`;
 }

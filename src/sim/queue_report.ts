@@ -3,7 +3,7 @@
  * attainment, goodput, refusals, and per priority band the waits and expiries. Pure.
  */
 import type { SimResult } from "./simulator.ts";
-import { percentile } from "./summary.ts";
+import { mean, percentile } from "./summary.ts";
 
 export interface BandReport {
   band: number;
@@ -96,8 +96,4 @@ function bandReport(
     meanTtftS: mean(ttfts),
     p99TtftS: percentile(ttfts, 0.99),
   };
-}
-
-function mean(values: readonly number[]): number {
-  return values.length === 0 ? NaN : values.reduce((a, b) => a + b, 0) / values.length;
 }

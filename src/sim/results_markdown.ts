@@ -1,5 +1,6 @@
 import type { PrefillModelCoefficients } from "../scheduling/types.ts";
 import type { PolicySummary } from "./summary.ts";
+import { fixed } from "./number_format.ts";
 
 /** A results page's title and the command that produced it (both simulator modes). */
 export function resultsHeader(title: string, command: string): string[] {
@@ -18,21 +19,17 @@ export function resultsMarkdown(
   ];
   for (const [name, s] of Object.entries(summaries)) {
     lines.push(
-      `| ${name} | ${f(s.meanTtftS, 2)} | ${f(s.p50TtftS, 2)} | ${f(s.p90TtftS, 2)} | ${
-        f(s.p99TtftS, 2)
+      `| ${name} | ${fixed(s.meanTtftS, 2)} | ${fixed(s.p50TtftS, 2)} | ${fixed(s.p90TtftS, 2)} | ${
+        fixed(s.p99TtftS, 2)
       } | ` +
-        `${(s.sloAttainment * 100).toFixed(1)}% | ${s.rejected} | ${f(s.hitRatio, 3)} | ` +
-        `${f(s.prefillTokens / 1e6, 1)} | ${f(s.transferTokens / 1e6, 1)} |`,
+        `${(s.sloAttainment * 100).toFixed(1)}% | ${s.rejected} | ${fixed(s.hitRatio, 3)} | ` +
+        `${fixed(s.prefillTokens / 1e6, 1)} | ${fixed(s.transferTokens / 1e6, 1)} |`,
     );
   }
   lines.push("", "Settings:", "");
   for (const [key, value] of Object.entries(context.settings)) lines.push(`- ${key}: ${value}`);
   lines.push("");
   return lines.join("\n");
-}
-
-function f(value: number, digits: number): string {
-  return Number.isFinite(value) ? value.toFixed(digits) : "n/a";
 }
 
 /** The prefill model as the settings list it. */

@@ -80,6 +80,11 @@ export function summarize(result: SummaryInput, sloTtftS: number): PolicySummary
   return summary;
 }
 
+/** The mean of `values`; NaN when there are none. */
+export function mean(values: readonly number[]): number {
+  return values.length === 0 ? NaN : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
 /** Nearest-rank percentile of sorted values (NaN when empty). */
 export function percentile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return NaN;
