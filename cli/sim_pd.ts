@@ -4,6 +4,7 @@ import { DECODE_POLICY_NAMES, type DecodePolicyName } from "../src/scheduling/de
 import { DECODE_LOAD_SCOPES, type DecodeLoadScope } from "../src/scheduling/pd_admission.ts";
 import { isPolicyName, POLICY_NAMES } from "../src/scheduling/registry.ts";
 import { LOCAL_PREFILL_MODES } from "../src/scheduling/local_prefill.ts";
+import { LocalPrefillSchema } from "../src/config/schema.ts";
 import type { LocalPrefillSetting } from "../src/sim/decode_prefill.ts";
 import { instanceLoadSvg, poolLoadSvg, ttftCdfSvg } from "../src/sim/charts.ts";
 import {
@@ -20,6 +21,9 @@ import { type PdSummary, summarizePd, topologyLabel } from "../src/sim/pd_summar
 import { describeModel, rounded } from "../src/sim/results_markdown.ts";
 import type { SimConfig } from "../src/sim/simulator.ts";
 import type { TraceRequest } from "../src/sim/trace.ts";
+
+/** The router's defaults (src/config/model_schema.ts), which the simulator's follow. */
+const ROUTER_LOCAL_PREFILL = LocalPrefillSchema.parse({});
 
 export const PD_USAGE = `
 Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --decode, and/or
@@ -122,7 +126,12 @@ function parseLocalPrefills(
   num: NumberReader,
   problems: string[],
 ): LocalPrefillSetting[] {
-  const maxTokens = num("local-prefill-tokens", 1000, (v) => v >= 0, "a non-negative number");
+  const maxTokens = num(
+    "local-prefill-tokens",
+    ROUTER_LOCAL_PREFILL.maxTokens,
+    (v) => v >= 0,
+    "a non-negative number",
+  );
   if (!values.has("local-prefill")) return [];
   return parseNames(values, "local-prefill", LOCAL_PREFILL_MODES, "off", problems)
     .map((mode) => ({ mode, maxTokens }));

@@ -85,6 +85,17 @@ export const DiscoverySchema = z.strictObject({
 });
 
 /**
+ * Conditional disaggregation: a request prefills on its decode instance itself (a plain request
+ * there) when the prompt part that instance lacks is at most `maxTokens` (`threshold`, Dynamo's
+ * rule), or also when the router predicts it sooner than a remote prefill and the KV transfer
+ * (`predicted`). vLLM protocols only: SGLang decode servers refuse a request without a room.
+ */
+export const LocalPrefillSchema = z.strictObject({
+  mode: z.enum(LOCAL_PREFILL_MODES).default("off"),
+  maxTokens: z.int().min(0).default(1000),
+});
+
+/**
  * Prefill/decode disaggregation (docs/compat.md §7): each request gets a prefill and a decode
  * instance, driven through the protocol the engines speak.
  */
@@ -100,16 +111,7 @@ export const DisaggregationSchema = z.strictObject({
   decodePolicy: z.enum(DECODE_POLICY_NAMES).default("least_running"),
   /** Mean decode duration assumed until streamed P/D requests have measured it (seconds). */
   meanDecodeS: z.number().positive().default(10),
-  /**
-   * Conditional disaggregation: a request prefills on its decode instance itself (a plain request
-   * there) when the prompt part that instance lacks is at most `maxTokens` (`threshold`, Dynamo's
-   * rule), or also when the router predicts it sooner than a remote prefill and the KV transfer
-   * (`predicted`). vLLM protocols only: SGLang decode servers refuse a request without a room.
-   */
-  localPrefill: z.strictObject({
-    mode: z.enum(LOCAL_PREFILL_MODES).default("off"),
-    maxTokens: z.int().min(0).default(1000),
-  }).default({ mode: "off", maxTokens: 1000 }),
+  localPrefill: LocalPrefillSchema.prefault({}),
 });
 
 export const KeyParamsSchema = z.strictObject({

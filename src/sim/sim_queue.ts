@@ -8,6 +8,7 @@
  * instance has no prefill waiting); at their deadline (the
  * SLO since arrival, or the TTL) they are out, a 429. Times are in seconds.
  */
+import { QueueSchema } from "../config/schema.ts";
 import { type FlowEntry, FlowQueue, type FlowQueueLimits } from "../scheduling/flow_queue.ts";
 import { type QueueAdmitWhen, REPLAN_WINDOW, waitDeadlineMs } from "../scheduling/queue_rules.ts";
 
@@ -18,12 +19,14 @@ export interface SimQueueConfig extends FlowQueueLimits {
   admitWhen: QueueAdmitWhen;
 }
 
+const ROUTER_QUEUE = QueueSchema.parse({});
+
 /** The router's defaults (src/config/model_schema.ts). */
 export const DEFAULT_SIM_QUEUE: SimQueueConfig = {
-  ttlS: 30,
-  admitWhen: "fits",
-  maxRequests: 256,
-  maxPromptTokens: 2_000_000,
+  ttlS: ROUTER_QUEUE.ttlS,
+  admitWhen: ROUTER_QUEUE.admitWhen,
+  maxRequests: ROUTER_QUEUE.maxRequests,
+  maxPromptTokens: ROUTER_QUEUE.maxPromptTokens,
 };
 
 export interface QueuedRequest {
