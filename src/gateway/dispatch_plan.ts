@@ -38,6 +38,11 @@ export interface PlanContext {
   eligible?: (instanceId: string) => boolean;
   /** Sent whole to one instance even on a disaggregated model (a load-routed request). */
   whole?: boolean;
+  /**
+   * Reserve only a plan this accepts (called in the decision's synchronous step): a waiting
+   * request's re-plan that stays must leave no lease and no recorded prefill size behind.
+   */
+  reserveIf?: (plan: DispatchPlan) => boolean;
   /** Hashes a long prompt's keys off the main loop (request_worker_pool.ts); absent: inline. */
   hashKeys?: (
     scheme: KeySchemeOptions,
@@ -183,6 +188,7 @@ export async function decideDispatch(
     },
     stages: { tokenizeStart, hashStart, lookupStart, scheduleStart, admissionStart, end },
   };
+  if (context.reserveIf && !context.reserveIf(plan)) return { plan };
   if (decode?.localPrefill?.local) {
     return { plan, reservation: reserveLocalPrefill(runtime, plan, end) };
   }

@@ -607,23 +607,28 @@ export class Gateway {
     const runtime = this.#registry.resolve(model)?.runtime;
     if (!runtime) throw this.#registry.unknownModel(model);
     flight.runtime = runtime;
+    const { slo } = runtime.config;
+    let goes = false;
     // Charged once: a re-plan checks only the (possibly reloaded) prompt limits.
     const context = {
       ...this.#planContext(flight, parsed),
       checkPrompt: (prompt: { tokens?: number[]; promptTokens: number }) =>
         refuseOverlongPrompt(runtime.config, prompt, parsed.prompt),
+      reserveIf: (plan: DispatchPlan) => {
+        const sinceArrivalS = (this.#deps.now() - flight.record.startedAt) / 1000;
+        const chosen = chosenPrefill(plan);
+        goes = plan.admission.admit &&
+          admitsFromQueue(slo.queue.admitWhen, chosen, sinceArrivalS, slo.ttftS);
+        return goes;
+      },
     };
     if (runtime !== flight.prepared!.runtime) {
       flight.prepared = await preparePrompt(runtime, parsed, context);
     }
     const planned = await decideDispatch(flight.prepared!, parsed, context);
-    const sinceArrivalS = (this.#deps.now() - flight.record.startedAt) / 1000;
     const verdict = planned.plan.admission;
-    const { slo } = runtime.config;
-    const fits = verdict.admit &&
-      admitsFromQueue(slo.queue.admitWhen, chosenPrefill(planned.plan), sinceArrivalS, slo.ttftS);
     if (!verdict.admit) flight.lastRefusal = verdict;
-    if (!fits || flight.client.signal?.aborted || flight.queueSettled) {
+    if (!goes || flight.client.signal?.aborted || flight.queueSettled) {
       planned.reservation?.cancel();
       planned.decodeReservation?.cancel();
       return false;
