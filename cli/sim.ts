@@ -22,9 +22,9 @@ import {
   simulate,
 } from "../src/sim/simulator.ts";
 import { type PolicySummary, summarize } from "../src/sim/summary.ts";
-import { DEFAULT_BANDS, parseBandShares } from "../src/sim/sim_bands.ts";
+import { type BandSpec, DEFAULT_BANDS, leavingOut, parseBandShares } from "../src/sim/sim_bands.ts";
 import { DEFAULT_SIM_QUEUE } from "../src/sim/sim_queue.ts";
-import type { QueueAdmitWhen } from "../src/scheduling/queue_rules.ts";
+import { QUEUE_ADMIT_WHEN, type QueueAdmitWhen } from "../src/scheduling/queue_rules.ts";
 import { queueReport } from "../src/sim/queue_report.ts";
 import { queueMarkdown } from "../src/sim/queue_markdown.ts";
 import { parseMooncakeTrace, type TraceRequest } from "../src/sim/trace.ts";
@@ -118,6 +118,7 @@ export async function runSimCli(args: string[]): Promise<number> {
   const perTokenS = prefillTimeS(options.config.ttft.prefillModel, meanPrompt, 0) / meanPrompt;
   const config: SimConfig = {
     ...options.config,
+    ...(inputs.bands ? { bands: inputs.bands } : {}),
     // Baseline: the queue the model drains within the SLO, in requests of the trace's mean size.
     loadThresholdTokens: options.config.loadThresholdTokens ??
       Math.floor(options.config.sloTtftS / perTokenS),
@@ -153,10 +154,15 @@ function cliOptions(args: string[]): CliOptions | number {
   }
 }
 
-/** The trace and the experiment file, or the exit code after saying what went wrong. */
+/**
+ * The trace (less `--drop`'s request, the others keeping their bands) and the experiment file, or
+ * the exit code after saying what went wrong.
+ */
 async function readInputs(
   options: CliOptions,
-): Promise<{ trace: TraceRequest[]; experiment: ExperimentConfig | undefined } | number> {
+): Promise<
+  { trace: TraceRequest[]; experiment: ExperimentConfig | undefined; bands?: BandSpec } | number
+> {
   let text = "";
   try {
     if (!options.workload) text = await Deno.readTextFile(options.trace);
@@ -180,18 +186,20 @@ async function readInputs(
     ? generateWorkload(options.workload, options.config.seed, options.config.blockTokens)
       .slice(0, options.limit)
     : parseMooncakeTrace(text, { limit: options.limit });
-  if (options.drop !== undefined) {
-    if (options.drop >= trace.length) {
-      console.error(`--drop ${options.drop}: the trace has ${trace.length} requests`);
-      return 2;
-    }
-    trace.splice(options.drop, 1);
+  const { drop, config } = options;
+  if (drop !== undefined && drop >= trace.length) {
+    console.error(`--drop ${drop}: the trace has ${trace.length} requests`);
+    return 2;
   }
+  const bands = drop === undefined
+    ? undefined
+    : leavingOut(config.bands ?? DEFAULT_BANDS, trace.length, config.seed, drop);
+  if (drop !== undefined) trace.splice(drop, 1);
   if (trace.length === 0) {
     console.error(`Trace ${options.trace} has no requests.`);
     return 1;
   }
-  return { trace, experiment };
+  return { trace, experiment, bands };
 }
 
 /** Simulates each run in turn, printing a line per run. */
@@ -404,7 +412,7 @@ function parseArgs(args: string[]): CliOptions | "help" {
     problems.push(`--kv-pool must be planned, always or off`);
   }
   const queueAdmit = (values.get("queue-admit") ?? DEFAULT_SIM_QUEUE.admitWhen) as QueueAdmitWhen;
-  if (!["fits", "idle"].includes(queueAdmit)) problems.push(`--queue-admit must be fits or idle`);
+  if (!QUEUE_ADMIT_WHEN.includes(queueAdmit)) problems.push(`--queue-admit must be fits or idle`);
   const refine = values.get("refine") ?? "on";
   if (!["on", "off"].includes(refine)) problems.push(`--refine must be on or off`);
   const prefillModel = parsePrefillModel(values.get("prefill-model"), problems);
@@ -420,6 +428,9 @@ function parseArgs(args: string[]): CliOptions | "help" {
     (experiment === undefined ? "random,least_load,cache_aware,mooncake_ttft" : "");
   const pd = parsePdOptions(values, num, problems);
   if (pd && experiment !== undefined) problems.push("--experiment does not combine with P/D mode");
+  if (values.has("drop") && experiment !== undefined) {
+    problems.push("--drop does not combine with --experiment (its arms are drawn by index)");
+  }
   const runs = pd ? [] : parseRuns(policies, admission, problems);
   const config = simConfigOf(values, num, {
     kvPool,

@@ -4,6 +4,7 @@ import { EXTRA_KEY_STYLES, HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
 import { DECODE_LOAD_SCOPES, EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
 import { LOCAL_PREFILL_MODES } from "../scheduling/local_prefill.ts";
+import { QUEUE_ADMIT_WHEN } from "../scheduling/queue_rules.ts";
 
 /**
  * One model's section of the configuration (instances, discovery, tokenizer, kv, policy, SLOs,
@@ -317,9 +318,10 @@ export const QueueSchema = z.strictObject({
   recheckMs: z.int().min(1).default(50),
   /**
    * When a waiting request goes (src/scheduling/queue_rules.ts): `fits`, as soon as it fits;
-   * `idle`, once it fits and its instance has no prefill waiting (rescues fewer, costs no goodput).
+   * `idle`, once it fits and its instance has no prefill waiting (rescues fewer, loses less
+   * goodput).
    */
-  admitWhen: z.enum(["fits", "idle"]).default("fits"),
+  admitWhen: z.enum(QUEUE_ADMIT_WHEN).default("fits"),
 });
 
 export const SloSchema = z.strictObject({

@@ -7,11 +7,11 @@
  */
 import type { Timers } from "../cluster/timers.ts";
 import type { QueueConfig } from "../config/schema.ts";
+import { type FlowEntry, FlowQueue } from "../scheduling/flow_queue.ts";
+import { REPLAN_WINDOW } from "../scheduling/queue_rules.ts";
 
 /** What the queue itself reads of `slo.queue` (when to admit is the caller's re-plan's). */
 type QueueBounds = Pick<QueueConfig, "maxRequests" | "maxPromptTokens" | "recheckMs">;
-import { type FlowEntry, FlowQueue } from "../scheduling/flow_queue.ts";
-import { REPLAN_WINDOW } from "../scheduling/queue_rules.ts";
 
 /** How a wait ended. */
 export type WaitOutcome =

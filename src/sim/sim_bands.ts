@@ -12,6 +12,8 @@ export interface BandSpec {
   tenants: number;
   /** Given bands per request instead of drawn ones (tests; a trace that carries them). */
   priorities?: readonly number[];
+  /** Given tenants per request instead of drawn ones (`leavingOut`). */
+  tenantOf?: readonly number[];
 }
 
 /** 20% interactive (band 0), 80% batch (band 1), four tenants. */
@@ -31,9 +33,20 @@ export function assignBands(n: number, spec: BandSpec, seed: number): BandAssign
   for (let i = 0; i < n; i++) {
     const drawn = pickBand(spec.shares, random() * total);
     band[i] = spec.priorities?.[i] ?? drawn;
-    tenant[i] = Math.min(spec.tenants - 1, Math.floor(random() * spec.tenants));
+    const drawnTenant = Math.min(spec.tenants - 1, Math.floor(random() * spec.tenants));
+    tenant[i] = spec.tenantOf?.[i] ?? drawnTenant;
   }
   return { band, tenant };
+}
+
+/**
+ * The spec for a trace of `n` requests with request `index` left out (`--drop`): every other
+ * request keeps the band and tenant it had, instead of each later one taking its predecessor's.
+ */
+export function leavingOut(spec: BandSpec, n: number, seed: number, index: number): BandSpec {
+  const { band, tenant } = assignBands(n, spec, seed);
+  const others = (values: Int32Array) => Array.from(values).filter((_, i) => i !== index);
+  return { ...spec, priorities: others(band), tenantOf: others(tenant) };
 }
 
 function pickBand(shares: readonly number[], u: number): number {

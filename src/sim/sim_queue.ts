@@ -2,11 +2,11 @@
  * The simulator's flow-control queue: the router's own FlowQueue (src/scheduling/flow_queue.ts)
  * and rules (src/scheduling/queue_rules.ts) driven on simulated time the way
  * src/gateway/flow_control.ts drives them on the wall clock. A request the TTFT admission refuses
- * waits if an idle instance could still serve it within the SLO; waiting requests are re-planned in order whenever something
- * changes (a prefill finished, a deadline passed, someone joined), past up to REPLAN_WINDOW that do
- * not fit, and leave once their TTFT fits what their wait left of the SLO (and, with `idle`, their
- * instance has no prefill waiting); at their deadline (the
- * SLO since arrival, or the TTL) they are out, a 429. Times are in seconds.
+ * waits if an idle instance could still serve it within the SLO; waiting requests are re-planned
+ * in order whenever something changes (a prefill finished, a deadline passed, someone joined),
+ * past up to REPLAN_WINDOW that do not fit, and leave once their TTFT fits what their wait left of
+ * the SLO (and, with `idle`, their instance has no prefill waiting); at their deadline (the SLO
+ * since arrival, or the TTL) they are out, a 429. Times are in seconds.
  */
 import { QueueSchema } from "../config/schema.ts";
 import { type FlowEntry, FlowQueue, type FlowQueueLimits } from "../scheduling/flow_queue.ts";

@@ -153,10 +153,12 @@ class ClusterReplay {
   readonly #armPolicies: Policy[];
   readonly #random: () => number;
   /**
-   * Re-plans of waiting requests draw from their own stream, so a queue run and a 429-only run
-   * see the same draws for every arrival: they differ only by what the queue admits.
+   * Re-plans of waiting requests draw from their own stream and count their own sequence, so a
+   * queue run and a 429-only run see the same draws for every arrival: they differ only by what
+   * the queue admits.
    */
   readonly #replanRandom: () => number;
+  #replanSequence = 0;
   readonly #account: LoadAccount;
   readonly #names: string[];
   readonly #indexOf: Map<string, number>;
@@ -307,7 +309,7 @@ class ClusterReplay {
   /** Re-plans waiting requests (from scratch: lookup, policy, admission) counting their wait. */
   #pumpQueue(): void {
     this.#queue?.pump(this.#nowS, (i, waitedS) => {
-      const plan = this.#plan(i, this.#replanRandom);
+      const plan = this.#plan(i, "replan");
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
       const chosen = {
         predictedTtftS: plan.predicted,
@@ -333,8 +335,8 @@ class ClusterReplay {
     for (const _ of queue.displaced) this.#reject("queue_full");
   }
 
-  /** Lookup and policy for request `i` now, with `random` for the policy's draws. */
-  #plan(i: number, random = this.#random): Plan {
+  /** Lookup and policy for request `i` now; arrivals and re-plans draw from their own streams. */
+  #plan(i: number, kind: "arrival" | "replan" = "arrival"): Plan {
     const config = this.#config;
     const result = this.#result;
     const request = this.#trace[i];
@@ -349,8 +351,8 @@ class ClusterReplay {
     const candidates = this.#candidates(hits, tokens);
     const planner = this.#run.arms ? this.#armPolicies[this.#run.arms.of[i]] : this.#policy;
     const choice = choosePrefill(scheduleRequest, candidates, planner, {
-      random,
-      sequence: this.#sequence++,
+      random: kind === "arrival" ? this.#random : this.#replanRandom,
+      sequence: kind === "arrival" ? this.#sequence++ : this.#replanSequence++,
     }, { ttft: config.ttft, poolUse: poolUseOf(config.kvPool) });
     const decision = choice.decision;
     // A representative explanation: past the warm-up, a prefix to reuse, instances busy.

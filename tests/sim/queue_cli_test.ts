@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../assert.ts";
 import { runSimCli } from "../../cli/sim.ts";
-import { assignBands, parseBandShares } from "../../src/sim/sim_bands.ts";
+import { assignBands, leavingOut, parseBandShares } from "../../src/sim/sim_bands.ts";
 import { quietly } from "./quietly.ts";
 
 const TRACE = new URL("../data/conversation_trace.jsonl", import.meta.url).pathname;
@@ -106,4 +106,26 @@ Deno.test("runSimCli() --drop leaves one request out, and refuses an index past 
   } finally {
     await Deno.remove(out, { recursive: true });
   }
+});
+
+Deno.test("leavingOut: every other request keeps the band and tenant it had", () => {
+  const spec = { shares: [0.3, 0.7], tenants: 3 };
+  const all = assignBands(40, spec, 5);
+  const left = assignBands(39, leavingOut(spec, 40, 5, 11), 5);
+  const others = (values: Int32Array) => Array.from(values).filter((_, i) => i !== 11);
+  assertEquals(Array.from(left.band), others(all.band));
+  assertEquals(Array.from(left.tenant), others(all.tenant));
+  assert(
+    Array.from(assignBands(39, spec, 5).tenant).some((t, i) => t !== left.tenant[i]),
+    "drawn afresh, later requests would take other tenants",
+  );
+});
+
+Deno.test("runSimCli() refuses a bad --queue-admit, and --drop with --experiment", async () => {
+  const { value: code, errors } = await quietly(() =>
+    runSimCli(["--trace", TRACE, "--queue-admit", "never", "--drop", "1", "--experiment", "x.json"])
+  );
+  assertEquals(code, 2);
+  assert(errors.includes("--queue-admit must be fits or idle"), errors);
+  assert(errors.includes("--drop does not combine with --experiment"), errors);
 });

@@ -238,13 +238,16 @@ Deno.test("queue: when the queue admits nobody, queue and ttft replay identicall
     // Re-planned once as it joins, gone a microsecond later: on busy instances none goes.
     queue: { ...DEFAULT_SIM_QUEUE, ttlS: 1e-6, admitWhen: "idle" },
   });
-  // The random policy: every plan draws, so one extra draw would move every later choice.
-  const ttft = simulate(CONVERSATIONS, settings, run("ttft", "random"));
-  const queued = simulate(CONVERSATIONS, settings, run("queue", "random"));
-  const report = queueReport(queued, 10);
-  assert(report.queued > 0 && report.expired === report.queued, "every waiting request expired");
-  assertEquals(Array.from(queued.ttftS), Array.from(ttft.ttftS));
-  assertEquals(Array.from(queued.instance), Array.from(ttft.instance));
+  // random draws on every plan, round_robin counts plans: one extra draw or count would move
+  // every later choice.
+  for (const policy of ["random", "round_robin"]) {
+    const ttft = simulate(CONVERSATIONS, settings, run("ttft", policy));
+    const queued = simulate(CONVERSATIONS, settings, run("queue", policy));
+    const report = queueReport(queued, 10);
+    assert(report.queued > 0 && report.expired === report.queued, `${policy}: all expired`);
+    assertEquals(Array.from(queued.ttftS), Array.from(ttft.ttftS), policy);
+    assertEquals(Array.from(queued.instance), Array.from(ttft.instance), policy);
+  }
 });
 
 Deno.test("queue: when nothing is refused, queue and ttft replay identically", () => {
