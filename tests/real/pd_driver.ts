@@ -50,7 +50,11 @@ async function answer(url: string, body: Record<string, unknown>) {
       .map((e) => JSON.parse(e.slice(6)));
     const content = events.map((e) => e.choices?.[0]?.delta?.content ?? "").join("");
     const usage = events.find((e) => e.usage)?.usage;
-    return { status: response.status, headers, content, usage, done: text.includes("[DONE]") };
+    // Why a stream came back empty, if it did: an error event, or how the engine finished.
+    const error = events.find((e) => e.error)?.error?.message;
+    const finish = events.map((e) => e.choices?.[0]?.finish_reason).find((f) => f);
+    const done = text.includes("[DONE]");
+    return { status: response.status, headers, content, usage, done, error, finish };
   }
   const json = JSON.parse(text);
   return {
@@ -119,6 +123,7 @@ try {
       promptTokens: routed.usage?.prompt_tokens,
       cachedTokens: routed.usage?.prompt_tokens_details?.cached_tokens,
       sameAsAlone: routed.content === alone.content,
+      ...("finish" in routed ? { finish: routed.finish, error: routed.error } : {}),
       content: routed.content,
     });
   }
