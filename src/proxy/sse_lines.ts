@@ -11,8 +11,9 @@ export class SseLines {
   /** The current line outgrew the limit: its text goes to `overlong` up to its newline. */
   #overlong = false;
 
+  /** `line` gets each line and where its newline is in the pushed text. */
   constructor(
-    private readonly line: (line: string) => void,
+    private readonly line: (line: string, newlineAt: number) => void,
     private readonly overlong: (text: string) => void = () => {},
   ) {}
 
@@ -32,7 +33,7 @@ export class SseLines {
       const piece = text.slice(start, end);
       start = end + 1;
       if (this.#overlong) this.overlong(piece + "\n");
-      else this.line(this.#pending + piece);
+      else this.line(this.#pending + piece, end);
       this.#pending = "";
       this.#overlong = false;
     }

@@ -245,3 +245,40 @@ Deno.test("UsageSniffer: SGLang /generate usage is each item's meta_info, summed
   unfinished.push(new TextEncoder().encode(`data: ${JSON.stringify(pending)}\n\n`));
   assertEquals(unfinished.finish(), {}, "an item not finished has not reported its usage");
 });
+
+Deno.test("UsageSniffer: the usage keys are found wherever they fall in a chunk of many events", () => {
+  const usage = {
+    prompt_tokens: 50,
+    completion_tokens: 2,
+    prompt_tokens_details: { cached_tokens: 32 },
+  };
+  const created = { type: "response.created", response: { id: "resp_9", object: "response" } };
+  const text = [
+    `event: response.created\ndata: ${JSON.stringify(created)}\n\n`,
+    // Content that quotes the keys is not usage: JSON escapes its quotes.
+    `data: ${
+      JSON.stringify({ choices: [{ delta: { content: 'say "usage" or "meta_info"' } }] })
+    }\n\n`,
+    `data: ${JSON.stringify({ choices: [{ delta: { content: "b" } }] })}\n\n`,
+    `data: ${JSON.stringify({ choices: [], usage })}\n\n`,
+    `data: ${JSON.stringify({ choices: [{ delta: { content: "after" } }] })}\n\n`,
+    "data: [DONE]\n\n",
+  ].join("");
+  const bytes = encoder.encode(text);
+  const cutsList = [
+    [],
+    Array.from({ length: bytes.length }, (_, i) => i),
+    randomCuts(bytes.length, 9, 7),
+  ];
+  for (const cuts of cutsList) {
+    const sniffer = new UsageSniffer(SSE);
+    const label = `${cuts.length} cuts`;
+    assertEquals(feed(sniffer, bytes, cuts).reduce((a, b) => a + b, 0), 5, label);
+    assertEquals(
+      sniffer.finish(),
+      { promptTokens: 50, completionTokens: 2, cachedTokens: 32 },
+      label,
+    );
+    assertEquals(sniffer.responseId, "resp_9", label);
+  }
+});
