@@ -29,7 +29,10 @@ export function listenNode(options: ListenOptions): Promise<Listening> {
     answerClientError(error, socket, limits.clientHeaderTimeoutMs);
   });
   const honoListener = getRequestListener(
-    (request, env) => options.handler(request, remoteAddrOf(env.incoming)),
+    (request, env) => {
+      const answer = options.handler(request, remoteAddrOf(env.incoming));
+      return env.incoming.httpVersion === "1.0" ? Promise.resolve(answer).then(unchunked) : answer;
+    },
     { overrideGlobalObjects: false, errorHandler: options.onError },
   );
   server.on("request", (request: IncomingMessage, response: ServerResponse) => {
@@ -64,6 +67,19 @@ export function listenNode(options: ListenOptions): Promise<Listening> {
       resolve({ hostname: options.hostname, port, finished, shutdown, openConnections });
     });
   });
+}
+
+/**
+ * HTTP/1.0 has no chunked framing, and Node frames a body in chunks whenever the answer's headers
+ * ask for it (a relayed answer does: src/gateway/relay_response.ts); without the header Node
+ * sends the body as it comes and closes the connection after it.
+ */
+function unchunked(response: Response): Response {
+  if (!response.headers.has("transfer-encoding")) return response;
+  const headers = new Headers(response.headers);
+  headers.delete("transfer-encoding");
+  const { status, statusText } = response;
+  return new Response(response.body, { status, statusText, headers });
 }
 
 /** A Host header value: a name, an IPv4 address or a bracketed IPv6 one, and an optional port. */

@@ -7,7 +7,7 @@
 import type { ErrorAnswer } from "../openai/error_answer.ts";
 import type { DispatchPlan, RequestRecord, RequestTrace } from "../contracts.ts";
 import { HttpError } from "../openai/errors.ts";
-import type { BodyLimits } from "../proxy/observed_body.ts";
+import type { BodyLimits } from "../proxy/read_watchdog.ts";
 import type { StreamedBody } from "../proxy/forward.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import type { Reservation } from "./reservation.ts";

@@ -2,7 +2,8 @@ import type { DispatchPlan, RequestRecord } from "../contracts.ts";
 import { openAIErrorBody } from "../openai/errors.ts";
 import type { ForwardTarget } from "../proxy/forward.ts";
 import { downstreamHeaders } from "../proxy/hop_headers.ts";
-import { type BodyLimits, observeBody, UpstreamStalledError } from "../proxy/observed_body.ts";
+import { observeBody } from "../proxy/observed_body.ts";
+import { type BodyLimits, UpstreamStalledError } from "../proxy/read_watchdog.ts";
 import { usageChunkFilter } from "../proxy/usage_chunk_filter.ts";
 import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
@@ -55,6 +56,9 @@ export function relayResponse(options: RelayOptions): Response {
     : observed;
   const headers = downstreamHeaders(response.headers);
   headers.delete("content-length"); // the body is re-streamed (and may gain an error event)
+  // Sent as it comes: the node:http adapter would otherwise read ahead to size a short body and
+  // answer an engine failure met there with a bare text 500 instead of a broken answer.
+  headers.set("transfer-encoding", "chunked");
   options.responseHeaders.forEach((value, key) => headers.set(key, value));
   headers.set("x-tidegate-instance", target.id);
   const prefillId = options.prefillInstanceId;

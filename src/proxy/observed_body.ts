@@ -1,3 +1,4 @@
+import { type BodyLimits, ReadWatchdog } from "./read_watchdog.ts";
 import { SseEventFramer } from "./sse_event_framer.ts";
 
 /** How a proxied body ended, exactly once per response. */
@@ -18,22 +19,6 @@ export interface BodyObserver {
   errorEvent?(error: unknown): Uint8Array | undefined;
 }
 
-/** How long an engine may stay silent, and how long a whole answer may take. */
-export interface BodyLimits {
-  idleTimeoutMs: number;
-  maxDurationMs: number;
-  /** Ends the answer at once, erroring with the signal's reason (the router shutting down). */
-  abort?: AbortSignal;
-}
-
-/** The engine went silent past `idleTimeoutMs`, or the answer outlasted `maxDurationMs`. */
-export class UpstreamStalledError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UpstreamStalledError";
-  }
-}
-
 /**
  * Streams `body` through without buffering while reporting first byte and end. Leases are
  * released from here, not from `request.signal` (Deno also aborts that after normal responses).
@@ -47,12 +32,15 @@ export function observeBody(
 ): ReadableStream<Uint8Array> {
   let ended = false;
   let first = true;
+  const reader = body?.getReader();
+  const watchdog = reader && limits ? new ReadWatchdog(reader, limits) : undefined;
   const end = (outcome: BodyOutcome, error?: unknown) => {
     if (ended) return;
     ended = true;
+    watchdog?.dispose();
     observer.onEnd(outcome, error);
   };
-  if (!body) {
+  if (!reader) {
     return new ReadableStream({
       start(controller) {
         end("completed");
@@ -60,8 +48,6 @@ export function observeBody(
       },
     });
   }
-  const reader = body.getReader();
-  const endBy = limits ? performance.now() + limits.maxDurationMs : Infinity;
   const framer = observer.errorEvent ? new SseEventFramer() : undefined;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -69,7 +55,7 @@ export function observeBody(
       for (;;) {
         let result: ReadableStreamReadResult<Uint8Array>;
         try {
-          result = limits ? await readWithin(reader, limits, endBy) : await reader.read();
+          result = watchdog ? await watchdog.read() : await reader.read();
         } catch (error) {
           if (ended) return;
           framer?.discard();
@@ -102,34 +88,4 @@ export function observeBody(
       return reader.cancel(reason).catch(() => {});
     },
   }, { highWaterMark: 0 });
-}
-
-/** One read, bounded by the idle timeout and what is left of the whole answer's time. */
-async function readWithin(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  limits: BodyLimits,
-  endBy: number,
-): Promise<ReadableStreamReadResult<Uint8Array>> {
-  const left = endBy - performance.now();
-  const waitMs = Math.max(0, Math.min(limits.idleTimeoutMs, left));
-  const reason = left <= limits.idleTimeoutMs
-    ? `the answer took longer than ${limits.maxDurationMs} ms`
-    : `the engine sent nothing for ${limits.idleTimeoutMs} ms`;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort = () => {};
-  const stopped = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new UpstreamStalledError(reason)), waitMs);
-    onAbort = () => reject(limits.abort?.reason);
-    if (limits.abort?.aborted) onAbort();
-    limits.abort?.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([reader.read(), stopped]);
-  } catch (error) {
-    reader.cancel(error).catch(() => {});
-    throw error;
-  } finally {
-    clearTimeout(timer);
-    limits.abort?.removeEventListener("abort", onAbort);
-  }
 }

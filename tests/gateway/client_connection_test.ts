@@ -5,7 +5,13 @@
  * in OpenAI's shape and is closed, while the router keeps serving everyone else.
  */
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { completion, range, startTestCluster, type TestCluster } from "../support/harness.ts";
+import {
+  completion,
+  MODEL,
+  range,
+  startTestCluster,
+  type TestCluster,
+} from "../support/harness.ts";
 import { eventually } from "../support/eventually.ts";
 import { connect, readUntilClosed } from "./raw_http.ts";
 
@@ -169,6 +175,32 @@ Deno.test("a request asking to upgrade to WebSocket is answered as plain HTTP", 
     const answer = await readUntilClosed(conn, 5_000);
     assertMatch(answer, /^HTTP\/1\.1 200/);
     assertMatch(answer, /"choices"/);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a relayed answer goes out chunked to HTTP/1.1 clients and unframed to HTTP/1.0 ones", async () => {
+  const t = await startTestCluster({ engines: 1 });
+  try {
+    const body = JSON.stringify({ model: MODEL, prompt: "hello there", max_tokens: 4 });
+    const ask = async (version: string) => {
+      const conn = await connect(t.url);
+      await conn.write(encoder.encode(
+        `POST /v1/completions HTTP/${version}\r\nHost: x\r\nConnection: close\r\n` +
+          `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+      ));
+      const answer = await readUntilClosed(conn, 10_000);
+      const split = answer.indexOf("\r\n\r\n");
+      return { head: answer.slice(0, split).toLowerCase(), body: answer.slice(split + 4) };
+    };
+    const http11 = await ask("1.1");
+    assertMatch(http11.head, /^http\/1\.1 200/);
+    assertMatch(http11.head, /\r\ntransfer-encoding: chunked\r\n/);
+    const http10 = await ask("1.0");
+    assertMatch(http10.head, /^http\/1\.1 200/);
+    assert(!http10.head.includes("transfer-encoding"), http10.head);
+    assertEquals(JSON.parse(http10.body).object, "text_completion", "no chunk framing in the body");
   } finally {
     await t.close();
   }

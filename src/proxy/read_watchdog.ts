@@ -1,0 +1,98 @@
+/** How long an engine may stay silent, and how long a whole answer may take. */
+export interface BodyLimits {
+  idleTimeoutMs: number;
+  maxDurationMs: number;
+  /** Ends the answer at once, erroring with the signal's reason (the router shutting down). */
+  abort?: AbortSignal;
+}
+
+/** The engine went silent past `idleTimeoutMs`, or the answer outlasted `maxDurationMs`. */
+export class UpstreamStalledError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UpstreamStalledError";
+  }
+}
+
+/**
+ * Reads a body with each read bounded by the idle timeout and all of them by the answer's
+ * deadline, using one timer for the whole body rather than a timer, a race and an abort listener
+ * per read (a streamed answer is read once per token; docs/benchmarks.md, "Streamed answers, per
+ * chunk"). The timer is re-armed only when it fires while a later read is pending; a stop cancels
+ * the reader, which ends the pending read, and that read then throws the stop's reason. Call
+ * `dispose` once the body is done.
+ */
+export class ReadWatchdog {
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #limits: BodyLimits;
+  readonly #endBy: number;
+  #readingSince: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped: { reason: unknown } | undefined;
+  readonly #onAbort = () => this.#stop(this.#limits.abort?.reason);
+
+  constructor(reader: ReadableStreamDefaultReader<Uint8Array>, limits: BodyLimits) {
+    this.#reader = reader;
+    this.#limits = limits;
+    this.#endBy = performance.now() + limits.maxDurationMs;
+    if (limits.abort?.aborted) this.#onAbort();
+    else limits.abort?.addEventListener("abort", this.#onAbort, { once: true });
+  }
+
+  async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
+    this.#throwIfStopped();
+    this.#readingSince = performance.now();
+    this.#timer ??= this.#arm(this.#readingSince);
+    let result: ReadableStreamReadResult<Uint8Array>;
+    try {
+      result = await this.#reader.read();
+    } finally {
+      this.#readingSince = undefined;
+    }
+    this.#throwIfStopped();
+    return result;
+  }
+
+  #throwIfStopped(): void {
+    if (this.#stopped) throw this.#stopped.reason;
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#limits.abort?.removeEventListener("abort", this.#onAbort);
+  }
+
+  /** A timer for the earlier of the pending read's idle limit and the answer's deadline. */
+  #arm(readingSince: number): ReturnType<typeof setTimeout> {
+    const at = Math.min(readingSince + this.#limits.idleTimeoutMs, this.#endBy);
+    return setTimeout(() => this.#check(), Math.max(0, at - performance.now()));
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    const since = this.#readingSince;
+    if (since === undefined || this.#stopped) return; // the next read arms it again
+    const now = performance.now();
+    if (now >= this.#endBy) {
+      this.#stop(
+        new UpstreamStalledError(
+          `the answer took longer than ${this.#limits.maxDurationMs} ms`,
+        ),
+      );
+    } else if (now - since >= this.#limits.idleTimeoutMs) {
+      this.#stop(
+        new UpstreamStalledError(
+          `the engine sent nothing for ${this.#limits.idleTimeoutMs} ms`,
+        ),
+      );
+    } else this.#timer = this.#arm(since);
+  }
+
+  #stop(reason: unknown): void {
+    if (this.#stopped) return;
+    this.#stopped = { reason };
+    this.dispose();
+    this.#reader.cancel(reason).catch(() => {});
+  }
+}
