@@ -13,6 +13,7 @@
  */
 import { nestsDeeperThan } from "../../src/openai/json_depth.ts";
 import { createJsonLog } from "../../src/telemetry/json_log.ts";
+import { takeNoArguments } from "./bench_arguments.ts";
 
 const USAGE = `Usage: deno task bench:request
 
@@ -122,14 +123,7 @@ function body(kind: "tokens8k" | "short"): Uint8Array {
 if (Deno.args.includes("--log-child")) {
   await logChild();
 } else {
-  if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
-    console.log(USAGE);
-    Deno.exit(0);
-  }
-  if (Deno.args.length > 0) {
-    console.error(`unknown arguments: ${Deno.args.join(" ")}\n\n${USAGE}`);
-    Deno.exit(2);
-  }
+  takeNoArguments(USAGE);
   const decoder = new TextDecoder();
   console.log("| step | input | reference µs | now µs | now ÷ reference |");
   console.log("|---|---|---:|---:|---:|");

@@ -19,6 +19,7 @@ import {
   UpstreamStalledError,
 } from "../../src/proxy/read_watchdog.ts";
 import { sseBody } from "./overhead/stubs.ts";
+import { takeNoArguments } from "./bench_arguments.ts";
 
 const USAGE = `Usage: deno task bench:stream
 
@@ -122,14 +123,7 @@ function row(step: string, input: string, reference: number, now: number): strin
   return `| ${step} | ${input} | ${reference.toFixed(1)} | ${now.toFixed(1)} | ${ratio}× |`;
 }
 
-if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
-  console.log(USAGE);
-  Deno.exit(0);
-}
-if (Deno.args.length > 0) {
-  console.error(`unknown arguments: ${Deno.args.join(" ")}\n\n${USAGE}`);
-  Deno.exit(2);
-}
+takeNoArguments(USAGE);
 const encoder = new TextEncoder();
 const text = sseBody();
 const perEvent = text.split("\n\n").filter(Boolean).map((event) => encoder.encode(`${event}\n\n`));
