@@ -94,6 +94,11 @@ export const DiscoverySchema = z.strictObject({
 export const LocalPrefillSchema = z.strictObject({
   mode: z.enum(LOCAL_PREFILL_MODES).default("off"),
   maxTokens: z.int().min(0).default(1000),
+  /**
+   * Prefill tokens a decode engine computes with each decode step (its chunked-prefill budget,
+   * vLLM's `--max-num-batched-tokens`); unset: a local prefill is judged as one whole pause.
+   */
+  chunkTokens: z.int().min(1).optional(),
 });
 
 /**

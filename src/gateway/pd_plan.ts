@@ -64,6 +64,7 @@ export function planLocalPrefill(
       ttft: request.ttft,
       decodeModel: DEFAULT_DECODE_MODEL,
       tbtSloS: config.slo.tbtS,
+      chunkTokens: options.chunkTokens,
     },
   );
 }

@@ -8,11 +8,15 @@
  * and the decode step its running batch takes meanwhile. In every mode, with a TBT SLO, a decode
  * instance that is decoding prefills locally only when the pause its prefill puts between its
  * running requests' tokens (the prefill plus one step) fits the SLO: an engine's prefill holds
- * back its batch's next step. Pure.
+ * back its batch's next step. An engine with chunked prefill (`chunkTokens`, vLLM's
+ * `--max-num-batched-tokens`) computes a chunk with each decode step instead: the pause is then
+ * its costliest chunk (the last, with the longest context) plus the step, and the local TTFT gains
+ * a step per chunk, its own and those of the prefill work queued there. Pure.
  */
 import type { AdmissionVerdict } from "./admission.ts";
 import { type DecodeModel, decodeStepS } from "./decode_model.ts";
-import { estimateTtft, type TtftModelParams } from "./ttft_estimate.ts";
+import { prefillTimeS } from "./prefill_model.ts";
+import { estimateTtft, type TtftEstimate, type TtftModelParams } from "./ttft_estimate.ts";
 import type { Candidate } from "./types.ts";
 
 export const LOCAL_PREFILL_MODES = ["off", "threshold", "predicted"] as const;
@@ -34,6 +38,8 @@ export interface LocalPrefillOptions {
   decodeModel: DecodeModel;
   /** The model's TBT SLO in seconds (unset: the pause a local prefill causes is not judged). */
   tbtSloS?: number;
+  /** Prefill tokens the decode engine computes per step (unset: a prefill runs whole). */
+  chunkTokens?: number;
 }
 
 export interface LocalPrefillVerdict {
@@ -70,8 +76,9 @@ export function decideLocalPrefill(
     { allowTransfer: false },
   );
   const stepS = decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
-  const stallS = own.prefillS + stepS;
-  const localTtftS = own.totalS + stepS;
+  const { pauseS, chunks } = localPrefillPause(own, inputs.decode, options);
+  const stallS = pauseS + stepS;
+  const localTtftS = own.totalS + chunks * stepS;
   if (
     options.tbtSloS !== undefined && inputs.decode.runningRequests > 0 &&
     stallS > options.tbtSloS
@@ -95,6 +102,25 @@ export function decideLocalPrefill(
     remoteTtftS,
     reason: local ? "local_faster" : "remote_faster",
   };
+}
+
+/**
+ * The longest prefill pause between two decode steps, and how many steps the prefill spans. A
+ * chunk's pause is what it adds to the whole prefill's cost (the last chunk, attending to the
+ * longest context, adds the most); the per-pass terms belong to the step it shares.
+ */
+function localPrefillPause(
+  own: TtftEstimate,
+  decode: Candidate,
+  options: LocalPrefillOptions,
+): { pauseS: number; chunks: number } {
+  const chunk = options.chunkTokens;
+  if (chunk === undefined || own.newTokens <= chunk) return { pauseS: own.prefillS, chunks: 1 };
+  const model = decode.prefillModel ?? options.ttft.prefillModel;
+  const before = prefillTimeS(model, own.newTokens - chunk, own.reusedTokens);
+  // Prefill work already queued there is computed a chunk per step too, ahead of this one.
+  const tokens = Math.max(0, decode.waitingPrefillTokens) + own.newTokens;
+  return { pauseS: own.prefillS - before, chunks: Math.ceil(tokens / chunk) };
 }
 
 /**

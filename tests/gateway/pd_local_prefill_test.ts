@@ -4,7 +4,8 @@
  * start sooner than a busy prefill side, is prefilled there: one plain request to the decode
  * instance, which the vLLM P/D fakes serve by prefilling locally, as vLLM does.
  */
-import { assert, assertEquals, assertThrows } from "../assert.ts";
+import { assert, assertAlmostEquals, assertEquals, assertThrows } from "../assert.ts";
+import { decodeStepS, DEFAULT_DECODE_MODEL } from "../../src/scheduling/decode_model.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { range } from "../support/harness.ts";
@@ -98,6 +99,33 @@ Deno.test("predicted: a busy prefill side sends a long prompt to prefill on its 
   } finally {
     await t.close();
   }
+});
+
+Deno.test("localPrefill.chunkTokens reaches the verdict: a chunked local prefill counts a step per chunk", async () => {
+  const localTtftS = async (chunkTokens?: number) => {
+    const config = local("predicted", 0);
+    const t = await startPdCluster("vllm-mooncake", {
+      disaggregation: {
+        ...config.disaggregation,
+        localPrefill: { ...config.disaggregation.localPrefill, chunkTokens },
+      },
+    });
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
+    const busy = ["p0", "p1"].map((id) => account.lease(id, 400_000));
+    try {
+      await send(t, range(20_000, 4000));
+      const verdict = t.router.decisions.recent(1)[0].pd?.localPrefill;
+      assertEquals(verdict?.reason, "local_faster");
+      return verdict!.localTtftS!;
+    } finally {
+      for (const lease of busy) lease.release();
+      await t.close();
+    }
+  };
+  const whole = await localTtftS();
+  const chunked = await localTtftS(512);
+  // 4,000 uncached tokens in 512-token chunks: 8 decode steps where the whole prefill waits 1.
+  assertAlmostEquals(chunked - whole, 7 * decodeStepS(DEFAULT_DECODE_MODEL, 1), 1e-9);
 });
 
 Deno.test("admission judges a local prefill on its own TTFT: a busy prefill side refuses no request its decode instance serves in time", async () => {

@@ -1,4 +1,4 @@
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertAlmostEquals, assertEquals } from "../assert.ts";
 import {
   admitLocalPrefill,
   decideLocalPrefill,
@@ -131,6 +131,52 @@ Deno.test("with a TBT SLO, a decoding instance prefills locally only when the pa
     guarded,
   );
   assertEquals([idle.local, idle.reason], [true, "short_suffix"]);
+});
+
+Deno.test("with chunked prefill the pause is the last chunk and the local TTFT a step per chunk", () => {
+  // The same 800 uncached tokens, computed 200 a step: each pause is one 200-token chunk, which
+  // fits a 90 ms TBT SLO where the whole prefill does not.
+  const inputs = {
+    promptTokens: 9000,
+    remoteTtftS: 30,
+    decode: decode({ localPrefixTokens: 8200 }),
+  };
+  const guarded = { ...options("predicted"), tbtSloS: 0.09 };
+  const whole = decideLocalPrefill(inputs, guarded);
+  assertEquals(whole.reason, "decode_stall");
+  const chunked = decideLocalPrefill(inputs, { ...guarded, chunkTokens: 200 });
+  assertEquals([chunked.local, chunked.reason], [true, "short_suffix"]);
+  // Four chunks: three decode steps more than the whole prefill's one.
+  const alone = decideLocalPrefill(inputs, { ...guarded, tbtSloS: undefined });
+  const stepS = alone.localTtftS! - estimateTtft(
+    { promptTokens: 9000, poolPrefixTokens: 0 },
+    inputs.decode,
+    DEFAULT_TTFT_PARAMS,
+    { allowTransfer: false },
+  ).totalS;
+  assertAlmostEquals(chunked.localTtftS! - alone.localTtftS!, 3 * stepS, 1e-9);
+  // Prefill work queued there is chunked too: 1,000 queued tokens are five more steps ahead.
+  const busy = {
+    ...inputs,
+    decode: decode({ localPrefixTokens: 8200, waitingPrefillTokens: 1000 }),
+  };
+  const busyChunked = decideLocalPrefill(busy, { ...guarded, chunkTokens: 200 });
+  const busyAlone = decideLocalPrefill(busy, { ...guarded, tbtSloS: undefined });
+  assertAlmostEquals(busyChunked.localTtftS! - busyAlone.localTtftS!, 8 * stepS, 1e-9);
+  // Under a tighter SLO the refusal reports the chunk's pause, far below the whole prefill's.
+  const tight = { ...guarded, tbtSloS: 0.05, chunkTokens: 200 };
+  const stalled = decideLocalPrefill(inputs, tight);
+  assertEquals(stalled.reason, "decode_stall");
+  assert(stalled.stallS! > 0.05 && stalled.stallS! < whole.stallS! / 1.5, `${stalled.stallS}`);
+  // The last chunk has the longest context: it costs more than a prompt's first chunk.
+  const first = decideLocalPrefill(
+    { ...inputs, decode: decode({ localPrefixTokens: 0 }), promptTokens: 800 },
+    tight,
+  );
+  assertEquals(first.reason, "decode_stall");
+  assert(stalled.stallS! > first.stallS!, `${stalled.stallS} against ${first.stallS}`);
+  // A chunk as large as the suffix is the unchunked case.
+  assertEquals(decideLocalPrefill(inputs, { ...guarded, chunkTokens: 800 }), whole);
 });
 
 Deno.test("admitLocalPrefill: a TTFT refusal of the remote plan is lifted when the local TTFT fits", () => {
