@@ -53,6 +53,9 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
                              decideLocalPrefill; default: not modelled, the runs as before)
   --local-prefill-tokens N   uncached tokens up to which a decode instance prefills itself
                              (the router's localPrefill.maxTokens, default 1000)
+  --local-prefill-chunk N    decode instances prefill in chunks of N tokens, one with each
+                             decode step (the router's localPrefill.chunkTokens; default:
+                             whole, the batch waiting)
 `;
 
 export interface PdCliOptions {
@@ -120,7 +123,10 @@ export function parsePdOptions(
   };
 }
 
-/** `--local-prefill LIST` with `--local-prefill-tokens N`; none when the flag is absent. */
+/**
+ * `--local-prefill LIST` with `--local-prefill-tokens N` and `--local-prefill-chunk N`; none when
+ * the flag is absent.
+ */
 function parseLocalPrefills(
   values: ReadonlyMap<string, string>,
   num: NumberReader,
@@ -132,9 +138,16 @@ function parseLocalPrefills(
     (v) => v >= 0,
     "a non-negative number",
   );
+  const chunkTokens = num(
+    "local-prefill-chunk",
+    0,
+    (v) => Number.isInteger(v) && v >= 1,
+    "a whole number of tokens, 1 or more",
+  );
+  const chunked = values.has("local-prefill-chunk") ? { chunkTokens } : {};
   if (!values.has("local-prefill")) return [];
   return parseNames(values, "local-prefill", LOCAL_PREFILL_MODES, "off", problems)
-    .map((mode) => ({ mode, maxTokens }));
+    .map((mode) => ({ mode, maxTokens, ...chunked }));
 }
 
 /** `--prefill N --decode M` and `--neutral N` with each `--neutral-chunk` variant. */

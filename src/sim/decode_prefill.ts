@@ -25,6 +25,8 @@ export interface LocalPrefillSetting {
   mode: LocalPrefillMode;
   /** Uncached tokens up to which the decode instance prefills itself (the router's maxTokens). */
   maxTokens: number;
+  /** The decode engines' chunked-prefill budget per step (the router's chunkTokens); unchunked. */
+  chunkTokens?: number;
 }
 
 export interface DecodeSideConfig {
@@ -37,21 +39,24 @@ export interface DecodeSideConfig {
 }
 
 /**
- * One engine per decode instance: the decode engine plus an unchunked prefill engine (the prefill
- * instances' true time model, no slowdown) whose cache is the instance's KV memory in blocks.
+ * One engine per decode instance: the decode engine plus a prefill engine (the prefill instances'
+ * true time model, no slowdown) whose cache is the instance's KV memory in blocks. Unchunked
+ * unless `chunkTokens` is given: then each decode step also computes up to that many prefill
+ * tokens, as a chunked-prefill engine does.
  */
 export function decodeSideEngines(
   names: readonly string[],
   config: DecodeSideConfig,
   onGap: (gapS: number) => void,
+  chunkTokens?: number,
 ): SimNeutralEngine[] {
   const blocks = Math.max(1, Math.floor(config.decodeKvCapacityTokens / config.blockTokens));
   return names.map((name) => {
     const prefill = new SimPrefillEngine(name, new BlockCache(blocks), {
       model: config.engineModel,
       slowdown: 1,
-      chunkTokens: Number.POSITIVE_INFINITY,
-      unchunked: true,
+      chunkTokens: chunkTokens ?? Number.POSITIVE_INFINITY,
+      unchunked: chunkTokens === undefined,
       blockTokens: config.blockTokens,
       kvBytesPerToken: config.ttft.kvBytesPerToken,
       transferBytesPerS: config.ttft.transferBytesPerS,
@@ -60,7 +65,7 @@ export function decodeSideEngines(
       onGap,
       maxBatch: config.decodeMaxBatch,
     });
-    return new SimNeutralEngine(prefill, decode, false);
+    return new SimNeutralEngine(prefill, decode, chunkTokens !== undefined);
   });
 }
 
@@ -114,6 +119,7 @@ export function localPrefillVerdict(
       ttft: model.ttft,
       decodeModel: model.decodeModel,
       tbtSloS: model.tbtSloS,
+      chunkTokens: setting.chunkTokens,
     },
   );
 }

@@ -257,7 +257,13 @@ class PdReplay {
     this.#outlook = new DecodeOutlook({ meanDecodeS: config.meanDecodeS, now: nowMs });
     const tbt = new GapHistogram();
     const poolPrefix = (blocks: readonly number[]) => poolPrefixLength(this.#prefill, blocks);
-    const engines = buildEngines(topology, config, (gapS) => tbt.add(gapS), poolPrefix);
+    const engines = buildEngines(
+      topology,
+      config,
+      (gapS) => tbt.add(gapS),
+      poolPrefix,
+      run.localPrefill?.chunkTokens,
+    );
     this.#names = engines.names;
     this.#prefill = engines.prefill;
     this.#neutral = engines.neutral;
@@ -809,13 +815,14 @@ function buildEngines(
   config: PdConfig,
   onGap: (gapS: number) => void,
   poolPrefix: (blocks: readonly number[]) => number,
+  localChunkTokens?: number,
 ): PdEngines {
   const named = (prefix: string, count: number) =>
     Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(2, "0")}`);
   if (topology.kind === "pd") {
     const names = named("prefill", topology.prefill);
     const decodeNames = named("decode", topology.decode);
-    const decodeSides = decodeSideEngines(decodeNames, config, onGap);
+    const decodeSides = decodeSideEngines(decodeNames, config, onGap, localChunkTokens);
     return {
       names,
       prefill: prefillEngines(names, config, poolPrefix),

@@ -3,7 +3,7 @@
  * prefix cache and local prefill (src/sim/decode_prefill.ts), and the replay calling the router's
  * `decideLocalPrefill` under `--local-prefill`.
  */
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertAlmostEquals, assertEquals } from "../assert.ts";
 import { decodeStepS } from "../../src/scheduling/decode_model.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../../src/scheduling/prefill_model.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
@@ -22,14 +22,19 @@ import { pdTestConfig, TEST_DECODE_MODEL } from "./pd_test_config.ts";
 const DECODE = TEST_DECODE_MODEL;
 const config = (trace: readonly TraceRequest[], speed = 3.2) => pdTestConfig(trace, { speed });
 
-function sides() {
-  return decodeSideEngines(["decode-00"], {
-    engineModel: MOONCAKE_PREFILL_MODEL,
-    engineDecodeModel: DECODE,
-    blockTokens: 512,
-    decodeKvCapacityTokens: 1_500_000,
-    ttft: resolveTtftParams(),
-  }, () => {});
+function sides(chunkTokens?: number) {
+  return decodeSideEngines(
+    ["decode-00"],
+    {
+      engineModel: MOONCAKE_PREFILL_MODEL,
+      engineDecodeModel: DECODE,
+      blockTokens: 512,
+      decodeKvCapacityTokens: 1_500_000,
+      ttft: resolveTtftParams(),
+    },
+    () => {},
+    chunkTokens,
+  );
 }
 
 const decodeJob = (i: number) => ({
@@ -58,6 +63,25 @@ Deno.test("decode side: a local prefill runs whole first and holds back the batc
   side.finish(first + step);
   assertEquals(running.remainingTokens, 9);
   assertEquals(running.lastTokenS, first + step);
+});
+
+Deno.test("decode side with chunked prefill: each step decodes the batch and computes one chunk", () => {
+  const [side] = sides(1024);
+  const running = decodeJob(0);
+  side.decode.add(running);
+  side.prefill.enqueue(newPrefillJob(1, 4096, [1, 2, 3, 4, 5, 6, 7, 8], false));
+  let now = 0;
+  for (let chunk = 0; chunk < 4; chunk++) {
+    const cost = side.start(now)!;
+    const context = chunk * 1024;
+    const chunkS = prefillTimeS(MOONCAKE_PREFILL_MODEL, context + 1024) -
+      prefillTimeS(MOONCAKE_PREFILL_MODEL, context);
+    assertAlmostEquals(cost, decodeStepS(DECODE, 1, 1000 + chunk) + chunkS, 1e-9);
+    now += cost;
+    const done = side.finish(now);
+    assertEquals(done.prefilled.map((j) => j.requestIndex), chunk === 3 ? [1] : []);
+    assertEquals(running.remainingTokens, 9 - chunk, "a token with every chunk");
+  }
 });
 
 Deno.test("decode side: its prefix cache holds local prefills and arrived KV, and later prefills hit it", () => {
@@ -179,6 +203,16 @@ Deno.test("the TBT guard: under a tight TBT SLO decoding instances take fewer lo
   assert(
     tight.localPrefills < loose.localPrefills,
     `${tight.localPrefills} < ${loose.localPrefills}`,
+  );
+});
+
+Deno.test("the TBT guard with chunked prefill: a tight SLO lets through what it refused whole", () => {
+  const whole = replay("early", { mode: "threshold", maxTokens: 1000 }, 0.05).result;
+  const chunked = replay("early", { mode: "threshold", maxTokens: 1000, chunkTokens: 64 }, 0.05)
+    .result;
+  assert(
+    chunked.localPrefills > whole.localPrefills,
+    `${chunked.localPrefills} > ${whole.localPrefills}`,
   );
 });
 
