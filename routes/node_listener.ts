@@ -72,7 +72,9 @@ export function listenNode(options: ListenOptions): Promise<Listening> {
 /**
  * HTTP/1.0 has no chunked framing, and Node frames a body in chunks whenever the answer's headers
  * ask for it (a relayed answer does: src/gateway/relay_response.ts); without the header Node
- * sends the body as it comes and closes the connection after it.
+ * sends the body as it comes and closes the connection after it. The adapter then reads ahead
+ * again, and a body ended by the close cannot show a client that it was cut short: HTTP/1.0
+ * clients keep those limits (docs/reliability.md, "Streams").
  */
 function unchunked(response: Response): Response {
   if (!response.headers.has("transfer-encoding")) return response;

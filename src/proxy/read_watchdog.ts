@@ -1,3 +1,17 @@
+/** The watchdog's clock: the time in ms and timers (a test drives them by hand). */
+export interface WatchdogClock {
+  now(): number;
+  /** Returns a handle that `clearTimeout` accepts. */
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const SYSTEM_CLOCK: WatchdogClock = {
+  now: () => performance.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as number),
+};
+
 /** How long an engine may stay silent, and how long a whole answer may take. */
 export interface BodyLimits {
   idleTimeoutMs: number;
@@ -14,6 +28,9 @@ export class UpstreamStalledError extends Error {
   }
 }
 
+/** Timers take at most 2^31-1 ms; a longer limit is checked again when this one fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * Reads a body with each read bounded by the idle timeout and all of them by the answer's
  * deadline, using one timer for the whole body rather than a timer, a race and an abort listener
@@ -27,22 +44,32 @@ export class ReadWatchdog {
   readonly #limits: BodyLimits;
   readonly #endBy: number;
   #readingSince: number | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #clock: WatchdogClock;
+  #timer: unknown;
   #stopped: { reason: unknown } | undefined;
+  #disposed = false;
   readonly #onAbort = () => this.#stop(this.#limits.abort?.reason);
 
-  constructor(reader: ReadableStreamDefaultReader<Uint8Array>, limits: BodyLimits) {
+  constructor(
+    reader: ReadableStreamDefaultReader<Uint8Array>,
+    limits: BodyLimits,
+    clock: WatchdogClock = SYSTEM_CLOCK,
+  ) {
     this.#reader = reader;
     this.#limits = limits;
-    this.#endBy = performance.now() + limits.maxDurationMs;
+    this.#clock = clock;
+    this.#endBy = clock.now() + limits.maxDurationMs;
     if (limits.abort?.aborted) this.#onAbort();
     else limits.abort?.addEventListener("abort", this.#onAbort, { once: true });
   }
 
   async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
     this.#throwIfStopped();
-    this.#readingSince = performance.now();
-    this.#timer ??= this.#arm(this.#readingSince);
+    this.#readingSince = this.#clock.now();
+    // An engine whose data is always there when asked never lets a timer fire: check here too.
+    if (this.#readingSince >= this.#endBy) this.#stop(this.#tookTooLong());
+    this.#throwIfStopped();
+    if (!this.#disposed) this.#timer ??= this.#arm(this.#readingSince);
     let result: ReadableStreamReadResult<Uint8Array>;
     try {
       result = await this.#reader.read();
@@ -58,35 +85,36 @@ export class ReadWatchdog {
   }
 
   dispose(): void {
-    clearTimeout(this.#timer);
+    this.#disposed = true;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#limits.abort?.removeEventListener("abort", this.#onAbort);
   }
 
   /** A timer for the earlier of the pending read's idle limit and the answer's deadline. */
-  #arm(readingSince: number): ReturnType<typeof setTimeout> {
+  #arm(readingSince: number): unknown {
     const at = Math.min(readingSince + this.#limits.idleTimeoutMs, this.#endBy);
-    return setTimeout(() => this.#check(), Math.max(0, at - performance.now()));
+    const delayMs = Math.min(MAX_TIMER_MS, Math.max(0, at - this.#clock.now()));
+    return this.#clock.setTimeout(() => this.#check(), delayMs);
   }
 
   #check(): void {
     this.#timer = undefined;
     const since = this.#readingSince;
     if (since === undefined || this.#stopped) return; // the next read arms it again
-    const now = performance.now();
-    if (now >= this.#endBy) {
-      this.#stop(
-        new UpstreamStalledError(
-          `the answer took longer than ${this.#limits.maxDurationMs} ms`,
-        ),
-      );
-    } else if (now - since >= this.#limits.idleTimeoutMs) {
+    const now = this.#clock.now();
+    if (now >= this.#endBy) this.#stop(this.#tookTooLong());
+    else if (now - since >= this.#limits.idleTimeoutMs) {
       this.#stop(
         new UpstreamStalledError(
           `the engine sent nothing for ${this.#limits.idleTimeoutMs} ms`,
         ),
       );
     } else this.#timer = this.#arm(since);
+  }
+
+  #tookTooLong(): UpstreamStalledError {
+    return new UpstreamStalledError(`the answer took longer than ${this.#limits.maxDurationMs} ms`);
   }
 
   #stop(reason: unknown): void {

@@ -1,101 +1,149 @@
 /**
  * One timer per body bounds every read by the idle timeout and the whole body by its deadline
- * (src/proxy/read_watchdog.ts). Deno's op sanitizer fails a test that leaves a timer behind.
+ * (src/proxy/read_watchdog.ts), on a hand-driven clock (tests/cluster/manual_time.ts).
  */
 import { assert, assertEquals, assertRejects } from "../assert.ts";
-import { ReadWatchdog, UpstreamStalledError } from "../../src/proxy/read_watchdog.ts";
+import { ManualTime, settle } from "../cluster/manual_time.ts";
+import {
+  type BodyLimits,
+  ReadWatchdog,
+  UpstreamStalledError,
+} from "../../src/proxy/read_watchdog.ts";
 
 const encoder = new TextEncoder();
 
-/** A body that sends `count` chunks `gapMs` apart, then ends (or, with `count` Infinity, never). */
-function trickle(count: number, gapMs: number): ReadableStream<Uint8Array> {
-  let sent = 0;
-  return new ReadableStream({
-    async pull(controller) {
-      if (sent >= count) return controller.close();
-      if (sent > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
-      controller.enqueue(encoder.encode(`chunk ${sent++}\n`));
-    },
-  }, { highWaterMark: 0 });
+/** A body the test feeds chunk by chunk. */
+function fedBody() {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
+  return {
+    reader: stream.getReader(),
+    send: (text: string) => controller.enqueue(encoder.encode(text)),
+    end: () => controller.close(),
+  };
 }
 
-/** Reads until the end; returns the chunks read, or throws what the watchdog threw. */
-async function readAll(watchdog: ReadWatchdog): Promise<number> {
-  let chunks = 0;
-  try {
-    for (;;) {
-      const { done } = await watchdog.read();
-      if (done) return chunks;
-      chunks++;
-    }
-  } finally {
-    watchdog.dispose();
+function watched(limits: Partial<BodyLimits>) {
+  const time = new ManualTime(1_000);
+  const body = fedBody();
+  const watchdog = new ReadWatchdog(
+    body.reader,
+    { idleTimeoutMs: 60_000, maxDurationMs: 600_000, ...limits },
+    time,
+  );
+  return { time, body, watchdog };
+}
+
+/** Whether `promise` has settled once pending continuations ran. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  promise.then(() => done = true, () => done = true);
+  await settle();
+  return done;
+}
+
+Deno.test("a body longer than the idle limit whose every read is within it is never stopped", async () => {
+  // 900 ms of reads 100 ms apart against a 400 ms idle limit: the one timer fires while a later
+  // read is pending and must re-arm for that read instead of stopping it.
+  const { time, body, watchdog } = watched({ idleTimeoutMs: 400 });
+  for (let chunk = 0; chunk < 9; chunk++) {
+    const read = watchdog.read();
+    await time.advance(100);
+    body.send(`chunk ${chunk}\n`);
+    assertEquals((await read).done, false);
   }
-}
-
-Deno.test("reads slower than nothing but each within the idle limit are never stopped", async () => {
-  // The body lasts about 800 ms, twice the idle limit: the one timer fires while a later read is
-  // pending and must re-arm for that read instead of stopping it.
-  const watchdog = new ReadWatchdog(trickle(9, 100).getReader(), {
-    idleTimeoutMs: 400,
-    maxDurationMs: 60_000,
-  });
-  assertEquals(await readAll(watchdog), 9);
+  body.end();
+  assertEquals((await watchdog.read()).done, true);
+  watchdog.dispose();
+  assertEquals(time.pendingTimers, 0, "no timer left behind");
 });
 
-Deno.test("a silent engine is stopped after the idle limit, with the idle reason", async () => {
-  const silent = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) });
-  const started = performance.now();
-  const watchdog = new ReadWatchdog(silent.getReader(), {
-    idleTimeoutMs: 80,
-    maxDurationMs: 60_000,
-  });
-  const error = await assertRejects(() => readAll(watchdog), UpstreamStalledError);
+Deno.test("a silent engine is stopped at the idle limit, not before, with the idle reason", async () => {
+  const { time, watchdog } = watched({ idleTimeoutMs: 80 });
+  const read = watchdog.read();
+  await time.advance(79);
+  assert(!(await settled(read)), "still waiting 1 ms before the limit");
+  await time.advance(1);
+  const error = await assertRejects(() => read, UpstreamStalledError);
   assertEquals(error.message, "the engine sent nothing for 80 ms");
-  assert(performance.now() - started >= 79, "not before the idle limit");
+  assertEquals(time.pendingTimers, 0);
 });
 
 Deno.test("an engine that keeps sending is stopped at the answer's deadline, with that reason", async () => {
-  const watchdog = new ReadWatchdog(trickle(Infinity, 10).getReader(), {
-    idleTimeoutMs: 10_000,
-    maxDurationMs: 150,
-  });
-  const error = await assertRejects(() => readAll(watchdog), UpstreamStalledError);
-  assertEquals(error.message, "the answer took longer than 150 ms");
+  const { time, body, watchdog } = watched({ idleTimeoutMs: 10_000, maxDurationMs: 150 });
+  let stopped: unknown;
+  for (let sent = 0; sent < 100 && !stopped; sent++) {
+    const read = watchdog.read().catch((error) => stopped = error);
+    await time.advance(10);
+    if (!stopped) body.send("token\n");
+    await read;
+  }
+  assert(stopped instanceof UpstreamStalledError, String(stopped));
+  assertEquals(stopped.message, "the answer took longer than 150 ms");
+  assertEquals(time.nowMs, 1_150, "stopped at the deadline");
+});
+
+Deno.test("an engine whose data is always ready is still stopped at the answer's deadline", async () => {
+  // Every read resolves at once, before a timer could fire: the deadline is checked per read.
+  const { time, body, watchdog } = watched({ maxDurationMs: 60 });
+  for (let i = 0; i < 5; i++) body.send("data\n");
+  assertEquals((await watchdog.read()).done, false);
+  await time.advance(100); // a slow client: the reads come after the deadline
+  const error = await assertRejects(() => watchdog.read(), UpstreamStalledError);
+  assertEquals(error.message, "the answer took longer than 60 ms");
+  assertEquals(time.pendingTimers, 0);
 });
 
 Deno.test("the abort signal stops a pending read at once, and a later read, with its reason", async () => {
   const abort = new AbortController();
-  const silent = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) });
-  const watchdog = new ReadWatchdog(silent.getReader(), {
-    idleTimeoutMs: 60_000,
-    maxDurationMs: 60_000,
-    abort: abort.signal,
-  });
+  const { time, watchdog } = watched({ abort: abort.signal });
   const pending = watchdog.read();
   abort.abort(new Error("router shutting down"));
   await assertRejects(() => pending, Error, "router shutting down");
   await assertRejects(() => watchdog.read(), Error, "router shutting down");
-  watchdog.dispose();
+  assertEquals(time.pendingTimers, 0);
 
-  const already = new ReadWatchdog(trickle(3, 0).getReader(), {
+  const already = new ReadWatchdog(fedBody().reader, {
     idleTimeoutMs: 60_000,
     maxDurationMs: 60_000,
     abort: abort.signal,
-  });
-  await assertRejects(() => readAll(already), Error, "router shutting down");
+  }, new ManualTime());
+  await assertRejects(() => already.read(), Error, "router shutting down");
 });
 
 Deno.test("time the reader spends between reads is not the engine's silence", async () => {
-  const watchdog = new ReadWatchdog(trickle(3, 0).getReader(), {
-    idleTimeoutMs: 50,
-    maxDurationMs: 60_000,
-  });
+  const { time, body, watchdog } = watched({ idleTimeoutMs: 50 });
+  body.send("a\n");
+  body.send("b\n");
   assertEquals((await watchdog.read()).done, false);
   // A slow client: no read is pending, so the timer that fires meanwhile stops nothing.
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await time.advance(150);
   assertEquals((await watchdog.read()).done, false);
-  assertEquals((await watchdog.read()).done, false);
-  assertEquals((await watchdog.read()).done, true);
+  const third = watchdog.read();
+  await time.advance(49);
+  body.end();
+  assertEquals((await third).done, true);
+  watchdog.dispose();
+  assertEquals(time.pendingTimers, 0);
+});
+
+Deno.test("a limit past what a timer can hold is waited for in steps a timer can take", async () => {
+  // Real timers turn a delay over 2^31-1 ms into 1 ms, which would fire and re-arm at once.
+  const time = new ManualTime();
+  const delays: number[] = [];
+  const clock = {
+    now: time.now,
+    setTimeout: (
+      callback: () => void,
+      ms: number,
+    ) => (delays.push(ms), time.setTimeout(callback, ms)),
+    clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+  };
+  const limits = { idleTimeoutMs: 2 ** 33, maxDurationMs: 2 ** 34 };
+  const watchdog = new ReadWatchdog(fedBody().reader, limits, clock);
+  const read = watchdog.read();
+  await time.advance(2 ** 31);
+  assert(!(await settled(read)), "still waiting");
+  assertEquals(delays, [2 ** 31 - 1, 2 ** 31 - 1], "one step, then one more for the rest");
   watchdog.dispose();
 });
