@@ -145,7 +145,12 @@ function parseLocalPrefills(
     "a whole number of tokens, 1 or more",
   );
   const chunked = values.has("local-prefill-chunk") ? { chunkTokens } : {};
-  if (!values.has("local-prefill")) return [];
+  if (!values.has("local-prefill")) {
+    for (const flag of ["local-prefill-tokens", "local-prefill-chunk"]) {
+      if (values.has(flag)) problems.push(`--${flag} needs --local-prefill`);
+    }
+    return [];
+  }
   return parseNames(values, "local-prefill", LOCAL_PREFILL_MODES, "off", problems)
     .map((mode) => ({ mode, maxTokens, ...chunked }));
 }

@@ -106,8 +106,9 @@ export function decideLocalPrefill(
 
 /**
  * The longest prefill pause between two decode steps, and how many steps the prefill spans. A
- * chunk's pause is what it adds to the whole prefill's cost (the last chunk, attending to the
- * longest context, adds the most); the per-pass terms belong to the step it shares.
+ * chunk's pause is what its tokens add to the prefill's cost, priced as the prompt's last
+ * `chunkTokens` (the longest context: an upper bound for every chunk); the per-pass terms belong to
+ * the step it shares. Prefill work already queued there is computed a chunk per step too, ahead.
  */
 function localPrefillPause(
   own: TtftEstimate,
@@ -115,12 +116,12 @@ function localPrefillPause(
   options: LocalPrefillOptions,
 ): { pauseS: number; chunks: number } {
   const chunk = options.chunkTokens;
-  if (chunk === undefined || own.newTokens <= chunk) return { pauseS: own.prefillS, chunks: 1 };
+  if (chunk === undefined) return { pauseS: own.prefillS, chunks: 1 };
   const model = decode.prefillModel ?? options.ttft.prefillModel;
-  const before = prefillTimeS(model, own.newTokens - chunk, own.reusedTokens);
-  // Prefill work already queued there is computed a chunk per step too, ahead of this one.
+  const last = Math.min(chunk, own.newTokens);
+  const before = prefillTimeS(model, own.newTokens - last, own.reusedTokens);
   const tokens = Math.max(0, decode.waitingPrefillTokens) + own.newTokens;
-  return { pauseS: own.prefillS - before, chunks: Math.ceil(tokens / chunk) };
+  return { pauseS: own.prefillS - before, chunks: Math.max(1, Math.ceil(tokens / chunk)) };
 }
 
 /**

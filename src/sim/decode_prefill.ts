@@ -25,7 +25,7 @@ export interface LocalPrefillSetting {
   mode: LocalPrefillMode;
   /** Uncached tokens up to which the decode instance prefills itself (the router's maxTokens). */
   maxTokens: number;
-  /** The decode engines' chunked-prefill budget per step (the router's chunkTokens); unchunked. */
+  /** The decode engines' prefill tokens per step (the router's chunkTokens); unset: unchunked. */
   chunkTokens?: number;
 }
 

@@ -175,8 +175,28 @@ Deno.test("with chunked prefill the pause is the last chunk and the local TTFT a
   );
   assertEquals(first.reason, "decode_stall");
   assert(stalled.stallS! > first.stallS!, `${stalled.stallS} against ${first.stallS}`);
-  // A chunk as large as the suffix is the unchunked case.
-  assertEquals(decideLocalPrefill(inputs, { ...guarded, chunkTokens: 800 }), whole);
+  // A suffix within one chunk still waits for the chunks of the work queued ahead of it.
+  const oneChunk = decideLocalPrefill(busy, { ...guarded, tbtSloS: undefined, chunkTokens: 1000 });
+  assertAlmostEquals(oneChunk.localTtftS! - busyAlone.localTtftS!, stepS, 1e-9);
+  // A pause never shrinks as the suffix grows past a chunk, whatever per-pass terms the model has.
+  const withConstant = {
+    ...guarded,
+    tbtSloS: 0.001,
+    chunkTokens: 512,
+    ttft: {
+      ...DEFAULT_TTFT_PARAMS,
+      prefillModel: { ...DEFAULT_TTFT_PARAMS.prefillModel, constant: 0.05 },
+    },
+  };
+  const pauses = [511, 512, 513, 1024, 2000].map((suffix) =>
+    decideLocalPrefill(
+      { ...inputs, decode: decode({ localPrefixTokens: 9000 - suffix }) },
+      withConstant,
+    ).stallS!
+  );
+  for (let k = 1; k < pauses.length; k++) {
+    assert(pauses[k] >= pauses[k - 1] - 1e-12, `pauses ${pauses.join(", ")}`);
+  }
 });
 
 Deno.test("admitLocalPrefill: a TTFT refusal of the remote plan is lifted when the local TTFT fits", () => {

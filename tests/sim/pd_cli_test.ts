@@ -83,6 +83,8 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
       "1",
       "--decode-load",
       "cluster",
+      "--local-prefill-chunk",
+      "64",
     ])
   );
   assertEquals(code, 2);
@@ -95,6 +97,7 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
       'unknown policy "mooncake_ttft:ttft" in P/D mode',
       "--decode-model must be",
       '--decode-load: "cluster" is not one of instance, pool',
+      "--local-prefill-chunk needs --local-prefill",
     ]
   ) {
     assert(errors.includes(part), `${part} missing from: ${errors}`);
