@@ -64,11 +64,11 @@ export class ReadWatchdog {
   }
 
   async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-    this.#throwIfStopped();
-    this.#readingSince = this.#clock.now();
+    const now = this.#clock.now();
     // An engine whose data is always there when asked never lets a timer fire: check here too.
-    if (this.#readingSince >= this.#endBy) this.#stop(this.#tookTooLong());
+    if (now >= this.#endBy) this.#stop(this.#tookTooLong());
     this.#throwIfStopped();
+    this.#readingSince = now;
     if (!this.#disposed) this.#timer ??= this.#arm(this.#readingSince);
     let result: ReadableStreamReadResult<Uint8Array>;
     try {
