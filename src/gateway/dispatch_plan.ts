@@ -8,6 +8,7 @@ import { sequencesOf } from "../openai/engine_batch.ts";
 import type { ParsedRequest, PromptInput } from "../openai/request.ts";
 import { type AdmissionVerdict, admit } from "../scheduling/admission.ts";
 import { admitLocalPrefill } from "../scheduling/local_prefill.ts";
+import { withHomeKey } from "../scheduling/prefix_home.ts";
 import { DEFAULT_DECODE_MODEL, predictTbtS } from "../scheduling/decode_model.ts";
 import type { NamedPolicy } from "../scheduling/named_policy.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
@@ -292,7 +293,12 @@ function schedule(
     : splitByRole(runtime, seen, entryMap);
   // The router cannot make an engine load the pool's part of a prefix: the estimate never counts
   // on it (the simulator's replays, which can, share this step: src/scheduling/prefill_choice.ts).
-  const request = { promptTokens, poolPrefixTokens };
+  const request = withHomeKey(
+    { promptTokens, poolPrefixTokens },
+    prefillSide,
+    (index) => chunkKeys[index]?.[0],
+    runtime.config.kv.chunkSize,
+  );
   const recording = recordingContext(context.random, runtime.sequence++);
   const choice = choosePrefill(request, prefillSide, context.policy.policy, recording.context, {
     ttft: context.policy.ttftParams,

@@ -44,6 +44,11 @@ export interface ScheduleRequest {
    * from its PoolUse: the router's engines read only what they hold). Absent: it may.
    */
   poolLoads?: boolean;
+  /**
+   * The key of the prompt's first block no instance holds (prefix_home.ts: the caller looks it
+   * up, so that a logged decision replays without the prompt's keys). Absent: no home.
+   */
+  homeKey?: string | number;
 }
 
 /** Everything non-deterministic a policy may use, passed in so any decision can be replayed. */

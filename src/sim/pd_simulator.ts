@@ -28,6 +28,7 @@ import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
 import { estimateQueueS } from "../scheduling/ttft_estimate.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
+import { withHomeKey } from "../scheduling/prefix_home.ts";
 import type { Candidate, Decision, Policy, ScheduleRequest } from "../scheduling/types.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
 import {
@@ -414,11 +415,16 @@ class PdReplay {
     const prompt = request.inputLength;
     const hits = lookupPrefix(this.#prefill, this.#placements, request.hashIds);
     const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
-    const scheduleRequest: ScheduleRequest = {
-      promptTokens: prompt,
-      poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
-    };
     const candidates = this.#prefillCandidates((name) => tokens(hits.localChunks.get(name) ?? 0));
+    const scheduleRequest = withHomeKey(
+      {
+        promptTokens: prompt,
+        poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
+      },
+      candidates,
+      (index) => request.hashIds[index],
+      config.blockTokens,
+    );
     const choice = choosePrefill(scheduleRequest, candidates, this.#policy, {
       random: this.#random,
       sequence: this.#sequence++,

@@ -23,6 +23,7 @@ import { seededRandom } from "./rng.ts";
 import { assignBands, type BandAssignment, type BandSpec, DEFAULT_BANDS } from "./sim_bands.ts";
 import { DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
 import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
+import { withHomeKey } from "../scheduling/prefix_home.ts";
 import type { TraceRequest } from "./trace.ts";
 
 /**
@@ -344,11 +345,16 @@ class ClusterReplay {
     result.promptTokens[i] = prompt;
     const hits = this.#lookup(request.hashIds);
     const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
-    const scheduleRequest = {
-      promptTokens: prompt,
-      poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
-    };
     const candidates = this.#candidates(hits, tokens);
+    const scheduleRequest = withHomeKey(
+      {
+        promptTokens: prompt,
+        poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
+      },
+      candidates,
+      (index) => request.hashIds[index],
+      config.blockTokens,
+    );
     const planner = this.#run.arms ? this.#armPolicies[this.#run.arms.of[i]] : this.#policy;
     const choice = choosePrefill(scheduleRequest, candidates, planner, {
       random: kind === "arrival" ? this.#random : this.#replanRandom,

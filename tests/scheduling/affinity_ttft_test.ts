@@ -2,12 +2,12 @@ import { assert, assertEquals } from "../assert.ts";
 import {
   affinityTtft,
   clusterPrefillModel,
-  heldPrefixTokens,
   queuePressure,
 } from "../../src/scheduling/policies/affinity_ttft.ts";
 import { mooncakeTtft } from "../../src/scheduling/policies/mooncake_ttft.ts";
 import { choosePrefill } from "../../src/scheduling/prefill_choice.ts";
 import { estimateTtft } from "../../src/scheduling/ttft_estimate.ts";
+import { heldPrefixTokens, homeOf } from "../../src/scheduling/prefix_home.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import type { Candidate, ScheduleRequest } from "../../src/scheduling/types.ts";
 import { seededRandom } from "../../src/sim/rng.ts";
@@ -66,31 +66,20 @@ Deno.test("affinity_ttft: a copy loaded from the pool is fast for the request bu
   assertEquals(free.ranking[0], "idle", "weight 0 is mooncake_ttft");
 });
 
-Deno.test("heldPrefixTokens: the longest prefix a healthy instance or the pool holds, short of the last token", () => {
-  const candidates = [instance("a", 4_000, 0), { ...instance("b", 9_000, 0), healthy: false }];
-  assertEquals(
-    heldPrefixTokens({ promptTokens: 10_000, poolPrefixTokens: 2_000 }, candidates),
-    4_000,
-  );
-  assertEquals(
-    heldPrefixTokens({ promptTokens: 10_000, poolPrefixTokens: 12_000 }, candidates),
-    9_999,
-  );
-});
-
 /**
- * The property: the chosen placement is never dominated. No other healthy candidate has a
- * predicted TTFT at most the chosen one's while duplicating (evicting) fewer held tokens, or
- * duplicates no more while being strictly faster: a placement that evicts more than it saves is
- * never taken when an equal alternative exists.
+ * The property: the chosen placement is never dominated. No other healthy candidate is at least
+ * as good on predicted TTFT, duplicated (evicting) held tokens and being the new part's home, and
+ * strictly better on one: a placement that evicts more than it saves is never taken when an
+ * equal alternative exists, and a new prefix leaves its home only for a faster start.
  */
-Deno.test("property: affinity_ttft never takes a placement that another beats on both TTFT and duplication", () => {
+Deno.test("property: affinity_ttft never takes a placement that another beats on TTFT, duplication and home", () => {
   for (let seed = 1; seed <= 2_000; seed++) {
     const random = seededRandom(seed);
     const promptTokens = 1 + Math.floor(random() * 40_000);
     const request = {
       promptTokens,
       poolPrefixTokens: random() < 0.5 ? 0 : Math.floor(random() * promptTokens),
+      ...(random() < 0.5 ? { homeKey: Math.floor(random() * 1e6) } : {}),
     };
     const candidates = Array.from({ length: 2 + Math.floor(random() * 6) }, (_, i) =>
       ({
@@ -100,22 +89,54 @@ Deno.test("property: affinity_ttft never takes a placement that another beats on
         healthy: random() > 0.15,
       }) as Candidate);
     if (!candidates.some((c) => c.healthy)) continue;
-    const options = { duplicationWeight: random() * 4 };
+    const options = { duplicationWeight: random() * 4, homeWeight: random() * 8 };
     const decision = affinityTtft(TTFT, options).select(request, candidates, context);
     const held = heldPrefixTokens(request, candidates);
+    const home = request.homeKey === undefined ? undefined : homeOf(request.homeKey, candidates);
     const measure = (c: Candidate) => {
       const estimate = estimateTtft(request, c, TTFT);
       const local = estimate.reusedTokens - estimate.transferTokens;
-      return { ttft: estimate.totalS, duplicated: Math.max(0, held - local) };
+      return [estimate.totalS, Math.max(0, held - local), c.id === home ? 0 : 1];
     };
     const chosen = measure(candidates.find((c) => c.id === decision.ranking[0])!);
     for (const other of candidates.filter((c) => c.healthy)) {
       const alt = measure(other);
-      const dominates = alt.ttft <= chosen.ttft - 1e-9 && alt.duplicated <= chosen.duplicated ||
-        alt.ttft <= chosen.ttft && alt.duplicated < chosen.duplicated;
-      assert(!dominates, `seed ${seed}: ${other.id} beats ${decision.ranking[0]} on both`);
+      const noWorse = alt.every((value, i) => value <= chosen[i]);
+      const better = alt.some((value, i) => value < chosen[i] - (i === 0 ? 1e-9 : 0));
+      assert(!(noWorse && better), `seed ${seed}: ${other.id} beats ${decision.ranking[0]}`);
     }
   }
+});
+
+Deno.test("affinity_ttft: near saturation a new prefix goes home past a slightly shorter queue", () => {
+  const request = { ...doc, homeKey: "doc-7" };
+  const ids = ["a", "b", "c", "d"];
+  const home = homeOf("doc-7", ids.map((id) => instance(id, 0, 0)))!;
+  // Every instance has a queue; home's is one prefill longer than the shortest.
+  const busy = ids.map((id) => instance(id, 0, id === home ? 4 : 3));
+  assertEquals(mooncakeTtft(TTFT).select(request, busy, context).ranking[0] !== home, true);
+  const decision = affinityTtft(TTFT).select(request, busy, context);
+  assertEquals(decision.ranking[0], home);
+  const away = decision.scores.find((s) => s.id !== home)!;
+  assert(away.terms.homeS > 0, JSON.stringify(away.terms));
+  assertEquals(decision.scores.find((s) => s.id === home)!.detail?.home, 1);
+  // Overloaded far past the others, home is passed over.
+  const overloaded = ids.map((id) => instance(id, 0, id === home ? 30 : 3));
+  assert(affinityTtft(TTFT).select(request, overloaded, context).ranking[0] !== home);
+  // Weight 0 turns the term off: the shortest queue wins again.
+  const off = affinityTtft(TTFT, { homeWeight: 0 }).select(request, busy, context);
+  assert(off.ranking[0] !== home);
+});
+
+Deno.test("affinity_ttft: on an idle cluster the home term costs nothing and breaks ties", () => {
+  const request = { ...doc, homeKey: 12345 };
+  const idle = ["a", "b", "c"].map((id) => instance(id, 0, 0));
+  const decision = affinityTtft(TTFT).select(request, idle, context);
+  assert(decision.scores.every((s) => s.terms.homeS === 0));
+  assertEquals(decision.ranking[0], homeOf(12345, idle));
+  // A held prefix is placed by its holder, not by the home of the part after it.
+  const held = [instance("a", 20_000, 0), instance("b", 0, 0), instance("c", 0, 0)];
+  assertEquals(affinityTtft(TTFT).select(request, held, context).ranking[0], "a");
 });
 
 Deno.test("affinity_ttft: with the pool, an idle cluster spreads a hot prefix and a busy one keeps it", () => {

@@ -10,6 +10,7 @@ import type {
   ScheduleContext,
   ScheduleRequest,
 } from "../types.ts";
+import { heldPrefixTokens, homeOf } from "../prefix_home.ts";
 import { buildDecision, healthyOf } from "./rank.ts";
 
 export interface AffinityTtftOptions {
@@ -27,11 +28,20 @@ export interface AffinityTtftOptions {
    * the churn of copies would feed the overload.
    */
   poolDuplicationWeight?: number;
+  /**
+   * Weight of the home term: a candidate other than the new part's home (prefix_home.ts) pays
+   * `homeWeight × pressure³ ×` the seconds computing that part takes, pressure being the
+   * cluster's queues against it (queuePressure). Nothing on an idle cluster; near saturation a
+   * miss goes home unless home is overloaded past that, so each cache holds a share of the
+   * prefixes and the hit ratio rises when it counts. 0 turns it off.
+   */
+  homeWeight?: number;
 }
 
 /** Defaults chosen on the training seeds of the policy grid (docs/sim/workloads/README.md). */
 export const DEFAULT_DUPLICATION_WEIGHT = 8;
 export const DEFAULT_POOL_DUPLICATION_WEIGHT = 0.5;
+export const DEFAULT_HOME_WEIGHT = 4;
 
 /**
  * Mooncake's predicted TTFT (Algorithm 1), made sticky (§6.2: keep a prefix where it is unless
@@ -39,7 +49,10 @@ export const DEFAULT_POOL_DUPLICATION_WEIGHT = 0.5;
  * top of its TTFT, a duplication term: `weight ×` the seconds recomputing those tokens takes, for
  * the cache space the copy takes (recomputed or loaded from the pool) and the work it adds. A
  * prefix then moves off its holder only when the holder's queue exceeds that cost, and hot
- * prefixes replicate then; a new prefix (held nowhere) pays nothing and goes to the lowest TTFT.
+ * prefixes replicate then. The part of a prompt nobody holds has a home (prefix_home.ts): on an
+ * idle cluster it breaks ties, and as the queues near saturation a placement elsewhere pays a
+ * home term (homeTerm), so that each cache holds a share of the prefixes rather than all of them
+ * a little, and the hit ratio rises where work is dearest.
  *
  * The weight: `duplicationWeight` (8) when only instances hold the prefix or engines cannot load
  * from the pool (`poolLoads: false`, the router's view); when the pool holds it and engines load
@@ -55,6 +68,7 @@ export const DEFAULT_POOL_DUPLICATION_WEIGHT = 0.5;
 export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptions = {}): Policy {
   const localWeight = options.duplicationWeight ?? DEFAULT_DUPLICATION_WEIGHT;
   const poolWeight = options.poolDuplicationWeight ?? DEFAULT_POOL_DUPLICATION_WEIGHT;
+  const homeWeight = options.homeWeight ?? DEFAULT_HOME_WEIGHT;
   return {
     name: "affinity_ttft",
     select(request: ScheduleRequest, candidates: Candidate[], context: ScheduleContext): Decision {
@@ -65,6 +79,7 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
       const weight = request.poolLoads !== false && request.poolPrefixTokens >= held
         ? Math.min(localWeight, poolWeight / (1 - queuePressure(candidates, held, shared)))
         : localWeight;
+      const home = homeTerm(request, candidates, held, shared, homeWeight);
       return buildDecision("affinity_ttft", candidates, (candidate) => {
         // One model for every instance: per-instance learned ones, noisy early on, herd new
         // prefixes onto whichever instance looks fastest and unbalance the caches.
@@ -81,13 +96,16 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
             transferS: estimate.transferS,
             prefillS: estimate.prefillS,
             duplicationS,
+            homeS: candidate.id === home.id ? 0 : home.offHomeS,
           },
-          tieBreaks: [draw],
+          // Among equals a new prefix goes home, idle cluster or not.
+          tieBreaks: [candidate.id === home.id ? 0 : 1, draw],
           transferTokens: estimate.transferTokens,
           detail: {
             localPrefixTokens: local,
             transferTokens: estimate.transferTokens,
             duplicatedTokens: duplicated,
+            home: candidate.id === home.id ? 1 : 0,
             tieBreakDraw: draw,
           },
         };
@@ -135,24 +153,38 @@ export function queuePressure(
   return queue / (queue + copy);
 }
 
-/** The longest prefix of the prompt some healthy instance holds, locally or in the pool. */
-export function heldPrefixTokens(
+/**
+ * The new part's home and what a placement elsewhere pays: `weight × pressure³ ×` the seconds
+ * computing the part no instance holds. Cubed so that a cluster short of saturation (pressure
+ * well below 1) keeps placing by TTFT: on the grid's training seeds a flat term lost up to 80%
+ * at 1× load, and a squared one 5% at 0.5× (docs/sim/workloads/README.md).
+ */
+export function homeTerm(
   request: ScheduleRequest,
   candidates: readonly Candidate[],
-): number {
-  const reusable = Math.max(0, request.promptTokens - 1);
-  const local = Math.max(0, ...healthyOf(candidates).map((c) => c.localPrefixTokens));
-  return Math.min(reusable, Math.max(local, request.poolPrefixTokens));
+  heldTokens: number,
+  params: TtftModelParams,
+  weight: number,
+): { id?: string; offHomeS: number } {
+  const none = { offHomeS: 0 };
+  if (!(weight > 0) || request.homeKey === undefined) return none;
+  const id = homeOf(request.homeKey, candidates);
+  const unheld = request.promptTokens - heldTokens;
+  if (id === undefined || unheld <= 0) return none;
+  const pressure = queuePressure(candidates, unheld, params);
+  return { id, offHomeS: weight * pressure ** 3 * prefillTimeS(params.prefillModel, unheld) };
 }
 
 export const affinityTtftPolicy = policyFactory({
   name: "affinity_ttft",
-  summary: "Mooncake's predicted TTFT plus the cost of recomputing a prefix held elsewhere",
+  summary: "Mooncake's predicted TTFT plus the cost of moving a prefix off its holder or home",
   params: z.strictObject({
     /** Weight of copying a prefix only instances hold (default 8). */
     duplicationWeight: z.number().min(0).optional(),
     /** Weight of copying a prefix the pool holds (default 0.5). */
     poolDuplicationWeight: z.number().min(0).optional(),
+    /** Weight of placing a new prefix off its home near saturation (default 4; 0: off). */
+    homeWeight: z.number().min(0).optional(),
   }),
   create: (params, ttft) => affinityTtft(ttft, params),
 });

@@ -1,0 +1,41 @@
+import { assert, assertEquals } from "../assert.ts";
+import { demoChat } from "../../cli/demo.ts";
+import { createRouter } from "../../routes/app.ts";
+import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
+import { homeOf } from "../../src/scheduling/prefix_home.ts";
+
+// The router looks up a new prompt's home from its own chunk keys (src/gateway/dispatch_plan.ts)
+// and the default policy breaks ties by it: documents nobody holds, sent one at a time to an
+// idle cluster, each land on their home, and their homes spread over the instances.
+Deno.test("the router places new documents on an idle cluster at their homes", async () => {
+  const cluster = await startDemoCluster({ engines: 4 });
+  const router = await createRouter(cluster.routerConfig(), { log: () => {} });
+  try {
+    assert(await router.warm(), "worker threads loaded");
+    const { port } = await router.serve({ port: 0 });
+    for (let doc = 0; doc < 12; doc++) {
+      const body = demoChat(cluster.model, doc, "Give me a one-line summary.");
+      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...body, stream: false }),
+      });
+      assertEquals(response.status, 200, await response.text());
+    }
+    const logged = router.decisions.recent(100).reverse();
+    assertEquals(logged.length, 12);
+    const homes = new Set<string>();
+    for (const entry of logged) {
+      const { request, candidates } = entry.inputs;
+      assert(request.homeKey !== undefined, `request ${entry.requestId} has no home key`);
+      const home = homeOf(request.homeKey, candidates)!;
+      if (candidates.some((c) => c.localPrefixTokens > 0 || c.waitingPrefillTokens > 0)) continue;
+      assertEquals(entry.chosen, home, `request ${entry.requestId}`);
+      homes.add(home);
+    }
+    assert(homes.size >= 3, `12 documents went to ${[...homes].join(", ")}`);
+  } finally {
+    await router.close();
+    await cluster.close();
+  }
+});
