@@ -15,7 +15,8 @@
  * docs/real_policy_comparison.md has runs and what they do and do not show.
  *
  * usage: deno task bench:policies [--requests N] [--concurrency C] [--seed S]
- *        [--policies a,b,smg:cache_aware] [--kv store|local] [--out FILE] [--decisions FILE]
+ *        [--policies a,b:param=N,smg:cache_aware] [--kv store|local] [--out FILE]
+ *        [--decisions FILE]
  * (after `deno task setup:real`, which installs vLLM, mooncake_master and SMG into .venv)
  */
 import { resolveConfig } from "../../src/config/load.ts";
@@ -52,7 +53,8 @@ import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
 import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
-  "[--concurrency C] [--seed S] [--policies a,b,c] [--kv store|local] [--out FILE] " +
+  "[--concurrency C] [--seed S] [--policies a,b:param=N,smg:P] [--kv store|local] " +
+  "[--out FILE] " +
   "[--in-process] [--decisions FILE]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
   "the benchmark's process instead (--decisions, its decision logs, implies it)";
@@ -133,6 +135,24 @@ function positiveInt(flag: string, value: string): number {
   return n;
 }
 
+/**
+ * An arm's policy as the config takes it: `name`, or `name:key=value&key=value` for a policy with
+ * parameters (e.g. `affinity_ttft:homeWeight=0`, the default without its home term).
+ */
+export function armPolicy(arm: string): string | { name: string; params: Record<string, number> } {
+  const at = arm.indexOf(":");
+  if (at < 0) return arm;
+  const params: Record<string, number> = {};
+  for (const pair of arm.slice(at + 1).split("&")) {
+    const [key, value] = pair.split("=");
+    if (!key || value === undefined || !Number.isFinite(Number(value))) {
+      throw new Error(`arm ${arm}: "${pair}" is not key=number`);
+    }
+    params[key] = Number(value);
+  }
+  return { name: arm.slice(0, at), params };
+}
+
 function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], policy: string) {
   return resolveConfig(rawRouterConfig(master, engines, policy, 0));
 }
@@ -162,7 +182,7 @@ function rawRouterConfig(
       name: REAL.modelName,
       tokenizer: { path: REAL.model },
       kv,
-      policy,
+      policy: armPolicy(policy),
       health: { intervalMs: 1_000, timeoutMs: 2_000 },
       instances: engines.map((e, i) => ({ id: `v${i}`, url: e.url, kvHost: HOSTS[i] })),
     }],
