@@ -293,12 +293,10 @@ function schedule(
     : splitByRole(runtime, seen, entryMap);
   // The router cannot make an engine load the pool's part of a prefix: the estimate never counts
   // on it (the simulator's replays, which can, share this step: src/scheduling/prefill_choice.ts).
-  const request = withHomeKey(
-    { promptTokens, poolPrefixTokens },
-    prefillSide,
-    (index) => chunkKeys[index]?.[0],
-    runtime.config.kv.chunkSize,
-  );
+  const plain = { promptTokens, poolPrefixTokens };
+  const request = prefixesKnown(runtime, lookup, kvLoadOnly)
+    ? withHomeKey(plain, prefillSide, (index) => chunkKeys[index]?.[0], runtime.config.kv.chunkSize)
+    : plain;
   const recording = recordingContext(context.random, runtime.sequence++);
   const choice = choosePrefill(request, prefillSide, context.policy.policy, recording.context, {
     ttft: context.policy.ttftParams,
@@ -317,6 +315,22 @@ function schedule(
     ...(kvLoadOnly ? { kvLoadOnly } : {}),
     inputs: { request, candidates: prefillSide, sequence, draws: recording.draws },
   };
+}
+
+/**
+ * Whether the hits are whole, so the first unheld chunk is the prompt's new part and may be given
+ * a home (src/scheduling/prefix_home.ts): not while dispatching by load, nor after a lookup that
+ * failed, timed out or was skipped with the store down. There every prompt would look new, and a
+ * shared system prompt would send every request to its one home.
+ */
+function prefixesKnown(
+  runtime: ModelRuntime,
+  lookup: LookupResult | undefined,
+  kvLoadOnly: string | undefined,
+): boolean {
+  if (kvLoadOnly || !lookup) return false;
+  if (lookup.outcome === "ok" || lookup.outcome === "mirror") return true;
+  return lookup.outcome === "skipped" && !runtime.store;
 }
 
 /**

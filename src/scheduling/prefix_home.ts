@@ -5,10 +5,9 @@
  * lands on the same instance while it is healthy, so each cache sees its share of the prefixes
  * instead of all of them (docs/sim/workloads/README.md measures what that is worth).
  */
-import type { Candidate, ScheduleRequest } from "./types.ts";
+import type { BlockKey, Candidate, ScheduleRequest } from "./types.ts";
 
-/** A block's key: the router's store key, or a trace's hash id. */
-export type BlockKey = string | number;
+export type { BlockKey };
 
 /**
  * The longest prefix of the prompt some healthy candidate holds, locally or in the pool, in
@@ -25,8 +24,8 @@ export function heldPrefixTokens(
 }
 
 /**
- * The key of the first block past what the candidates hold, or undefined when the blocks end
- * there (the unheld tail is shorter than a block: nothing to place).
+ * The key of the block holding the first token past what the candidates hold, or undefined when
+ * the prompt's keys end before it (the router keys whole chunks only, a trace every block).
  */
 export function unheldBlockKey(
   keyAt: (index: number) => BlockKey | undefined,
@@ -77,6 +76,9 @@ export function withHomeKey(
   keyAt: (index: number) => BlockKey | undefined,
   blockTokens: number,
 ): ScheduleRequest {
-  const key = unheldBlockKey(keyAt, blockTokens, heldPrefixTokens(request, candidates));
+  const held = heldPrefixTokens(request, candidates);
+  // Held whole (all but the last token, which is always recomputed): nothing new to place.
+  if (held >= request.promptTokens - 1) return request;
+  const key = unheldBlockKey(keyAt, blockTokens, held);
   return key === undefined ? request : { ...request, homeKey: key };
 }

@@ -35,6 +35,9 @@ export interface PrefillModelCoefficients {
   cachedLinear?: number;
 }
 
+/** A block's key: the router's store key, or a trace's hash id. */
+export type BlockKey = string | number;
+
 export interface ScheduleRequest {
   promptTokens: number;
   /** Tokens of the prompt present anywhere in the shared pool, from token 0. */
@@ -48,7 +51,7 @@ export interface ScheduleRequest {
    * The key of the prompt's first block no instance holds (prefix_home.ts: the caller looks it
    * up, so that a logged decision replays without the prompt's keys). Absent: no home.
    */
-  homeKey?: string | number;
+  homeKey?: BlockKey;
 }
 
 /** Everything non-deterministic a policy may use, passed in so any decision can be replayed. */

@@ -39,3 +39,34 @@ Deno.test("the router places new documents on an idle cluster at their homes", a
     await cluster.close();
   }
 });
+
+// With the store failing, every prompt looks new: no home, or a shared system prompt would send
+// every request to its one home.
+Deno.test("the router gives no home while the store's answers are missing", async () => {
+  const cluster = await startDemoCluster({ engines: 3 });
+  const router = await createRouter(cluster.routerConfig(), { log: () => {} });
+  try {
+    assert(await router.warm(), "worker threads loaded");
+    const { port } = await router.serve({ port: 0 });
+    await cluster.master.setMode("http500");
+    for (let doc = 0; doc < 3; doc++) {
+      const body = demoChat(cluster.model, doc, "Give me a one-line summary.");
+      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...body, stream: false }),
+      });
+      assertEquals(response.status, 200, await response.text());
+    }
+    const logged = router.decisions.recent(100);
+    assertEquals(logged.length, 3);
+    for (const entry of logged) {
+      assert(entry.lookup && entry.lookup.outcome !== "ok", JSON.stringify(entry.lookup));
+      assertEquals(entry.inputs.request.homeKey, undefined, `request ${entry.requestId}`);
+    }
+  } finally {
+    await cluster.master.setMode("ok");
+    await router.close();
+    await cluster.close();
+  }
+});

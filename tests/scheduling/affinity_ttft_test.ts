@@ -2,10 +2,12 @@ import { assert, assertEquals } from "../assert.ts";
 import {
   affinityTtft,
   clusterPrefillModel,
+  homeTerm,
   queuePressure,
 } from "../../src/scheduling/policies/affinity_ttft.ts";
 import { mooncakeTtft } from "../../src/scheduling/policies/mooncake_ttft.ts";
 import { choosePrefill } from "../../src/scheduling/prefill_choice.ts";
+import { prefillTimeS } from "../../src/scheduling/prefill_model.ts";
 import { estimateTtft } from "../../src/scheduling/ttft_estimate.ts";
 import { heldPrefixTokens, homeOf } from "../../src/scheduling/prefix_home.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
@@ -126,6 +128,19 @@ Deno.test("affinity_ttft: near saturation a new prefix goes home past a slightly
   // Weight 0 turns the term off: the shortest queue wins again.
   const off = affinityTtft(TTFT, { homeWeight: 0 }).select(request, busy, context);
   assert(off.ranking[0] !== home);
+});
+
+Deno.test("homeTerm: off home costs weight × pressure³ × the unheld part's compute time", () => {
+  const request = { ...doc, homeKey: "k" };
+  const busy = ["a", "b"].map((id) => instance(id, 0, 2));
+  const pressure = queuePressure(busy, doc.promptTokens, TTFT);
+  assert(pressure > 0.3 && pressure < 1, `pressure ${pressure}`);
+  const term = homeTerm(request, busy, 0, TTFT, 4);
+  assertEquals(term.id, homeOf("k", busy));
+  const expected = 4 * pressure ** 3 * prefillTimeS(TTFT.prefillModel, doc.promptTokens);
+  assert(Math.abs(term.offHomeS - expected) < 1e-12, `${term.offHomeS} vs ${expected}`);
+  assertEquals(homeTerm({ ...doc }, busy, 0, TTFT, 4), { offHomeS: 0 }, "no key, no home");
+  assertEquals(homeTerm(request, busy, 0, TTFT, 0), { offHomeS: 0 }, "weight 0: off");
 });
 
 Deno.test("affinity_ttft: on an idle cluster the home term costs nothing and breaks ties", () => {

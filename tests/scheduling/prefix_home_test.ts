@@ -76,4 +76,7 @@ Deno.test("withHomeKey: the request gains the key past what the candidates hold,
       .homeKey,
     undefined,
   );
+  // Held whole but the last token (always recomputed): nothing new, so no home.
+  const whole = { promptTokens: 1_025, poolPrefixTokens: 0 };
+  assertEquals(withHomeKey(whole, [instance("a", 1_024)], keyAt, 256).homeKey, undefined);
 });

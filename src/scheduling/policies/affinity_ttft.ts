@@ -136,8 +136,9 @@ export function clusterPrefillModel(
 }
 
 /**
- * How busy the cluster is against the cost of a copy, in [0, 1): the mean queue q over the healthy
- * candidates as q / (q + the seconds computing the held prefix takes). 0 when idle.
+ * How busy the cluster is against the cost of some work, in [0, 1): the mean queue q over the
+ * healthy candidates as q / (q + the seconds computing `heldTokens` takes: a copy of the held
+ * prefix, or the new part homeTerm places). 0 when idle.
  */
 export function queuePressure(
   candidates: readonly Candidate[],
@@ -156,8 +157,9 @@ export function queuePressure(
 /**
  * The new part's home and what a placement elsewhere pays: `weight × pressure³ ×` the seconds
  * computing the part no instance holds. Cubed so that a cluster short of saturation (pressure
- * well below 1) keeps placing by TTFT: on the grid's training seeds a flat term lost up to 80%
- * at 1× load, and a squared one 5% at 0.5× (docs/sim/workloads/README.md).
+ * well below 1) keeps placing by TTFT: on the grid's training seeds a flat term was 2.29× the
+ * best peer in its worst cell, and a squared one 5% behind at 0.5× load
+ * (docs/sim/workloads/README.md).
  */
 export function homeTerm(
   request: ScheduleRequest,
