@@ -28,7 +28,6 @@ import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
 import { estimateQueueS } from "../scheduling/ttft_estimate.ts";
 import { choosePrefill } from "../scheduling/prefill_choice.ts";
-import { withHomeKey } from "../scheduling/prefix_home.ts";
 import type { Candidate, Decision, Policy, ScheduleRequest } from "../scheduling/types.ts";
 import { type DecodeJob, SimDecodeEngine } from "./decode_engine.ts";
 import {
@@ -46,6 +45,7 @@ import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { SimNeutralEngine } from "./neutral_engine.ts";
 import { newPrefillJob, type PrefillJob, type SimPrefillEngine } from "./prefill_engine.ts";
 import { seededRandom } from "./rng.ts";
+import { simScheduleRequest } from "./schedule_request.ts";
 import { poolUseOf, prefillEngines, type SimConfig } from "./simulator.ts";
 import type { TraceRequest } from "./trace.ts";
 
@@ -416,15 +416,10 @@ class PdReplay {
     const hits = lookupPrefix(this.#prefill, this.#placements, request.hashIds);
     const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
     const candidates = this.#prefillCandidates((name) => tokens(hits.localChunks.get(name) ?? 0));
-    const scheduleRequest = withHomeKey(
-      {
-        promptTokens: prompt,
-        poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
-      },
-      candidates,
-      (index) => request.hashIds[index],
-      config.blockTokens,
-    );
+    const scheduleRequest = simScheduleRequest(request, hits, candidates, {
+      blockTokens: config.blockTokens,
+      poolOff: config.kvPool === "off",
+    });
     const choice = choosePrefill(scheduleRequest, candidates, this.#policy, {
       random: this.#random,
       sequence: this.#sequence++,

@@ -20,10 +20,10 @@ import { EventQueue } from "./event_queue.ts";
 import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { newPrefillJob, type PrefillJob, SimPrefillEngine } from "./prefill_engine.ts";
 import { seededRandom } from "./rng.ts";
+import { simScheduleRequest } from "./schedule_request.ts";
 import { assignBands, type BandAssignment, type BandSpec, DEFAULT_BANDS } from "./sim_bands.ts";
 import { DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
 import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
-import { withHomeKey } from "../scheduling/prefix_home.ts";
 import type { TraceRequest } from "./trace.ts";
 
 /**
@@ -346,15 +346,10 @@ class ClusterReplay {
     const hits = this.#lookup(request.hashIds);
     const tokens = (chunks: number) => Math.min(chunks * config.blockTokens, prompt);
     const candidates = this.#candidates(hits, tokens);
-    const scheduleRequest = withHomeKey(
-      {
-        promptTokens: prompt,
-        poolPrefixTokens: config.kvPool === "off" ? 0 : tokens(hits.poolChunks),
-      },
-      candidates,
-      (index) => request.hashIds[index],
-      config.blockTokens,
-    );
+    const scheduleRequest = simScheduleRequest(request, hits, candidates, {
+      blockTokens: config.blockTokens,
+      poolOff: config.kvPool === "off",
+    });
     const planner = this.#run.arms ? this.#armPolicies[this.#run.arms.of[i]] : this.#policy;
     const choice = choosePrefill(scheduleRequest, candidates, planner, {
       random: kind === "arrival" ? this.#random : this.#replanRandom,

@@ -4,6 +4,19 @@ import { createRouter } from "../../routes/app.ts";
 import { startDemoCluster } from "../../src/fakes/demo_cluster.ts";
 import { homeOf } from "../../src/scheduling/prefix_home.ts";
 
+/** One chat per document, one at a time, each answered in full before the next. */
+async function sendDocuments(port: number, model: string, documents: number): Promise<void> {
+  for (let doc = 0; doc < documents; doc++) {
+    const body = demoChat(model, doc, "Give me a one-line summary.");
+    const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...body, stream: false }),
+    });
+    assertEquals(response.status, 200, await response.text());
+  }
+}
+
 // The router looks up a new prompt's home from its own chunk keys (src/gateway/dispatch_plan.ts)
 // and the default policy breaks ties by it: documents nobody holds, sent one at a time to an
 // idle cluster, each land on their home, and their homes spread over the instances.
@@ -13,15 +26,7 @@ Deno.test("the router places new documents on an idle cluster at their homes", a
   try {
     assert(await router.warm(), "worker threads loaded");
     const { port } = await router.serve({ port: 0 });
-    for (let doc = 0; doc < 12; doc++) {
-      const body = demoChat(cluster.model, doc, "Give me a one-line summary.");
-      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...body, stream: false }),
-      });
-      assertEquals(response.status, 200, await response.text());
-    }
+    await sendDocuments(port, cluster.model, 12);
     const logged = router.decisions.recent(100).reverse();
     assertEquals(logged.length, 12);
     const homes = new Set<string>();
@@ -49,15 +54,7 @@ Deno.test("the router gives no home while the store's answers are missing", asyn
     assert(await router.warm(), "worker threads loaded");
     const { port } = await router.serve({ port: 0 });
     await cluster.master.setMode("http500");
-    for (let doc = 0; doc < 3; doc++) {
-      const body = demoChat(cluster.model, doc, "Give me a one-line summary.");
-      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...body, stream: false }),
-      });
-      assertEquals(response.status, 200, await response.text());
-    }
+    await sendDocuments(port, cluster.model, 3);
     const logged = router.decisions.recent(100);
     assertEquals(logged.length, 3);
     for (const entry of logged) {
