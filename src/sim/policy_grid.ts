@@ -48,6 +48,11 @@ export interface CellResult {
   cell: GridCell;
   /** The best policy's mean TTFT at a twentieth of the load. */
   floorS: number;
+  /**
+   * That run's hit ratio: where a policy under load hits as often, its placement is as good as
+   * the idle one and what separates it from the floor is queueing.
+   */
+  floorHitRatio: number;
   policies: Record<string, PolicyCell>;
   bestPeer: string;
   /** The candidate met the target in this cell (mean and p99). */
@@ -118,23 +123,26 @@ export function cellTrace(
 export function runCell(cell: GridCell, options: GridOptions): CellResult {
   const sums: Record<string, PolicyCell> = {};
   let floorSum = 0;
+  let floorHitSum = 0;
   for (const seed of options.seeds) {
     const { trace, speed } = cellTrace(cell, seed, options);
     const config = (s: number) => cellConfig(cell, trace, { ...options, seed, speed: s });
     let floor = Number.POSITIVE_INFINITY;
+    let floorHit = 0;
     for (const policy of options.policies) {
       const run = { label: policy, policy, admission: "off" as const };
       const loaded = summarize(simulate(trace, config(speed), run), 30);
       const idle = summarize(simulate(trace, config(speed / 20), run), 30);
-      floor = Math.min(floor, idle.meanTtftS);
+      if (idle.meanTtftS < floor) [floor, floorHit] = [idle.meanTtftS, idle.hitRatio];
       const sum = sums[policy] ??= { meanTtftS: 0, p99TtftS: 0, hitRatio: 0 };
       sum.meanTtftS += loaded.meanTtftS / options.seeds.length;
       sum.p99TtftS += loaded.p99TtftS / options.seeds.length;
       sum.hitRatio += loaded.hitRatio / options.seeds.length;
     }
     floorSum += floor / options.seeds.length;
+    floorHitSum += floorHit / options.seeds.length;
   }
-  return judge(cell, floorSum, sums, options);
+  return judge(cell, { meanTtftS: floorSum, hitRatio: floorHitSum }, sums, options);
 }
 
 /**
@@ -143,7 +151,7 @@ export function runCell(cell: GridCell, options: GridOptions): CellResult {
  */
 export function judge(
   cell: GridCell,
-  floorS: number,
+  floor: Pick<PolicyCell, "meanTtftS" | "hitRatio">,
   policies: Record<string, PolicyCell>,
   options: Pick<GridOptions, "peers" | "candidate">,
 ): CellResult {
@@ -151,10 +159,12 @@ export function judge(
     policies[p].meanTtftS < policies[best].meanTtftS ? p : best
   );
   const peer = policies[bestPeer], candidate = policies[options.candidate];
+  const floorS = floor.meanTtftS;
   const bar = peer.meanTtftS > 1.15 * floorS ? 0.9 * peer.meanTtftS : 1.02 * peer.meanTtftS;
   return {
     cell,
     floorS,
+    floorHitRatio: floor.hitRatio,
     policies,
     bestPeer,
     meanMet: candidate.meanTtftS <= bar,
@@ -201,13 +211,16 @@ export function defaultGrid(quick: boolean): GridCell[] {
   return cells;
 }
 
-/** The grid as a Markdown table: per cell, the floor, each policy's mean (p99), the verdict. */
+/**
+ * The grid as a Markdown table: per cell, the floor, each policy's mean (p99), the verdict, and
+ * the hit ratios of the floor, the best peer and the candidate.
+ */
 export function gridMarkdown(results: CellResult[], options: GridOptions): string[] {
   const lines = [
     `| cell | floor | ${
       options.policies.join(" | ")
-    } | best peer | ${options.candidate} / peer | met |`,
-    `|---|---:|${options.policies.map(() => "---:").join("|")}|---|---:|---|`,
+    } | best peer | ${options.candidate} / peer | met | hits: floor / peer / ${options.candidate} |`,
+    `|---|---:|${options.policies.map(() => "---:").join("|")}|---|---:|---|---:|`,
   ];
   for (const r of results) {
     const cells = options.policies.map((p) =>
@@ -215,10 +228,16 @@ export function gridMarkdown(results: CellResult[], options: GridOptions): strin
     );
     const ratio = r.policies[options.candidate].meanTtftS / r.policies[r.bestPeer].meanTtftS;
     const met = r.meanMet && r.p99Met ? "yes" : !r.meanMet ? "no (mean)" : "no (p99)";
+    const hits = [
+      r.floorHitRatio,
+      r.policies[r.bestPeer].hitRatio,
+      r.policies[options.candidate]
+        .hitRatio,
+    ].map((h) => h.toFixed(3)).join(" / ");
     lines.push(
       `| ${r.cell.name} | ${r.floorS.toFixed(2)} | ${cells.join(" | ")} | ${r.bestPeer} | ${
         ratio.toFixed(2)
-      } | ${met} |`,
+      } | ${met} | ${hits} |`,
     );
   }
   return lines;

@@ -20,18 +20,20 @@ const at = (meanTtftS: number, p99TtftS = meanTtftS * 3): PolicyCell => ({
   hitRatio: 0.5,
 });
 
+const floorAt1 = { meanTtftS: 1, hitRatio: 0.5 };
+
 Deno.test("judge: past 15% above the floor the candidate must be 10% faster than the best peer, else within 2%", () => {
   const options = { peers: ["p1", "p2"], candidate: "ours" };
   const loaded = { p1: at(2), p2: at(1.5), ours: at(1.34) };
-  const verdict = judge(cell, 1, loaded, options);
+  const verdict = judge(cell, floorAt1, loaded, options);
   assertEquals(verdict.bestPeer, "p2");
   assert(verdict.meanMet && verdict.p99Met);
-  assertEquals(judge(cell, 1, { ...loaded, ours: at(1.4) }, options).meanMet, false);
+  assertEquals(judge(cell, floorAt1, { ...loaded, ours: at(1.4) }, options).meanMet, false);
   // The best peer within 15% of the floor: the candidate needs only to be within 2% of it.
   const easy = { p1: at(1.1), p2: at(1.2), ours: at(1.12) };
-  assertEquals(judge(cell, 1, easy, options).meanMet, true);
-  assertEquals(judge(cell, 1, { ...easy, ours: at(1.13) }, options).meanMet, false);
-  assertEquals(judge(cell, 1, { ...loaded, ours: at(1.3, 99) }, options).p99Met, false);
+  assertEquals(judge(cell, floorAt1, easy, options).meanMet, true);
+  assertEquals(judge(cell, floorAt1, { ...easy, ours: at(1.13) }, options).meanMet, false);
+  assertEquals(judge(cell, floorAt1, { ...loaded, ours: at(1.3, 99) }, options).p99Met, false);
 });
 
 Deno.test("the no-cache capacity is the rate that keeps the instances busy recomputing every prompt", () => {
@@ -53,6 +55,8 @@ Deno.test("a grid cell averages each policy over the seeds and puts a floor unde
   const { round_robin: rr, kv_hit_len: kv } = result.policies;
   assert(kv.hitRatio > rr.hitRatio, `${kv.hitRatio} vs ${rr.hitRatio}`);
   assert(result.floorS > 0 && result.floorS <= Math.min(rr.meanTtftS, kv.meanTtftS));
+  // The floor is kv_hit_len's idle run (round robin spreads every document): its hits with it.
+  assert(result.floorHitRatio > rr.hitRatio, `${result.floorHitRatio} vs ${rr.hitRatio}`);
   assertEquals(result.bestPeer, "round_robin");
 });
 
