@@ -13,7 +13,9 @@ import { seededRandom } from "../../src/sim/rng.ts";
 const random = seededRandom(9);
 const promptTokens = 1 + Math.floor(random() * 40_000);
 const poolPrefixTokens = Math.floor(random() * promptTokens);
-const request: ScheduleRequest = { promptTokens, poolPrefixTokens };
+// A home key as the router sets it (a store key's digest), so affinity_ttft's home term is timed.
+const homeKey = "a3b1c2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
+const request: ScheduleRequest = { promptTokens, poolPrefixTokens, homeKey };
 const candidates = Array.from({ length: 64 }, (_, i): Candidate => ({
   id: `i${i}`,
   healthy: true,
