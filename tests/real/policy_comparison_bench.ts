@@ -37,6 +37,7 @@ import {
   waitForSmgWorkers,
 } from "../support/smg.ts";
 import { startRealProcess } from "./real_process.ts";
+import { cpuMs } from "../bench/overhead/procs.ts";
 import { createRouter } from "../../routes/app.ts";
 import { loadTokenizer } from "../../src/tokenize/load_tokenizer.ts";
 import {
@@ -357,6 +358,13 @@ interface PolicyResult {
   storeKeys: number;
   /** Requests each engine finished during the arm (from its own metrics). */
   servedPerEngine: number[];
+  /**
+   * CPU the router process used during the arm (all threads and children), in ms; undefined when
+   * it ran in the benchmark's own process, whose client shares the count.
+   */
+  routerCpuMs?: number;
+  /** CPU the engines' processes (and their workers) used during the arm, in ms. */
+  enginesCpuMs?: number;
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -371,10 +379,11 @@ const pct = (num: number, den: number) => den === 0 ? "-" : `${(100 * num / den)
 
 function summaryTable(results: PolicyResult[], instances: string[]): string {
   const rows = [
-    "| policy | requests (errors) | mean TTFT ms | p50 TTFT ms | p90 TTFT ms | engine cached / prompt tokens | router predicted hit / prompt tokens | requests per engine | documents on both engines | wall s |",
-    "| --- | --: | --: | --: | --: | --: | --: | --- | --: | --: |",
+    "| policy | requests (errors) | mean TTFT ms | p50 TTFT ms | p90 TTFT ms | engine cached / prompt tokens | router predicted hit / prompt tokens | requests per engine | documents on both engines | wall s | router CPU ms per request | engines' CPU s |",
+    "| --- | --: | --: | --: | --: | --: | --: | --- | --: | --: | --: | --: |",
   ];
-  for (const { policy, samples, wallS, servedPerEngine } of results) {
+  for (const result of results) {
+    const { policy, samples, wallS, servedPerEngine } = result;
     const ok = samples.filter((s) => s.status === 200 && !s.error && !Number.isNaN(s.ttftMs));
     const ttfts = ok.map((s) => s.ttftMs).sort((a, b) => a - b);
     const prompt = ok.reduce((s, x) => s + x.promptTokens, 0);
@@ -395,7 +404,11 @@ function summaryTable(results: PolicyResult[], instances: string[]): string {
         (routerPrompt > 0
           ? `${pct(routerHit, routerPrompt)} (${routerHit} / ${routerPrompt})`
           : "-") +
-        ` | ${split} | ${both} | ${wallS.toFixed(1)} |`,
+        ` | ${split} | ${both} | ${wallS.toFixed(1)} | ` +
+        (result.routerCpuMs === undefined
+          ? "-"
+          : (result.routerCpuMs / samples.length).toFixed(1)) +
+        ` | ${result.enginesCpuMs === undefined ? "-" : (result.enginesCpuMs / 1000).toFixed(1)} |`,
     );
   }
   return rows.join("\n");
@@ -447,14 +460,16 @@ async function runTidegateArm(
   try {
     if (!await router.warm(60_000)) throw new Error("the router's tokenizer workers");
     const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
+    const cpu = await cpuDuring([], engines);
     const run = await runWorkload(`http://127.0.0.1:${port}`, workload, options.concurrency);
+    const { enginesCpuMs } = await cpu.end();
     const runtime = router.registry.runtime(REAL.modelName)!;
     const agreement = runtime.cluster.entries().map((e) =>
       `${e.config.id} ${runtime.agreement.state(e.config.id)}`
     );
     const storeKeys = master ? await storeKeyCount(master) : 0;
     decisions[policy] = router.decisions.recent(options.requests);
-    return { policy, ...run, agreement, storeKeys, servedPerEngine: [] };
+    return { policy, ...run, agreement, storeKeys, servedPerEngine: [], enginesCpuMs };
   } finally {
     await router.close();
   }
@@ -494,7 +509,9 @@ async function runTidegateProcess(
       120_000,
       "tidegate to be ready",
     );
+    const cpu = await cpuDuring([router.pid], engines);
     const run = await runWorkload(url, workload, options.concurrency);
+    const { routerCpuMs, enginesCpuMs } = await cpu.end();
     const metrics = await (await fetch(`${url}/metrics`)).text();
     const agreement = engines.map((_, i) => {
       const state = metrics.match(
@@ -503,11 +520,37 @@ async function runTidegateProcess(
       return `v${i} ${state ?? "?"}`;
     });
     const storeKeys = master ? await storeKeyCount(master) : 0;
-    return { policy, ...run, agreement, storeKeys, servedPerEngine: [] };
+    return {
+      policy,
+      ...run,
+      agreement,
+      storeKeys,
+      servedPerEngine: [],
+      routerCpuMs,
+      enginesCpuMs,
+    };
   } finally {
     await router.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
+}
+
+/**
+ * CPU used from now until `end()` by the router processes (`routerPids`; none for an in-process
+ * router) and by the engines: on this machine they share the cores, so a router's own cost shows
+ * in the engines' TTFT.
+ */
+async function cpuDuring(routerPids: number[], engines: VllmEngine[]) {
+  const total = async (pids: number[]) =>
+    (await Promise.all(pids.map((pid) => cpuMs(pid)))).reduce((a, b) => a + b, 0);
+  const enginePids = engines.map((e) => e.process.pid);
+  const [router0, engines0] = [await total(routerPids), await total(enginePids)];
+  return {
+    end: async () => ({
+      routerCpuMs: routerPids.length > 0 ? await total(routerPids) - router0 : undefined,
+      enginesCpuMs: await total(enginePids) - engines0,
+    }),
+  };
 }
 
 /** The SGLang Model Gateway in front of the same engines (`smg:<policy>`). */
@@ -530,8 +573,18 @@ async function runSmgArm(
     await waitForSmgWorkers(url, workers, 120_000, () => smg.alive()).catch((error) => {
       throw new Error(`${error.message}\n${smg.logTail(30)}`);
     });
+    const cpu = await cpuDuring([smg.pid], engines);
     const run = await runWorkload(url, workload, options.concurrency);
-    return { policy: arm, ...run, agreement: [], storeKeys: 0, servedPerEngine: [] };
+    const { routerCpuMs, enginesCpuMs } = await cpu.end();
+    return {
+      policy: arm,
+      ...run,
+      agreement: [],
+      storeKeys: 0,
+      servedPerEngine: [],
+      routerCpuMs,
+      enginesCpuMs,
+    };
   } finally {
     await smg.stop();
   }
