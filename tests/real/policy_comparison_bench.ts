@@ -55,10 +55,12 @@ import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
   "[--concurrency C] [--seed S] [--policies a,b:param=N,smg:P] [--kv store|local] " +
-  "[--out FILE] " +
+  "[--warmup N] [--out FILE] " +
   "[--in-process] [--decisions FILE]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
-  "the benchmark's process instead (--decisions, its decision logs, implies it)";
+  "the benchmark's process instead (--decisions, its decision logs, implies it)\n" +
+  "  --warmup N: each router first serves N requests over other documents (caches emptied " +
+  "after), so that a router's start-up (JIT, tokenizer) is not measured; default 0";
 
 /**
  * tidegate's default (affinity_ttft), its previous default (cache_aware) and mooncake_ttft; the
@@ -90,6 +92,8 @@ interface Options {
   decisions?: string;
   /** tidegate in the benchmark's own process (its decision log readable) instead of its own. */
   inProcess: boolean;
+  /** Requests over other documents each router serves before the measured ones. */
+  warmup: number;
 }
 
 function parseArgs(args: string[]): Options {
@@ -100,6 +104,7 @@ function parseArgs(args: string[]): Options {
     policies: DEFAULT_POLICIES,
     kv: "store",
     inProcess: false,
+    warmup: 0,
   };
   for (let i = 0; i < args.length; i++) {
     const flag = args[i];
@@ -120,6 +125,7 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--policies") options.policies = value.split(",").filter((p) => p !== "");
     else if (flag === "--out") options.out = value;
     else if (flag === "--decisions") options.decisions = value;
+    else if (flag === "--warmup") options.warmup = nonNegativeInt(flag, value);
     else if (flag === "--kv") {
       if (value !== "store" && value !== "local") throw new Error(`--kv takes store or local`);
       options.kv = value;
@@ -128,6 +134,12 @@ function parseArgs(args: string[]): Options {
   // The decision logs are read from the router object: in the benchmark's process only.
   if (options.decisions) options.inProcess = true;
   return options;
+}
+
+function nonNegativeInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} takes an integer >= 0`);
+  return n;
 }
 
 function positiveInt(flag: string, value: string): number {
@@ -452,7 +464,7 @@ async function runTidegateArm(
   policy: string,
   master: RealMaster | undefined,
   engines: VllmEngine[],
-  workload: Workload,
+  measure: Measure,
   options: Options,
   decisions: Record<string, unknown>,
 ): Promise<PolicyResult> {
@@ -460,16 +472,14 @@ async function runTidegateArm(
   try {
     if (!await router.warm(60_000)) throw new Error("the router's tokenizer workers");
     const { port } = await router.serve({ hostname: "127.0.0.1", port: 0 });
-    const cpu = await cpuDuring([], engines);
-    const run = await runWorkload(`http://127.0.0.1:${port}`, workload, options.concurrency);
-    const { enginesCpuMs } = await cpu.end();
+    const run = await measure(`http://127.0.0.1:${port}`, []);
     const runtime = router.registry.runtime(REAL.modelName)!;
     const agreement = runtime.cluster.entries().map((e) =>
       `${e.config.id} ${runtime.agreement.state(e.config.id)}`
     );
     const storeKeys = master ? await storeKeyCount(master) : 0;
     decisions[policy] = router.decisions.recent(options.requests);
-    return { policy, ...run, agreement, storeKeys, servedPerEngine: [], enginesCpuMs };
+    return { policy, ...run, agreement, storeKeys };
   } finally {
     await router.close();
   }
@@ -483,8 +493,7 @@ async function runTidegateProcess(
   policy: string,
   master: RealMaster | undefined,
   engines: VllmEngine[],
-  workload: Workload,
-  options: Options,
+  measure: Measure,
 ): Promise<PolicyResult> {
   const port = freePort();
   const dir = await Deno.makeTempDir({ prefix: "tidegate-bench-" });
@@ -509,9 +518,7 @@ async function runTidegateProcess(
       120_000,
       "tidegate to be ready",
     );
-    const cpu = await cpuDuring([router.pid], engines);
-    const run = await runWorkload(url, workload, options.concurrency);
-    const { routerCpuMs, enginesCpuMs } = await cpu.end();
+    const run = await measure(url, [router.pid]);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     const agreement = engines.map((_, i) => {
       const state = metrics.match(
@@ -520,19 +527,44 @@ async function runTidegateProcess(
       return `v${i} ${state ?? "?"}`;
     });
     const storeKeys = master ? await storeKeyCount(master) : 0;
-    return {
-      policy,
-      ...run,
-      agreement,
-      storeKeys,
-      servedPerEngine: [],
-      routerCpuMs,
-      enginesCpuMs,
-    };
+    return { policy, ...run, agreement, storeKeys };
   } finally {
     await router.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
+}
+
+type MeasuredRun = Pick<
+  PolicyResult,
+  "samples" | "wallS" | "servedPerEngine" | "routerCpuMs" | "enginesCpuMs"
+>;
+/** Runs the measured workload through the router at `url` (its processes: `routerPids`). */
+type Measure = (url: string, routerPids: number[]) => Promise<MeasuredRun>;
+
+/**
+ * The measured part of an arm, the same for every router: the warm-up (when asked for) and the
+ * caches emptied after it, then the workload, with what each engine served and the CPU used.
+ */
+function measurer(
+  workload: Workload,
+  warmup: Workload | undefined,
+  engines: VllmEngine[],
+  master: RealMaster | undefined,
+  concurrency: number,
+): Measure {
+  return async (url, routerPids) => {
+    if (warmup) {
+      await runWorkload(url, warmup, concurrency);
+      await resetCaches(engines, master);
+    }
+    const before = await enginesServed(engines);
+    const cpu = await cpuDuring(routerPids, engines);
+    const run = await runWorkload(url, workload, concurrency);
+    const { routerCpuMs, enginesCpuMs } = await cpu.end();
+    const after = await enginesServed(engines);
+    const servedPerEngine = after.map((n, i) => n - before[i]);
+    return { ...run, servedPerEngine, routerCpuMs, enginesCpuMs };
+  };
 }
 
 /**
@@ -557,8 +589,7 @@ async function cpuDuring(routerPids: number[], engines: VllmEngine[]) {
 async function runSmgArm(
   arm: string,
   engines: VllmEngine[],
-  workload: Workload,
-  options: Options,
+  measure: Measure,
 ): Promise<PolicyResult> {
   const policy = arm.slice("smg:".length) as SmgPolicy;
   const port = freePort();
@@ -573,18 +604,8 @@ async function runSmgArm(
     await waitForSmgWorkers(url, workers, 120_000, () => smg.alive()).catch((error) => {
       throw new Error(`${error.message}\n${smg.logTail(30)}`);
     });
-    const cpu = await cpuDuring([smg.pid], engines);
-    const run = await runWorkload(url, workload, options.concurrency);
-    const { routerCpuMs, enginesCpuMs } = await cpu.end();
-    return {
-      policy: arm,
-      ...run,
-      agreement: [],
-      storeKeys: 0,
-      servedPerEngine: [],
-      routerCpuMs,
-      enginesCpuMs,
-    };
+    const run = await measure(url, [smg.pid]);
+    return { policy: arm, ...run, agreement: [], storeKeys: 0 };
   } finally {
     await smg.stop();
   }
@@ -643,7 +664,12 @@ async function main(): Promise<void> {
   const started = performance.now();
 
   const tokenizer = await loadTokenizer(REAL.model);
-  const workload = makeWorkload(options, (text) => tokenizer.encode(text).length);
+  const countTokens = (text: string) => tokenizer.encode(text).length;
+  const workload = makeWorkload(options, countTokens);
+  // Other documents (another seed), so the warm-up leaves nothing the measured requests reuse.
+  const warmup = options.warmup > 0
+    ? makeWorkload({ seed: options.seed + 1, requests: options.warmup }, countTokens)
+    : undefined;
   const promptOf = (i: number) => tokenizer.encodeChat(messagesOf(workload, i)).length;
   const perDoc = workload.documents.map((_, d) =>
     workload.requests.filter((r) => r.doc === d).length
@@ -674,17 +700,15 @@ async function main(): Promise<void> {
     );
     progress(`engines up: ${engines.map((e) => e.url).join(", ")}`);
     await warmEngines(engines);
+    const measure = measurer(workload, warmup, engines, master, options.concurrency);
     for (const policy of options.policies) {
       await resetCaches(engines, master);
       progress(`${policy}: caches and store empty`);
-      const before = await enginesServed(engines);
       const result = policy.startsWith("smg:")
-        ? await runSmgArm(policy, engines, workload, options)
+        ? await runSmgArm(policy, engines, measure)
         : options.inProcess
-        ? await runTidegateArm(policy, master, engines, workload, options, decisions)
-        : await runTidegateProcess(policy, master, engines, workload, options);
-      const after = await enginesServed(engines);
-      result.servedPerEngine = after.map((n, i) => n - before[i]);
+        ? await runTidegateArm(policy, master, engines, measure, options, decisions)
+        : await runTidegateProcess(policy, master, engines, measure);
       results.push(result);
       const failed = result.samples.filter((s) => s.error || s.status !== 200);
       progress(
@@ -725,6 +749,12 @@ async function main(): Promise<void> {
     `SMG ${SMG_VERSION} (\`smg launch --policy P\`, a fresh process per arm, HTTP workers: ` +
     "routes on the request text, does not tokenize) for the `smg:` arms. Arms run one after " +
     "another on the same engines, caches emptied between them",
+    `- warm-up: ${
+      warmup
+        ? `each router first served ${options.warmup} requests over other documents (seed ` +
+          `${options.seed + 1}), then the caches were emptied`
+        : "none: each router's start-up (JIT, tokenizer) falls in its measured requests"
+    }; router and engines' CPU counted over the measured requests only`,
     `- TTFT: client side, request sent to first content byte` +
     (fromEvent > 0 ? ` (${fromEvent} answers had no content: their first SSE event)` : ""),
     `- total run: ${((performance.now() - started) / 1000).toFixed(0)} s`,
