@@ -751,8 +751,9 @@ async function main(): Promise<void> {
     "another on the same engines, caches emptied between them",
     `- warm-up: ${
       warmup
-        ? `each router first served ${options.warmup} requests over other documents (seed ` +
-          `${options.seed + 1}), then the caches were emptied`
+        ? `each router first served ${options.warmup} requests over other documents ` +
+          `(seed ${options.seed + 1}), then the engines' caches were emptied (the router ` +
+          "keeps its own state)"
         : "none: each router's start-up (JIT, tokenizer) falls in its measured requests"
     }; router and engines' CPU counted over the measured requests only`,
     `- TTFT: client side, request sent to first content byte` +
