@@ -75,11 +75,14 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
       const held = heldPrefixTokens(request, candidates);
       const model = clusterPrefillModel(candidates, params.prefillModel);
       const shared = { ...params, prefillModel: model };
+      // The cluster's mean queue, for both terms that weigh work against it: once per decision.
+      let queue: number | undefined;
+      const queueS = () => queue ??= meanQueueS(candidates, shared);
       // One weight per decision, so the penalty grows with the duplicated tokens alone.
       const weight = request.poolLoads !== false && request.poolPrefixTokens >= held
-        ? Math.min(localWeight, poolWeight / (1 - queuePressure(candidates, held, shared)))
+        ? Math.min(localWeight, poolWeight / (1 - pressureOf(queueS(), held, model)))
         : localWeight;
-      const home = homeTerm(request, candidates, held, shared, homeWeight);
+      const home = homeTerm(request, candidates, held, shared, homeWeight, queueS);
       return buildDecision("affinity_ttft", candidates, (candidate) => {
         // One model for every instance: per-instance learned ones, noisy early on, herd new
         // prefixes onto whichever instance looks fastest and unbalance the caches.
@@ -145,13 +148,21 @@ export function queuePressure(
   heldTokens: number,
   params: TtftModelParams,
 ): number {
+  return pressureOf(meanQueueS(candidates, params), heldTokens, params.prefillModel);
+}
+
+/** The mean estimated queue over the healthy candidates, in seconds (0 when none is healthy). */
+export function meanQueueS(candidates: readonly Candidate[], params: TtftModelParams): number {
   const healthy = healthyOf(candidates);
-  if (healthy.length === 0 || heldTokens <= 0) return 0;
-  const queue =
-    healthy.reduce((sum, c) => sum + estimateQueueS(c, params.prefillModel, params), 0) /
+  if (healthy.length === 0) return 0;
+  return healthy.reduce((sum, c) => sum + estimateQueueS(c, params.prefillModel, params), 0) /
     healthy.length;
-  const copy = prefillTimeS(params.prefillModel, heldTokens);
-  return queue / (queue + copy);
+}
+
+/** `queueS / (queueS +` the seconds computing `tokens` takes), 0 for no tokens or no queue. */
+function pressureOf(queueS: number, tokens: number, model: PrefillModelCoefficients): number {
+  if (tokens <= 0 || queueS <= 0) return 0;
+  return queueS / (queueS + prefillTimeS(model, tokens));
 }
 
 /**
@@ -167,13 +178,14 @@ export function homeTerm(
   heldTokens: number,
   params: TtftModelParams,
   weight: number,
+  queueS: () => number = () => meanQueueS(candidates, params),
 ): { id?: string; offHomeS: number } {
   const none = { offHomeS: 0 };
   if (!(weight > 0) || request.homeKey === undefined) return none;
   const id = homeOf(request.homeKey, candidates);
   const unheld = request.promptTokens - heldTokens;
   if (id === undefined || unheld <= 0) return none;
-  const pressure = queuePressure(candidates, unheld, params);
+  const pressure = pressureOf(queueS(), unheld, params.prefillModel);
   return { id, offHomeS: weight * pressure ** 3 * prefillTimeS(params.prefillModel, unheld) };
 }
 
