@@ -125,7 +125,7 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--policies") options.policies = value.split(",").filter((p) => p !== "");
     else if (flag === "--out") options.out = value;
     else if (flag === "--decisions") options.decisions = value;
-    else if (flag === "--warmup") options.warmup = nonNegativeInt(flag, value);
+    else if (flag === "--warmup") options.warmup = intAtLeast(flag, value, 0);
     else if (flag === "--kv") {
       if (value !== "store" && value !== "local") throw new Error(`--kv takes store or local`);
       options.kv = value;
@@ -136,15 +136,13 @@ function parseArgs(args: string[]): Options {
   return options;
 }
 
-function nonNegativeInt(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} takes an integer >= 0`);
-  return n;
+function positiveInt(flag: string, value: string): number {
+  return intAtLeast(flag, value, 1);
 }
 
-function positiveInt(flag: string, value: string): number {
+function intAtLeast(flag: string, value: string, min: number): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} takes a positive integer`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${flag} takes an integer >= ${min}`);
   return n;
 }
 
