@@ -1,11 +1,19 @@
 import { type ChainHasher, chunkCount } from "./chain_hasher.ts";
 import { CborChainEncoder, cborText } from "./cbor_chain_encoder.ts";
+import { ChainMemo } from "./chain_memo.ts";
 import { type ExtraTuple, extraTuples } from "./extra_tuple.ts";
 import { PickleChainEncoder } from "./pickle_chain_encoder.ts";
 import { resolveSeed } from "./seed_policy.ts";
 import { type BlockDigest, sha256Digest } from "./sha256_digest.ts";
 import type { ExtraKeys, ExtraKeyStyle } from "./types.ts";
 import { xxh3_128Digest } from "./xxhash_wasm.ts";
+
+function hashLength(hash: VllmHashAlgorithm): number {
+  return (hash.startsWith("sha256") ? sha256Digest : xxh3_128Digest).length;
+}
+
+/** Block tokens a chain remembers by default (chain_memo.ts): ~4 MB of ids, plus the entries. */
+export const DEFAULT_MEMO_TOKENS = 1 << 20;
 
 /** The chains vLLM's `--prefix-caching-hash-algo` offers (also LMCache and Llumnix's default). */
 export type VllmHashAlgorithm = "sha256_cbor" | "sha256" | "xxhash" | "xxhash_cbor";
@@ -19,7 +27,8 @@ interface ChainEncoder {
  * vLLM's `hash_block_tokens`: block i hashes `(parent, tuple(tokens), extra_keys)` serialized
  * as canonical CBOR or pickle protocol 5, where block 0's parent is `NONE_HASH`, the hash of
  * the seed string serialized the same way (an omitted seed is vLLM's default, docs/compat.md §2).
- * `extraKeys` is the layout of `extra_keys` (tagged from vLLM 0.31.0 on).
+ * `extraKeys` is the layout of `extra_keys` (tagged from vLLM 0.31.0 on). Blocks without extra
+ * keys are remembered in `memo` (chain_memo.ts) and not hashed again; `null` remembers nothing.
  */
 export function createVllmChain(
   hash: VllmHashAlgorithm,
@@ -27,6 +36,7 @@ export function createVllmChain(
   chunkSize: number,
   saveUnfullChunk: boolean,
   extraKeys: ExtraKeyStyle,
+  memo: ChainMemo | null = new ChainMemo(DEFAULT_MEMO_TOKENS, chunkSize, hashLength(hash)),
 ): ChainHasher {
   const cbor = hash === "sha256_cbor" || hash === "xxhash_cbor";
   const digest: BlockDigest = hash.startsWith("sha256") ? sha256Digest : xxh3_128Digest;
@@ -34,6 +44,7 @@ export function createVllmChain(
   if (seedText === undefined) throw new Error(`hash "${hash}" needs a seed (docs/compat.md §2)`);
   const root = new Uint8Array(digest.length);
   digest.digestInto(cbor ? cborText(seedText) : PickleChainEncoder.encodeString(seedText), root);
+  const parent = new Uint8Array(digest.length); // the block's parent, kept for the memo
   const encoder: ChainEncoder = cbor
     ? new CborChainEncoder(digest.length)
     : new PickleChainEncoder(digest.length);
@@ -51,9 +62,18 @@ export function createVllmChain(
     for (let i = 0; i < n; i++) {
       const start = i * chunkSize;
       const end = Math.min(start + chunkSize, tokens.length);
-      const bytes = encoder.encodeBlock(tokens, start, end, i === 0 ? first : rest);
-      const slot = encoder.parent();
-      onDigest(i, digest.digestInto(bytes, slot), slot);
+      const extra = i === 0 ? first : rest;
+      const remembering = memo !== null && extra === null;
+      let slot = encoder.parent();
+      let hex = remembering ? memo.find(slot, tokens, start, end, slot) : undefined;
+      if (hex === undefined) {
+        if (remembering) parent.set(slot);
+        const bytes = encoder.encodeBlock(tokens, start, end, extra);
+        slot = encoder.parent();
+        hex = digest.digestInto(bytes, slot);
+        if (remembering) memo.remember(parent, tokens, start, end, slot);
+      }
+      onDigest(i, hex, slot);
     }
     return n;
   }

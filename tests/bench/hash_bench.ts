@@ -1,10 +1,12 @@
 /**
  * Chain-hash throughput: `deno task bench:hash` (prints a Markdown report).
  *
- * For each algorithm: tokens/s hashing an 8k- and a 128k-token prompt in 256-token chunks. For
+ * For each algorithm: tokens/s hashing an 8k- and a 128k-token prompt in 256-token chunks (a new
+ * prompt each call: its first token changes, so the chain's memo of known blocks never hits). For
  * the SHA-256 family also the rate over the bytes actually hashed, as a share of
  * `openssl speed -evp sha256 -bytes 1024` measured in the same run, and for sha256_cbor the
- * speed-up over the naive reference (cbor-x encode + node:crypto createHash per chunk).
+ * speed-up over the naive reference (cbor-x encode + node:crypto createHash per chunk), and the
+ * memo's gain and cost (src/hashing/chain_memo.ts) against the same chain without it.
  * The machine is shared: every figure is the best of several timed rounds, and ratios are
  * taken against references measured in this same run. `--quick` shortens the rounds.
  */
@@ -13,6 +15,7 @@ import { createSHA256 } from "hash-wasm";
 import { Encoder } from "cbor-x";
 import { CborChainEncoder, cborText } from "../../src/hashing/cbor_chain_encoder.ts";
 import { PickleChainEncoder } from "../../src/hashing/pickle_chain_encoder.ts";
+import { createVllmChain } from "../../src/hashing/vllm_chain.ts";
 import { createKeyScheme, HASH_ALGORITHMS } from "../../src/hashing/key_scheme.ts";
 import type { HashAlgorithm } from "../../src/hashing/types.ts";
 import { mulberry32 } from "../../src/sim/rng.ts";
@@ -66,6 +69,15 @@ function time(fn: () => unknown): number {
     best = Math.min(best, (performance.now() - t0) / 1000 / calls);
   }
   return best;
+}
+
+/** `hash(tokens)` on a new prompt each call: the token at `at` takes a value not used before. */
+function changingAt<T>(tokens: number[], at: number, hash: (tokens: number[]) => T): () => T {
+  let next = 0;
+  return () => {
+    tokens[at] = next++ % 151936;
+    return hash(tokens);
+  };
 }
 
 /** Bytes the chain feeds to SHA-256 for this prompt (the encoded blocks, root excluded). */
@@ -142,7 +154,7 @@ const results = new Map<string, number>();
 for (const hash of HASH_ALGORITHMS) {
   const scheme = createKeyScheme({ hash, seed: SEED, chunkSize: CHUNK, keyFormat: "{hex}" });
   for (const { label, tokens } of prompts) {
-    const seconds = time(() => scheme.blockHashes(tokens));
+    const seconds = time(changingAt(tokens, 0, (t) => scheme.blockHashes(t)));
     results.set(`${hash}/${label}`, seconds);
     const chunks = Math.floor(tokens.length / CHUNK);
     let bytesCol = "";
@@ -175,7 +187,7 @@ for (const { label, tokens } of prompts) {
       "naive reference and tidegate disagree: the benchmark compares different things",
     );
   }
-  const naive = time(() => naiveSha256Cbor(tokens));
+  const naive = time(changingAt(tokens, 0, naiveSha256Cbor));
   const ours = results.get(`sha256_cbor/${label}`)!;
   const pct = "bytesPerSec" in openssl
     ? `${((100 * hashedBytes("sha256_cbor", tokens)) / naive / openssl.bytesPerSec).toFixed(1)}%`
@@ -185,6 +197,33 @@ for (const { label, tokens } of prompts) {
       (naive / ours).toFixed(1)
     }x |`,
   );
+}
+
+// The memo of known blocks: a new prompt (every block missed and remembered) and a prompt whose
+// first 7/8 was hashed before (a conversation grown by a turn), against the chain without it.
+lines.push("", "### sha256_cbor with and without the memo of known blocks (8k prompt)", "");
+lines.push("| prompt | without memo µs | with memo µs | with ÷ without |");
+lines.push("|---|---:|---:|---:|");
+{
+  const tokens = prompts[0].tokens;
+  const withMemo = createVllmChain("sha256_cbor", SEED, CHUNK, false, "tagged");
+  const without = createVllmChain("sha256_cbor", SEED, CHUNK, false, "tagged", null);
+  if (withMemo.strings(tokens).join() !== without.strings(tokens).join()) {
+    throw new Error("the chain with its memo and without disagree");
+  }
+  const cases: [string, number][] = [
+    ["new each call", 0],
+    ["last 1/8 new each call", tokens.length - tokens.length / 8],
+  ];
+  for (const [label, at] of cases) {
+    const off = time(changingAt(tokens, at, (t) => without.strings(t)));
+    const on = time(changingAt(tokens, at, (t) => withMemo.strings(t)));
+    lines.push(
+      `| ${label} | ${(off * 1e6).toFixed(1)} | ${(on * 1e6).toFixed(1)} | ${
+        (on / off).toFixed(2)
+      }× |`,
+    );
+  }
 }
 
 // Why sha256Hex uses crypto.hash(..., "hex"): the digest call alone on pre-encoded CBOR chunks.
