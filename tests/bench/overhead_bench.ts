@@ -16,6 +16,9 @@
  * - tidegate: `deno run -A cli/main.ts start` (a fresh process per mix) with cache-aware dispatch,
  *   the Qwen3 tokenizer, sha256_cbor keys and the store lookup against the stub master (every key
  *   absent).
+ * - tidegate-mirror: the same with `kv.masterEvents` on a publisher that publishes nothing
+ *   (tests/bench/overhead/silent_publisher.ts): its mirror of the empty pool is exact, so requests
+ *   skip the lookup round trip (1% are still looked up to cross-check the mirror).
  * - smg-cache_aware, smg-round_robin: the SGLang Model Gateway (the peer router, pinned in
  *   tests/support/smg.ts, installed by tests/real/setup.sh; a fresh process per mix) over the
  *   same instances with its cache-aware policy and with round robin. It does not tokenize over
@@ -45,7 +48,9 @@ import {
   stop,
   waitFor,
 } from "./overhead/procs.ts";
+import { eventually } from "../support/eventually.ts";
 import { commandMissing } from "../support/needs_tool.ts";
+import { type SilentPublisher, startSilentPublisher } from "./overhead/silent_publisher.ts";
 import { INSTANCES, proxyConfig, stubConfig, type StubPorts } from "./overhead/stubs.ts";
 import {
   SMG_PATH,
@@ -92,6 +97,7 @@ const ALL_TARGETS = [
   "tidegate",
   "tidegate-w0",
   "tidegate-deno",
+  "tidegate-mirror",
   "smg-cache_aware",
   "smg-round_robin",
 ] as const;
@@ -189,6 +195,7 @@ if (missing.length > 0) {
 }
 
 const started: Started[] = [];
+let publisher: SilentPublisher | undefined;
 let tmp = "";
 let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
@@ -199,6 +206,7 @@ function cleanup(): Promise<void> {
       // Already gone.
     }
     for (const proc of started.splice(0).reverse()) await stop(proc);
+    await publisher?.stop();
     if (tmp && !parsed.keep) await Deno.remove(tmp, { recursive: true }).catch(() => {});
     else if (tmp) console.error(`kept ${tmp}`);
   })();
@@ -264,6 +272,7 @@ async function main(): Promise<number> {
       `${tmp}/${name}/error.log`,
     ]);
   const stubProc = await nginx("stub");
+  publisher = startSilentPublisher();
   const proxyProc = await nginx("proxy");
   const bareProc = await launch("deno-bare", Deno.execPath(), [
     "run",
@@ -296,8 +305,12 @@ async function main(): Promise<number> {
   for (const mix of mixes) {
     // A fresh router per mix: no mix inherits another's caches, store health or heap.
     const router = await startRouter(`tidegate-${mix.name}`, stub);
-    const inline = await startRouter(`tidegate-w0-${mix.name}`, stub, [], 0);
-    const denoServe = await startRouter(`tidegate-deno-${mix.name}`, stub, [], undefined, "deno");
+    const inline = await startRouter(`tidegate-w0-${mix.name}`, stub, [], { workers: 0 });
+    const denoServe = await startRouter(`tidegate-deno-${mix.name}`, stub, [], { server: "deno" });
+    const mirrored = await startRouter(`tidegate-mirror-${mix.name}`, stub, [], {
+      masterEvents: publisher.endpoint,
+    });
+    await waitForExactMirrors(mirrored.url, mirrored.proc);
     const smgs = parsed["without-smg"] ? undefined : {
       cache: await startSmg(`smg-cache_aware-${mix.name}`, stub, "cache_aware"),
       rr: await startSmg(`smg-round_robin-${mix.name}`, stub, "round_robin"),
@@ -309,6 +322,7 @@ async function main(): Promise<number> {
       tidegate: router.url,
       "tidegate-w0": inline.url,
       "tidegate-deno": denoServe.url,
+      "tidegate-mirror": mirrored.url,
       "smg-cache_aware": smgs?.cache.url ?? "",
       "smg-round_robin": smgs?.rr.url ?? "",
     };
@@ -319,6 +333,7 @@ async function main(): Promise<number> {
       tidegate: router.proc,
       "tidegate-w0": inline.proc,
       "tidegate-deno": denoServe.proc,
+      "tidegate-mirror": mirrored.proc,
       "smg-cache_aware": smgs?.cache.proc,
       "smg-round_robin": smgs?.rr.proc,
     };
@@ -351,6 +366,7 @@ async function main(): Promise<number> {
     await stopStarted(router.proc);
     await stopStarted(inline.proc);
     await stopStarted(denoServe.proc);
+    await stopStarted(mirrored.proc);
     if (smgs) {
       await stopStarted(smgs.cache.proc);
       await stopStarted(smgs.rr.proc);
@@ -399,7 +415,7 @@ async function main(): Promise<number> {
   console.log(stageTable(mixes, stages, results));
   for (const [name, s] of stages) {
     const missed = Object.entries(s.lookups).filter(([outcome]) =>
-      outcome !== "ok" && outcome !== "skipped"
+      outcome !== "ok" && outcome !== "skipped" && outcome !== "mirror"
     );
     if (missed.length === 0) continue;
     console.log(
@@ -483,7 +499,16 @@ function modelOf(mix: Mix): string {
   return mix.sse ? "qwen3-sse" : "qwen3";
 }
 
-function routerConfig(port: number, stub: StubPorts, workers?: number, server?: "deno") {
+/** How a tidegate target differs from the default one. */
+interface RouterVariant {
+  workers?: number;
+  server?: "deno";
+  /** `kv.masterEvents.endpoint`: the silent publisher. */
+  masterEvents?: string;
+}
+
+function routerConfig(port: number, stub: StubPorts, variant: RouterVariant) {
+  const { workers, server, masterEvents } = variant;
   const model = (name: string, enginePorts: number[]) => ({
     name,
     tokenizer: { path: "builtin:qwen3" },
@@ -492,6 +517,7 @@ function routerConfig(port: number, stub: StubPorts, workers?: number, server?: 
       url: `http://127.0.0.1:${stub.master}`,
       hash: "sha256_cbor",
       timeoutMs: KV_TIMEOUT_MS,
+      ...(masterEvents ? { masterEvents: { endpoint: masterEvents } } : {}),
     },
     policy: "cache_aware",
     instances: Array.from({ length: INSTANCES }, (_, i) => ({
@@ -511,12 +537,11 @@ async function startRouter(
   name: string,
   stub: StubPorts,
   denoFlags: string[] = [],
-  workers?: number,
-  server?: "deno",
+  variant: RouterVariant = {},
 ): Promise<{ proc: Started; url: string }> {
   const port = freePort();
   const config = `${tmp}/${name}.json`;
-  const text = JSON.stringify(routerConfig(port, stub, workers, server), null, 2);
+  const text = JSON.stringify(routerConfig(port, stub, variant), null, 2);
   await Deno.writeTextFile(config, text);
   const proc = await launch(name, Deno.execPath(), [
     "run",
@@ -530,6 +555,21 @@ async function startRouter(
   const url = `http://127.0.0.1:${port}`;
   await ready(`${url}/readyz`, proc, (s) => s === 200, 60_000);
   return { proc, url };
+}
+
+/** Waits until every model's mirror of the master's pool is exact (its /metrics says so). */
+async function waitForExactMirrors(url: string, proc: Started): Promise<void> {
+  const exact = async () => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const states = text.split("\n").filter((line) => line.startsWith("tidegate_pool_mirror_exact"));
+    return states.length === 2 && states.every((line) => line.trimEnd().endsWith(" 1"));
+  };
+  try {
+    await eventually(exact, 30_000, "every model's pool mirror exact");
+  } catch (error) {
+    const log = await Deno.readTextFile(proc.log).catch(() => "");
+    throw new Error(`the mirror never became exact (${error}); the router's log:\n${log}`);
+  }
 }
 
 /** SMG over the same instances as tidegate, both models, once it lists every worker ready. */
@@ -772,21 +812,23 @@ function peerTable(mixes: Mix[], results: Map<string, Measured>): string {
 /** One line per mix: tidegate against nginx, direct and the Deno floor. */
 function summaryTable(mixes: Mix[], results: Map<string, Measured>): string {
   const lines = [
-    "| mix | tidegate req/s (×nginx, ×direct) | ×deno-bare | workers 0 req/s (pool gain) | Deno.serve req/s, CPU ms/req | p50 ms (×nginx) | p99 ms (×nginx) | CPU ms/req: tidegate / deno-bare / nginx | above the Deno floor |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| mix | tidegate req/s (×nginx, ×direct) | ×deno-bare | workers 0 req/s (pool gain) | Deno.serve req/s, CPU ms/req | master's events req/s (×deno-bare), CPU ms/req | p50 ms (×nginx) | p99 ms (×nginx) | CPU ms/req: tidegate / deno-bare / nginx | above the Deno floor |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const mix of mixes) {
     const get = (target: Target) => results.get(`${mix.name}/${target}`)!;
     const [t, n, d, b] = [get("tidegate"), get("nginx"), get("direct"), get("deno-bare")];
-    const [w0, ds] = [get("tidegate-w0"), get("tidegate-deno")];
+    const [w0, ds, mi] = [get("tidegate-w0"), get("tidegate-deno"), get("tidegate-mirror")];
     lines.push(
       `| ${mix.name} | ${num(t.rps)} (${times(t.rps, n.rps)}, ${times(t.rps, d.rps)}) | ${
         times(t.rps, b.rps)
       } | ${num(w0.rps)} (${times(t.rps, w0.rps)}) | ${num(ds.rps)}, ${ds.cpu!.toFixed(3)} | ${
-        num(t.p50)
-      } (${times(t.p50, n.p50)}) | ${num(t.p99)} (${times(t.p99, n.p99)}) | ${
-        t.cpu!.toFixed(3)
-      } / ${b.cpu!.toFixed(3)} / ${n.cpu!.toFixed(3)} | +${(t.cpu! - b.cpu!).toFixed(3)} ms |`,
+        num(mi.rps)
+      } (${times(mi.rps, b.rps)}), ${mi.cpu!.toFixed(3)} | ${num(t.p50)} (${
+        times(t.p50, n.p50)
+      }) | ${num(t.p99)} (${times(t.p99, n.p99)}) | ${t.cpu!.toFixed(3)} / ${b.cpu!.toFixed(3)} / ${
+        n.cpu!.toFixed(3)
+      } | +${(t.cpu! - b.cpu!).toFixed(3)} ms |`,
     );
   }
   return lines.join("\n");
@@ -818,7 +860,7 @@ function stageTable(
     "|---|---|---:|---:|---:|---:|---|---|---:|",
   ];
   for (const mix of mixes) {
-    for (const target of ["tidegate", "tidegate-w0", "tidegate-deno"]) {
+    for (const target of ["tidegate", "tidegate-w0", "tidegate-deno", "tidegate-mirror"]) {
       const s = stages.get(`${mix.name}/${target}`);
       if (s) lines.push(stageRow(mix.name, target, s, results.get(`${mix.name}/${target}`)));
     }

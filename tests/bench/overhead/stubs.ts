@@ -181,6 +181,8 @@ export async function stubConfig(prefix: string, ports: StubPorts): Promise<stri
     listen 127.0.0.1:${ports.master};
     location = /batch_query_keys { default_type application/json;
                                    alias ${prefix}/batch_query_keys.json; }
+    # The mirror's snapshot: no keys, one per line.
+    location = /get_all_keys { default_type text/plain; return 200 ''; }
   }
 }
 `;
