@@ -4,6 +4,7 @@ import { ConfigError, loadConfigFile } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
 import type { ReloadResult } from "../src/runtime/reload.ts";
 import { createRouter, type Router } from "../routes/app.ts";
+import { consoleToLog } from "../src/telemetry/console_log.ts";
 import { createJsonLog, jsonLog, type LogFn, type LogLevel } from "../src/telemetry/json_log.ts";
 import { checkConfigFile } from "./config_check.ts";
 import { resolveLogLevel } from "./log_level.ts";
@@ -96,6 +97,7 @@ async function serveFromFile(
 ): Promise<number> {
   const { log } = options;
   let listen = "";
+  let restoreConsole: (() => void) | undefined;
   try {
     const config = await loadConfigFile(options.path);
     listen = `${options.host ?? config.listen.host}:${options.port ?? config.listen.port}`;
@@ -108,6 +110,8 @@ async function serveFromFile(
       });
     }
     const address = await router.serve({ hostname: options.host, port: options.port });
+    // From here on standard error is JSON lines only, whatever a library prints.
+    restoreConsole = consoleToLog(log);
     log("tidegate listening", {
       url: `http://${address.hostname}:${address.port}`,
       models: config.models.map((m) => m.name),
@@ -122,6 +126,7 @@ async function serveFromFile(
     log("tidegate stopped", { outcome });
     return 0;
   } catch (error) {
+    restoreConsole?.();
     if (error instanceof ConfigError) {
       console.error(error.message);
       return 2;
@@ -131,6 +136,8 @@ async function serveFromFile(
       : (error as Error).message;
     console.error(`tidegate failed to start: ${reason}`);
     return 1;
+  } finally {
+    restoreConsole?.();
   }
 }
 

@@ -8,6 +8,8 @@ export interface RouterProcess {
   pid: number;
   /** Its stderr lines so far (JSON log lines), kept while it runs. */
   log: string[];
+  /** Its stdout lines so far (it should print none). */
+  out: string[];
   /** Sends a signal (e.g. SIGTERM, to watch the drain). */
   kill(signal: Deno.Signal): void;
   /** Resolves with the exit status when the process ends. */
@@ -38,7 +40,7 @@ export async function startRouterProcess(
     args: ["run", "-A", "cli/main.ts", "start", "--config", configPath, ...args],
     cwd: ROOT,
     stdin: "null",
-    stdout: "null",
+    stdout: "piped",
     stderr: "piped",
   }).spawn();
   const lines = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
@@ -75,6 +77,8 @@ export async function startRouterProcess(
       reject(new Error(`router exited:\n${log.join("\n")}`));
     })().catch(reject);
   });
+  const out: string[] = [];
+  const outDrained = linesOf(child.stdout, out);
   // Keep draining stderr so the child never blocks on a full pipe.
   const drained = (async () => {
     for (;;) {
@@ -87,6 +91,7 @@ export async function startRouterProcess(
     url,
     pid: child.pid,
     log,
+    out,
     kill: (signal) => child.kill(signal),
     status: child.status,
     async stop() {
@@ -98,7 +103,19 @@ export async function startRouterProcess(
       const killer = setTimeout(() => child.kill("SIGKILL"), 5_000);
       await child.status;
       clearTimeout(killer);
-      await drained;
+      await Promise.all([drained, outDrained]);
     },
   };
+}
+
+/** Collects a stream's lines into `into` until it ends. */
+async function linesOf(stream: ReadableStream<Uint8Array>, into: string[]): Promise<void> {
+  let buffered = "";
+  for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+    buffered += text;
+    const lines = buffered.split("\n");
+    buffered = lines.pop()!;
+    into.push(...lines);
+  }
+  if (buffered !== "") into.push(buffered);
 }
