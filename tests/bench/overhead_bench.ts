@@ -63,8 +63,8 @@ import {
 import { buildMixes, MARKER, type Mix, MIX_NAMES } from "./overhead/workloads.ts";
 
 const USAGE = `Usage: deno task bench:overhead [--seconds N] [--mixes a,b] [--connections N]
-       [--threads N] [--profile DIR] [--profile-mix M] [--kv-timeout-ms N] [--retries N]
-       [--max-other-load X] [--without-smg] [--keep]
+       [--threads N] [--profile DIR] [--profile-mix M] [--profile-mirror] [--kv-timeout-ms N]
+       [--retries N] [--max-other-load X] [--without-smg] [--keep]
 
   --seconds N      measured seconds per mix and target (default 10; a warm-up comes first)
   --mixes a,b      among tokens8k, chat8k-new, chat-growing, short, sse256, sse500 (default all)
@@ -73,6 +73,7 @@ const USAGE = `Usage: deno task bench:overhead [--seconds N] [--mixes a,b] [--co
   --profile DIR    afterwards, run the router under --cpu-prof on one mix, write the
                    .cpuprofile to DIR and print its top functions by self time
   --profile-mix M  the mix profiled (default tokens8k)
+  --profile-mirror profile the tidegate-mirror configuration (no lookup round trips) instead
   --kv-timeout-ms N  the router's store lookup deadline (default 1000; the config's default, 50,
                    is missed at saturation and the store then skipped: see the notes it prints)
   --retries N      on a shared machine: repeat a run (after waiting up to 30 s for quiet) when
@@ -151,6 +152,7 @@ const parsed = (() => {
         threads: { type: "string", default: "1" },
         profile: { type: "string" },
         "profile-mix": { type: "string", default: "tokens8k" },
+        "profile-mirror": { type: "boolean", default: false },
         "kv-timeout-ms": { type: "string", default: "1000" },
         retries: { type: "string", default: "0" },
         "max-other-load": { type: "string", default: "0.15" },
@@ -437,7 +439,8 @@ async function main(): Promise<number> {
       await Deno.writeTextFile(bodiesFile(mix), mix.bodies.join("\n") + "\n");
     }
     console.log("");
-    console.log(await profile(mix, parsed.profile, stub, results.get(`${mix.name}/tidegate`)));
+    const target = parsed["profile-mirror"] ? "tidegate-mirror" : "tidegate";
+    console.log(await profile(mix, parsed.profile, stub, results.get(`${mix.name}/${target}`)));
   }
   return failures.length > 0 ? 1 : 0;
 }
@@ -881,11 +884,14 @@ async function profile(
   const absolute = await Deno.realPath(dir);
   const known = new Set<string>();
   for await (const entry of Deno.readDir(absolute)) known.add(entry.name);
-  const { proc, url } = await startRouter("tidegate-profiled", stub, [
-    "--cpu-prof",
-    "--cpu-prof-dir",
-    absolute,
-  ]);
+  const mirrored = parsed["profile-mirror"];
+  const { proc, url } = await startRouter(
+    "tidegate-profiled",
+    stub,
+    ["--cpu-prof", "--cpu-prof-dir", absolute],
+    mirrored ? { masterEvents: publisher!.endpoint } : {},
+  );
+  if (mirrored) await waitForExactMirrors(url, proc);
   await wrk(mix, url, 2, mix.connections ?? CONNECTIONS);
   await new Promise((resolve) => setTimeout(resolve, 500));
   await waitForQuiet(30_000);
@@ -914,7 +920,9 @@ async function profile(
   );
   const rps = run.requests / (run.duration_us / 1e6);
   return [
-    `## Profile: ${mix.name} through tidegate under --cpu-prof (${absolute}/${file})`,
+    `## Profile: ${mix.name} through ${
+      mirrored ? "tidegate-mirror" : "tidegate"
+    } under --cpu-prof (${absolute}/${file})`,
     "",
     `${num(rps)} req/s while profiled` +
     (unprofiled ? ` (${num(unprofiled.rps)} without the profiler)` : "") +
