@@ -43,6 +43,8 @@ export async function startRouterProcess(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  const out: string[] = [];
+  const outDrained = linesOf(child.stdout, out).catch(() => {});
   const lines = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
   const log: string[] = [];
   let buffered = "";
@@ -77,8 +79,6 @@ export async function startRouterProcess(
       reject(new Error(`router exited:\n${log.join("\n")}`));
     })().catch(reject);
   });
-  const out: string[] = [];
-  const outDrained = linesOf(child.stdout, out);
   // Keep draining stderr so the child never blocks on a full pipe.
   const drained = (async () => {
     for (;;) {
