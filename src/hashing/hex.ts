@@ -15,8 +15,20 @@ const HEX_TO_NIBBLE: Uint8Array = (() => {
   return table;
 })();
 
-/** Lowercase hex of `bytes`. */
-export function bytesToHex(bytes: Uint8Array): string {
+/** Uint8Array's own hex methods (TC39's "Uint8Array to/from base64 and hex"), where present. */
+interface NativeHex {
+  toHex?: () => string;
+  setFromHex?: (hex: string) => { read: number; written: number };
+}
+const NATIVE = new Uint8Array(0) as Uint8Array & NativeHex;
+
+/** Lowercase hex of `bytes`: natively where the runtime can (tests/bench/hash_bench.ts). */
+export const bytesToHex: (bytes: Uint8Array) => string = typeof NATIVE.toHex === "function"
+  ? (bytes) => (bytes as Uint8Array & Required<NativeHex>).toHex()
+  : bytesToHexByTable;
+
+/** Lowercase hex of `bytes` from a table: the fallback, and the benchmark's reference. */
+export function bytesToHexByTable(bytes: Uint8Array): string {
   let out = "";
   for (let i = 0; i < bytes.length; i++) out += BYTE_TO_HEX[bytes[i]];
   return out;
@@ -33,12 +45,32 @@ export function hexToBytesInto(hex: string, out: Uint8Array, offset = 0): void {
       `Cannot decode hex of length ${hex.length} into ${out.length - offset} bytes`,
     );
   }
+  const whole = offset === 0 && n === out.length;
+  const target: Uint8Array & NativeHex = whole ? out : out.subarray(offset, offset + n);
+  if (typeof target.setFromHex === "function") {
+    try {
+      target.setFromHex(hex);
+      return;
+    } catch {
+      throw new RangeError(`Invalid hex digit in "${hex}"`);
+    }
+  }
+  hexToBytesIntoByTable(hex, out, offset);
+}
+
+/** `hexToBytesInto` from a table: the fallback, and the benchmark's reference. */
+export function hexToBytesIntoByTable(hex: string, out: Uint8Array, offset = 0): void {
+  const n = hex.length >>> 1;
   for (let i = 0; i < n; i++) {
-    const hi = HEX_TO_NIBBLE[hex.charCodeAt(2 * i) & 127];
-    const lo = HEX_TO_NIBBLE[hex.charCodeAt(2 * i + 1) & 127];
+    const hi = nibble(hex.charCodeAt(2 * i));
+    const lo = nibble(hex.charCodeAt(2 * i + 1));
     if ((hi | lo) === 255) throw new RangeError(`Invalid hex digit in "${hex}"`);
     out[offset + i] = (hi << 4) | lo;
   }
+}
+
+function nibble(code: number): number {
+  return code < 128 ? HEX_TO_NIBBLE[code] : 255;
 }
 
 /** Bytes of a hex string (either case). */

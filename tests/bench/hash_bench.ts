@@ -6,7 +6,8 @@
  * the SHA-256 family also the rate over the bytes actually hashed, as a share of
  * `openssl speed -evp sha256 -bytes 1024` measured in the same run, and for sha256_cbor the
  * speed-up over the naive reference (cbor-x encode + node:crypto createHash per chunk), and the
- * memo's gain and cost (src/hashing/chain_memo.ts) against the same chain without it.
+ * memo's gain and cost (src/hashing/chain_memo.ts) against the same chain without it, and the
+ * hex conversion of a digest by Uint8Array's native methods against the tables (src/hashing/hex.ts).
  * The machine is shared: every figure is the best of several timed rounds, and ratios are
  * taken against references measured in this same run. `--quick` shortens the rounds.
  */
@@ -15,6 +16,12 @@ import { createSHA256 } from "hash-wasm";
 import { Encoder } from "cbor-x";
 import { CborChainEncoder, cborText } from "../../src/hashing/cbor_chain_encoder.ts";
 import { PickleChainEncoder } from "../../src/hashing/pickle_chain_encoder.ts";
+import {
+  bytesToHex,
+  bytesToHexByTable,
+  hexToBytesInto,
+  hexToBytesIntoByTable,
+} from "../../src/hashing/hex.ts";
 import { createVllmChain } from "../../src/hashing/vllm_chain.ts";
 import { createKeyScheme, HASH_ALGORITHMS } from "../../src/hashing/key_scheme.ts";
 import type { HashAlgorithm } from "../../src/hashing/types.ts";
@@ -222,6 +229,39 @@ lines.push("|---|---:|---:|---:|");
       `| ${label} | ${(off * 1e6).toFixed(1)} | ${(on * 1e6).toFixed(1)} | ${
         (on / off).toFixed(2)
       }× |`,
+    );
+  }
+}
+
+// A chain converts each digest between hex and bytes: natively where the runtime can, by table
+// otherwise (src/hashing/hex.ts).
+lines.push("", "### Hex conversion of a 32-byte digest, 1,000 digests", "");
+lines.push("| conversion | table ns | native ns | native ÷ table |");
+lines.push("|---|---:|---:|---:|");
+{
+  const random = mulberry32(3);
+  const digests = Array.from(
+    { length: 1000 },
+    () => Uint8Array.from({ length: 32 }, () => Math.floor(random() * 256)),
+  );
+  const hexes = digests.map(bytesToHexByTable);
+  const out = new Uint8Array(32);
+  const pairs: [string, () => unknown, () => unknown][] = [
+    [
+      "bytes → hex",
+      () => digests.forEach(bytesToHexByTable),
+      () => digests.forEach(bytesToHex),
+    ],
+    [
+      "hex → bytes, into a buffer",
+      () => hexes.forEach((hex) => hexToBytesIntoByTable(hex, out)),
+      () => hexes.forEach((hex) => hexToBytesInto(hex, out)),
+    ],
+  ];
+  for (const [label, table, native] of pairs) {
+    const [t, n] = [time(table), time(native)];
+    lines.push(
+      `| ${label} | ${(t * 1e6).toFixed(0)} | ${(n * 1e6).toFixed(0)} | ${(n / t).toFixed(2)}× |`,
     );
   }
 }
