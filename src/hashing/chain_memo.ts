@@ -9,8 +9,8 @@ import { bytesToHex } from "./hex.ts";
  * Two generations bound it: when the newer fills, the older is dropped whole and the newer takes
  * its place, so a hit costs no reordering; a hit in the older generation is carried into the
  * newer one. A generation is a hash table in typed arrays, reused when it is dropped: remembering
- * a block allocates nothing (with a Map, an object and a string per block, remembering cost a
- * third of hashing the block; tests/bench/hash_bench.ts).
+ * a block allocates nothing, so a new prompt pays little for being remembered
+ * (tests/bench/hash_bench.ts times it against the chain without a memo).
  */
 export class ChainMemo {
   #current: Generation;
@@ -42,18 +42,16 @@ export class ChainMemo {
     digestOut: Uint8Array,
   ): string | undefined {
     const key = keyOf(parent, tokens, start, end);
-    let held = this.#current;
-    let block = held.find(key, parent, tokens, start, end);
-    if (block < 0) {
-      held = this.#previous;
-      block = held.find(key, parent, tokens, start, end);
-      if (block < 0) return undefined;
-      held.digestInto(block, this.#carried); // `digestOut` may be `parent`, needed just below
-      this.remember(parent, tokens, start, end, this.#carried);
-      digestOut.set(this.#carried);
+    const current = this.#current.find(key, parent, tokens, start, end);
+    if (current >= 0) {
+      this.#current.digestInto(current, digestOut);
       return bytesToHex(digestOut);
     }
-    held.digestInto(block, digestOut);
+    const older = this.#previous.find(key, parent, tokens, start, end);
+    if (older < 0) return undefined;
+    this.#previous.digestInto(older, this.#carried); // `digestOut` may be `parent`, needed below
+    this.remember(parent, tokens, start, end, this.#carried);
+    digestOut.set(this.#carried);
     return bytesToHex(digestOut);
   }
 

@@ -21,6 +21,7 @@ interface NativeHex {
   setFromHex?: (hex: string) => { read: number; written: number };
 }
 const NATIVE = new Uint8Array(0) as Uint8Array & NativeHex;
+const NATIVE_FROM_HEX = typeof NATIVE.setFromHex === "function";
 
 /** Lowercase hex of `bytes`: natively where the runtime can (tests/bench/hash_bench.ts). */
 export const bytesToHex: (bytes: Uint8Array) => string = typeof NATIVE.toHex === "function"
@@ -45,17 +46,14 @@ export function hexToBytesInto(hex: string, out: Uint8Array, offset = 0): void {
       `Cannot decode hex of length ${hex.length} into ${out.length - offset} bytes`,
     );
   }
+  if (!NATIVE_FROM_HEX) return hexToBytesIntoByTable(hex, out, offset);
   const whole = offset === 0 && n === out.length;
-  const target: Uint8Array & NativeHex = whole ? out : out.subarray(offset, offset + n);
-  if (typeof target.setFromHex === "function") {
-    try {
-      target.setFromHex(hex);
-      return;
-    } catch {
-      throw new RangeError(`Invalid hex digit in "${hex}"`);
-    }
+  const target = (whole ? out : out.subarray(offset, offset + n)) as Uint8Array & NativeHex;
+  try {
+    target.setFromHex!(hex);
+  } catch {
+    throw new RangeError(`Invalid hex digit in "${hex}"`);
   }
-  hexToBytesIntoByTable(hex, out, offset);
 }
 
 /** `hexToBytesInto` from a table: the fallback, and the benchmark's reference. */

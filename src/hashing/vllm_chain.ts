@@ -8,8 +8,8 @@ import { type BlockDigest, sha256Digest } from "./sha256_digest.ts";
 import type { ExtraKeys, ExtraKeyStyle } from "./types.ts";
 import { xxh3_128Digest } from "./xxhash_wasm.ts";
 
-function hashLength(hash: VllmHashAlgorithm): number {
-  return (hash.startsWith("sha256") ? sha256Digest : xxh3_128Digest).length;
+function digestOf(hash: VllmHashAlgorithm): BlockDigest {
+  return hash.startsWith("sha256") ? sha256Digest : xxh3_128Digest;
 }
 
 /** Block tokens a chain remembers by default (chain_memo.ts): ~4 MB of ids, plus the entries. */
@@ -36,10 +36,10 @@ export function createVllmChain(
   chunkSize: number,
   saveUnfullChunk: boolean,
   extraKeys: ExtraKeyStyle,
-  memo: ChainMemo | null = new ChainMemo(DEFAULT_MEMO_TOKENS, chunkSize, hashLength(hash)),
+  memo: ChainMemo | null = new ChainMemo(DEFAULT_MEMO_TOKENS, chunkSize, digestOf(hash).length),
 ): ChainHasher {
   const cbor = hash === "sha256_cbor" || hash === "xxhash_cbor";
-  const digest: BlockDigest = hash.startsWith("sha256") ? sha256Digest : xxh3_128Digest;
+  const digest = digestOf(hash);
   const seedText = resolveSeed(hash, seed, undefined).seed;
   if (seedText === undefined) throw new Error(`hash "${hash}" needs a seed (docs/compat.md §2)`);
   const root = new Uint8Array(digest.length);
