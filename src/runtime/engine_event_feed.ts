@@ -5,13 +5,15 @@ import { decodeKvEventMessage, type EngineKvEventBatch } from "../kv/events/engi
 
 /**
  * Feeds one engine's KV events into its mirror (src/kv/events/engine_block_index.ts): a SUB
- * socket on the engine's publisher, and, when the mirror asks (a gap, joined mid-history), a
- * replay of the publisher's buffer from its ROUTER socket. At start and then every
- * `resyncIntervalMs` it asks that socket too: for the whole buffer while the mirror is untrusted,
- * for what followed its last batch otherwise (a loss at the end of a burst shows no gap until the
- * next message). A publisher that restarts is reconnected by ZMQ itself; a slow consumer loses
- * messages at the socket's bound, which the next message's gap or the next catch-up finds. Edge:
- * the sockets and timers are passed in (src/runtime/kv_event_sockets.ts has the real ones).
+ * socket on the engine's publisher, and, when the mirror asks (a gap, joined mid-history, another
+ * publisher met), a replay of the publisher's buffer from its ROUTER socket. Each time the
+ * subscription connects, and then every `resyncIntervalMs`, it asks that socket too: for the
+ * whole buffer while the mirror is not whole, from its last batch otherwise (a loss at the end of
+ * a burst shows no gap until the next message; a restarted engine's publisher may number on where
+ * the old one stopped). A lost connection makes the mirror untrusted until such a replay. A slow
+ * consumer loses messages at the socket's bound, which the next message's gap or the next
+ * catch-up finds. Edge: the sockets and timers are passed in (src/runtime/kv_event_sockets.ts has
+ * the real ones).
  */
 export interface KvEventSubscription extends AsyncIterable<Uint8Array[]> {
   close(): void;
@@ -65,8 +67,12 @@ export class EngineEventFeed {
   }
 
   start(): void {
-    const { sockets, endpoint, topic } = this.#options;
-    this.#subscription = sockets.subscribe(endpoint, topic ?? "");
+    const { sockets, endpoint, topic, index } = this.#options;
+    this.#subscription = sockets.subscribe(endpoint, topic ?? "", {
+      // Called before the connection's first message: the batches that follow are held.
+      onConnect: () => void this.#retryResync(),
+      onDisconnect: () => index.disconnected(),
+    });
     this.#reading = this.#read(this.#subscription);
     this.#retry.start();
   }
@@ -108,22 +114,26 @@ export class EngineEventFeed {
     );
   }
 
+  /** Replays from `from`, and again from where the mirror asks (another publisher met). */
   async #resync(from: bigint): Promise<void> {
     const { replayEndpoint, sockets, index } = this.#options;
-    const replies = replayEndpoint
-      ? await sockets.replay(replayEndpoint, from, this.#options.replayTimeoutMs ?? 5_000)
-      : null;
-    if (this.#stopped) return;
-    const batches = replies?.map((frames) => this.#decode(frames))
-      .filter((b): b is EngineKvEventBatch => b !== undefined);
-    index.replayed(batches ?? null);
+    for (let next: bigint | undefined = from; next !== undefined;) {
+      const replies = replayEndpoint
+        ? await sockets.replay(replayEndpoint, next, this.#options.replayTimeoutMs ?? 5_000)
+        : null;
+      if (this.#stopped) return;
+      const batches = replies?.map((frames) => this.#decode(frames))
+        .filter((b): b is EngineKvEventBatch => b !== undefined);
+      const result = index.replayed(batches ?? null);
+      next = result.resync ? result.from : undefined;
+    }
   }
 
-  /** The whole buffer for an untrusted mirror, what followed the last batch for an exact one. */
+  /** A catch-up from the mirror's last batch, or the whole buffer when it is not whole. */
   async #retryResync(): Promise<void> {
     const { index, replayEndpoint } = this.#options;
-    if (!replayEndpoint || index.resyncing || this.#stopped) return;
-    const from = index.state === "exact" ? index.beginCatchUp() : index.beginFullResync();
+    if (!replayEndpoint || this.#stopped) return;
+    const from = index.beginResync();
     if (from === undefined) return;
     this.#replaying = this.#resync(from);
     await this.#replaying;

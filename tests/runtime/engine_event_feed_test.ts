@@ -6,14 +6,18 @@ import {
   EngineEventFeed,
   type KvEventSockets,
   type KvEventSubscription,
+  type SubscriptionHooks,
 } from "../../src/runtime/engine_event_feed.ts";
 import type { Timers } from "../../src/cluster/timers.ts";
 
-/** One vLLM message: topic, 8-byte seq, a batch storing `blocks` (low-64 ids as integers). */
-function message(seq: number, blocks: number[]): Uint8Array[] {
+/**
+ * One vLLM message: topic, 8-byte seq, a batch made at `ts` storing `blocks` (low-64 ids as
+ * integers).
+ */
+function message(seq: number, blocks: number[], ts: number): Uint8Array[] {
   const seqFrame = new Uint8Array(8);
   new DataView(seqFrame.buffer).setBigInt64(0, BigInt(seq));
-  const payload = encode([0, [{
+  const payload = encode([ts, [{
     type: "BlockStored",
     block_hashes: blocks,
     parent_block_hash: null,
@@ -28,12 +32,16 @@ function message(seq: number, blocks: number[]): Uint8Array[] {
 
 const id = (n: number) => n.toString(16).padStart(16, "0");
 
-/** A subscription the test pushes messages into. */
-function pushable(): KvEventSubscription & { push(frames: Uint8Array[]): void } {
+/** A subscription the test pushes messages into; it tells `hooks` when it connects. */
+function pushable(): KvEventSubscription & {
+  push(frames: Uint8Array[]): void;
+  hooks: SubscriptionHooks;
+} {
   const queue: Uint8Array[][] = [];
   let wake: (() => void) | undefined;
   let closed = false;
   return {
+    hooks: {},
     push(frames) {
       queue.push(frames);
       wake?.();
@@ -43,6 +51,7 @@ function pushable(): KvEventSubscription & { push(frames: Uint8Array[]): void } 
       wake?.();
     },
     async *[Symbol.asyncIterator]() {
+      this.hooks.onConnect?.();
       while (!closed) {
         if (queue.length === 0) await new Promise<void>((resolve) => wake = resolve);
         while (queue.length > 0) yield queue.shift()!;
@@ -64,15 +73,20 @@ function manualTimers(): Timers & { fire(): void } {
 /**
  * A feed on a fake publisher: `publish` sends a batch to the subscription and keeps it in the
  * replay buffer; `lose` only keeps it (the subscriber missed it). The buffer holds the batches
- * from `bufferStart` on.
+ * from `bufferStart` on. `restart` starts another publisher on the same endpoints: its numbers
+ * from 0 again, its batches made at another time.
  */
 function setup(options: { replay?: boolean } = {}) {
   const subscription = pushable();
-  const published: Uint8Array[][] = [];
+  let published: Uint8Array[][] = [];
+  let ts = 1;
   const replays: bigint[] = [];
   const buffer = { start: 0 };
   const sockets: KvEventSockets = {
-    subscribe: () => subscription,
+    subscribe: (_endpoint, _topic, hooks) => {
+      subscription.hooks = hooks ?? {};
+      return subscription;
+    },
     replay: (_endpoint, from) => {
       replays.push(from);
       return Promise.resolve(
@@ -93,15 +107,19 @@ function setup(options: { replay?: boolean } = {}) {
     now: () => 0,
     log: (message) => logs.push(message),
   });
-  const lose = (blocks: number[]) => published.push(message(published.length, blocks));
+  const lose = (blocks: number[]) => published.push(message(published.length, blocks, ts));
   const publish = (blocks: number[]) => {
     lose(blocks);
     subscription.push(published.at(-1)!);
   };
-  return { subscription, publish, lose, buffer, replays, index, timers, feed, logs };
+  const restart = () => {
+    published = [];
+    ts++;
+  };
+  return { subscription, publish, lose, restart, buffer, replays, index, timers, feed, logs };
 }
 
-Deno.test("event feed: at start it replays the buffer; a gap is replayed from the first missing", async () => {
+Deno.test("event feed: at start it replays the buffer; a gap is replayed from the last batch applied", async () => {
   const { publish, lose, replays, index, feed } = setup({ replay: true });
   lose([1]); // published before the router started
   feed.start();
@@ -112,7 +130,7 @@ Deno.test("event feed: at start it replays the buffer; a gap is replayed from th
   lose([4]);
   publish([5]);
   await eventually(() => index.state === "exact" && replays.length === 2, 2_000, "the replay");
-  assertEquals(replays, [0n, 2n]);
+  assertEquals(replays, [0n, 1n]);
   assertEquals(index.prefixBlocks([1, 2, 3, 4, 5].map(id)), 5);
   assertEquals(index.counters.gaps, 1);
   await feed.stop();
@@ -145,7 +163,7 @@ Deno.test("event feed: an untrusted mirror retries a full replay on its timer", 
   buffer.start = 0; // e.g. the replay endpoint back with its whole buffer
   timers.fire();
   await eventually(() => index.state === "exact", 2_000, "the full replay");
-  assertEquals(replays, [0n, 1n, 0n]);
+  assertEquals(replays, [0n, 0n, 0n]);
   assertEquals(index.prefixBlocks([1, 2, 3, 4].map(id)), 4);
   await feed.stop();
 });
@@ -171,7 +189,62 @@ Deno.test("event feed: a loss at the end of a burst is caught up on the timer", 
   assertEquals(index.prefixBlocks([id(1), id(2)]), 1);
   timers.fire();
   await eventually(() => index.prefixBlocks([id(1), id(2)]) === 2, 2_000, "the catch-up");
-  assertEquals(replays, [0n, 1n]);
+  assertEquals(replays, [0n, 0n]);
   assertEquals(index.counters.gaps, 0);
+  await feed.stop();
+});
+
+Deno.test("event feed: an engine restarted while disconnected is found on reconnecting", async () => {
+  const { subscription, publish, lose, restart, replays, index, feed } = setup({ replay: true });
+  feed.start();
+  for (const block of [1, 2, 3]) publish([block]);
+  await eventually(() => index.prefixBlocks([1, 2, 3].map(id)) === 3, 2_000, "the old engine");
+  subscription.hooks.onDisconnect?.();
+  assertEquals(index.state, "untrusted", "nothing is known while disconnected");
+  // The new engine publishes its first batch before the subscription is back.
+  restart();
+  lose([10]);
+  subscription.hooks.onConnect?.();
+  await eventually(() => index.state === "exact", 2_000, "the resync after the reconnect");
+  assertEquals(index.prefixBlocks([id(10)]), 1);
+  assertEquals(index.prefixBlocks([id(1)]), 0, "the old engine's blocks are gone");
+  assertEquals(index.counters.restarts, 1);
+  assertEquals(replays, [0n, 2n, 0n], "the catch-up from seq 2 found nothing there");
+  // The new publisher's next batch continues the mirror.
+  publish([11]);
+  await eventually(() => index.prefixBlocks([id(10), id(11)]) === 2, 2_000, "a live batch");
+  await feed.stop();
+});
+
+Deno.test("event feed: a restarted engine that numbered past the old one's last batch is found", async () => {
+  const { subscription, publish, lose, restart, index, feed } = setup({ replay: true });
+  feed.start();
+  publish([1]);
+  publish([2]);
+  await eventually(() => index.prefixBlocks([id(1), id(2)]) === 2, 2_000, "the old engine");
+  subscription.hooks.onDisconnect?.();
+  restart();
+  for (const block of [20, 21, 22]) lose([block]); // seq 0 to 2, while disconnected
+  subscription.hooks.onConnect?.();
+  publish([23]); // seq 3: live, it merely continues the old numbers
+  await eventually(() => index.state === "exact", 2_000, "the resync after the reconnect");
+  assertEquals(index.prefixBlocks([20, 21, 22, 23].map(id)), 4);
+  assertEquals(index.prefixBlocks([id(1)]), 0);
+  assertEquals(index.counters.restarts, 1);
+  await feed.stop();
+});
+
+Deno.test("event feed: a reconnect to the same publisher catches up what was missed", async () => {
+  const { subscription, publish, lose, replays, index, feed } = setup({ replay: true });
+  feed.start();
+  publish([1]);
+  await eventually(() => index.state === "exact", 2_000, "seq 0");
+  subscription.hooks.onDisconnect?.();
+  lose([2]);
+  subscription.hooks.onConnect?.();
+  await eventually(() => index.state === "exact", 2_000, "the catch-up");
+  assertEquals(index.prefixBlocks([id(1), id(2)]), 2);
+  assertEquals(index.counters.restarts, 0);
+  assertEquals(replays, [0n, 0n]);
   await feed.stop();
 });

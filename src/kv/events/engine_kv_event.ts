@@ -20,6 +20,11 @@ export type EngineKvEvent =
 export interface EngineKvEventBatch {
   /** The publisher's sequence number of this batch (consecutive from 0 per publisher). */
   seq: bigint;
+  /**
+   * When the engine made the batch (seconds, the payload's `ts`): with `seq`, what tells one
+   * publisher's batch from another's after a restart (src/kv/events/engine_block_index.ts).
+   */
+  ts?: number;
   events: EngineKvEvent[];
 }
 
@@ -31,7 +36,9 @@ export function blockId(hexDigest: string): string {
 /** A ZMQ message's three frames to a batch; throws on anything else. */
 export function decodeKvEventMessage(frames: readonly Uint8Array[]): EngineKvEventBatch {
   if (frames.length !== 3) throw new Error(`a KV event message has 3 frames, got ${frames.length}`);
-  return { seq: decodeSeq(frames[1]), events: decodeKvEventPayload(frames[2]) };
+  const seq = decodeSeq(frames[1]);
+  const { ts, events } = decodeKvEventBatch(frames[2]);
+  return { seq, ...(ts === undefined ? {} : { ts }), events };
 }
 
 /** An 8-byte big-endian sequence number (signed: vLLM's replay end marker is -1). */
@@ -41,11 +48,16 @@ export function decodeSeq(frame: Uint8Array): bigint {
 }
 
 export function decodeKvEventPayload(payload: Uint8Array): EngineKvEvent[] {
+  return decodeKvEventBatch(payload).events;
+}
+
+function decodeKvEventBatch(payload: Uint8Array): { ts?: number; events: EngineKvEvent[] } {
   const batch = decode(payload, { useBigInt64: true });
   if (!Array.isArray(batch) || batch.length < 2 || !Array.isArray(batch[1])) {
     throw new Error("a KV event batch is an array [ts, events, ...]");
   }
-  return batch[1].map(decodeEvent);
+  const ts = typeof batch[0] === "number" ? batch[0] : undefined;
+  return { ...(ts === undefined ? {} : { ts }), events: batch[1].map(decodeEvent) };
 }
 
 function decodeEvent(raw: unknown): EngineKvEvent {

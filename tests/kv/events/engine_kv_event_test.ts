@@ -50,7 +50,7 @@ Deno.test("KV events: a hash with the top bit set (a negative int64 to msgpack) 
   assertEquals(events, [{ type: "removed", blocks: ["ffffffffffffffff"] }]);
 });
 
-Deno.test("KV events: the three frames give the batch's sequence number", () => {
+Deno.test("KV events: the three frames give the batch's sequence number and timestamp", () => {
   const seq = new Uint8Array(8);
   new DataView(seq.buffer).setBigUint64(0, 41n);
   const batch = decodeKvEventMessage([
@@ -58,7 +58,7 @@ Deno.test("KV events: the three frames give the batch's sequence number", () => 
     seq,
     vllmPayload([{ type: "AllBlocksCleared" }]),
   ]);
-  assertEquals(batch, { seq: 41n, events: [{ type: "cleared" }] });
+  assertEquals(batch, { seq: 41n, ts: 1_764_000_000.5, events: [{ type: "cleared" }] });
 });
 
 Deno.test("KV events: what is not a batch is refused with the reason", () => {
