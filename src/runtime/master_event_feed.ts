@@ -35,6 +35,8 @@ export class MasterEventFeed {
   #subscription: KvEventSubscription | undefined;
   #reading: Promise<void> | undefined;
   #snapshotting: Promise<void> | undefined;
+  /** A resync was asked for while a snapshot was being read: read the keys once more after it. */
+  #again = false;
   #stopped = false;
   /** Messages that were not KV event batches. */
   decodeErrors = 0;
@@ -86,15 +88,30 @@ export class MasterEventFeed {
     }
   }
 
-  /** One snapshot at a time; batches arriving meanwhile are held by the mirror. */
+  /**
+   * One snapshot at a time; batches arriving meanwhile are held by the mirror. Asked again while
+   * one is read (a reconnect during it, whose disconnect made that snapshot stale), it reads the
+   * keys once more after it instead of leaving the mirror untrusted until the timer.
+   */
   #resync(): Promise<void> {
     if (this.#stopped) return Promise.resolve();
-    this.#snapshotting ??= (async () => {
-      const { mirror, snapshot } = this.#options;
-      const ticket = mirror.beginSnapshot();
-      const keys = await snapshot().catch(() => null);
-      if (!this.#stopped) mirror.snapshot(keys, ticket);
-    })().finally(() => this.#snapshotting = undefined);
+    this.#again = true;
+    // The loop's first round awaits, so its `finally` cannot run before this assignment.
+    this.#snapshotting ??= this.#readSnapshots();
     return this.#snapshotting;
+  }
+
+  async #readSnapshots(): Promise<void> {
+    const { mirror, snapshot } = this.#options;
+    try {
+      while (this.#again && !this.#stopped) {
+        this.#again = false;
+        const ticket = mirror.beginSnapshot();
+        const keys = await snapshot().catch(() => null);
+        if (!this.#stopped) mirror.snapshot(keys, ticket);
+      }
+    } finally {
+      this.#snapshotting = undefined;
+    }
   }
 }
