@@ -11,6 +11,7 @@ export function instanceSamples(
     runtime.cluster.status().map((status) => {
       const local = runtime.cluster.account.load(status.id);
       const report = status.engineReport?.report;
+      const mirror = runtime.engineCaches.get(status.id);
       return {
         model: runtime.config.name,
         instance: status.id,
@@ -28,6 +29,13 @@ export function instanceSamples(
         reportStale: status.engineReport ? !status.engineReport.usable : undefined,
         probeFailures: status.probeFailures,
         kvAgreement: runtime.agreement.state(status.id),
+        engineMirror: mirror && {
+          exact: mirror.state === "exact",
+          gaps: mirror.counters.gaps,
+          restarts: mirror.counters.restarts,
+          disconnects: mirror.counters.disconnects,
+          resyncFailed: mirror.counters.resyncFailed,
+        },
       };
     })
   );

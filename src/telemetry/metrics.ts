@@ -42,6 +42,14 @@ export interface InstanceGaugeSample {
   draining: boolean;
   /** Predicted hits against the engine's reuse: unknown, agree, overpredicts or blind. */
   kvAgreement?: string;
+  /** The mirror of the engine's own cache from its KV events (absent without `kvEvents`). */
+  engineMirror?: {
+    exact: boolean;
+    gaps: number;
+    restarts: number;
+    disconnects: number;
+    resyncFailed: number;
+  };
 }
 
 export interface ModelGaugeSample {
@@ -430,6 +438,42 @@ function declareInstanceGauges(
     "tidegate_instance_report_stale",
     "1 when the engine's last load report is too old to use.",
     (s) => (s.reportStale === undefined ? undefined : s.reportStale ? 1 : 0),
+  );
+  declareEngineMirrorGauges(instanceGauge);
+}
+
+/** Per-instance state of the engines' KV event mirrors (only instances with `kvEvents`). */
+function declareEngineMirrorGauges(
+  instanceGauge: (
+    name: string,
+    help: string,
+    read: (s: InstanceGaugeSample) => number | undefined,
+  ) => unknown,
+): void {
+  instanceGauge(
+    "tidegate_engine_mirror_exact",
+    "1 while the mirror of the engine's cache from its KV events is exact.",
+    (s) => (s.engineMirror === undefined ? undefined : s.engineMirror.exact ? 1 : 0),
+  );
+  instanceGauge(
+    "tidegate_engine_mirror_gaps",
+    "Sequence gaps in the engine's KV events (lost messages), since start.",
+    (s) => s.engineMirror?.gaps,
+  );
+  instanceGauge(
+    "tidegate_engine_mirror_restarts",
+    "Times the engine's publisher was found started again (the mirror emptied), since start.",
+    (s) => s.engineMirror?.restarts,
+  );
+  instanceGauge(
+    "tidegate_engine_mirror_disconnects",
+    "Connections to the engine's KV event publisher lost, since start.",
+    (s) => s.engineMirror?.disconnects,
+  );
+  instanceGauge(
+    "tidegate_engine_mirror_resyncs_failed",
+    "Replays that could not make the engine's mirror whole again, since start.",
+    (s) => s.engineMirror?.resyncFailed,
   );
 }
 
