@@ -98,12 +98,20 @@ export class PoolMirror {
       this.#apply(batch);
       return false;
     }
+    if (last === undefined && this.#complete) {
+      // The connection's first batch, after its snapshot: the batches before it were published
+      // before the subscription took effect, so before the snapshot was read.
+      this.#apply(batch);
+      return false;
+    }
     if (last !== undefined) {
       if (batch.seq > last) this.counters.gaps++;
       else this.counters.restarts++;
     }
-    // Missed history: hold this batch and what follows until a snapshot is read.
+    // Missed history, all of it published before this batch: hold it and what follows until a
+    // snapshot read from now on covers what was missed.
     this.#complete = false;
+    this.#lastSeq = batch.seq - 1n;
     this.#pending = [batch];
     return true;
   }
@@ -122,13 +130,15 @@ export class PoolMirror {
     this.#generation++;
     this.#pending = undefined;
     this.#complete = false;
+    this.#lastSeq = undefined; // nothing received on the next connection yet
   }
 
   #generation = 0;
 
   /**
    * The master's keys, read after `beginSnapshot`: the mirror is those keys plus every batch held
-   * meanwhile, exact unless a held batch is missing. `null`: the snapshot could not be read.
+   * meanwhile, exact unless a batch is missing among them or before them since the last one
+   * received. `null`: the snapshot could not be read.
    */
   snapshot(keys: readonly string[] | null, ticket = this.#generation): void {
     if (ticket !== this.#generation) return; // invalidated meanwhile
@@ -143,7 +153,8 @@ export class PoolMirror {
     this.#keys.clear();
     for (const key of keys) this.#keys.add(key);
     this.#complete = this.#keys.size <= this.#maxKeys;
-    this.#lastSeq = undefined;
+    // A batch missing after the last one received before the snapshot may have been published
+    // after the keys were read: only a held batch that follows it on keeps the mirror exact.
     for (const batch of held) {
       if (this.#lastSeq !== undefined && batch.seq !== this.#lastSeq + 1n) this.#complete = false;
       this.#apply(batch);

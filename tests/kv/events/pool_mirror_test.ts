@@ -102,3 +102,28 @@ Deno.test("pool mirror: the cross-check counts each key the master's answer disa
   crossCheck(mirror, mirrored, { ...stored, outcome: "deadline" });
   assertEquals(mirror.lookups.crossChecked, 1, "an incomplete answer proves nothing");
 });
+
+Deno.test("pool mirror: a connection's first batch after its snapshot follows on without another", () => {
+  const mirror = new PoolMirror();
+  mirror.snapshot(["a"], mirror.beginSnapshot()); // taken on connecting; nothing came meanwhile
+  assertEquals(mirror.receive(batch(57, put("b"))), false, "what came before was in the keys");
+  assertEquals([mirror.state, mirror.has("a"), mirror.has("b")], ["exact", true, true]);
+  assertEquals(mirror.receive(batch(59, put("d"))), true, "a gap after it still counts");
+  // On the next connection, the same again.
+  mirror.invalidate();
+  mirror.snapshot(["a", "b", "c"], mirror.beginSnapshot());
+  assertEquals(mirror.receive(batch(90, del("a"))), false);
+  assertEquals([mirror.state, mirror.has("a"), mirror.has("c")], ["exact", false, true]);
+});
+
+Deno.test("pool mirror: a batch lost during a retried snapshot keeps it untrusted", () => {
+  const mirror = new PoolMirror();
+  mirror.receive(batch(1, put("a")));
+  mirror.receive(batch(2, put("b")));
+  mirror.snapshot(null, mirror.beginSnapshot()); // e.g. a cross-check asked for one, and it failed
+  assertEquals(mirror.state, "untrusted");
+  const ticket = mirror.beginSnapshot();
+  mirror.receive(batch(4, put("d"))); // 3 was lost: maybe after the keys below were read
+  mirror.snapshot(["a", "b"], ticket);
+  assertEquals(mirror.state, "untrusted");
+});
