@@ -233,6 +233,33 @@ Deno.test("every lease is released exactly once: on completion, client abort and
   }
 });
 
+Deno.test("a client that leaves before the first byte: the engine's request is cancelled and the lease released", async () => {
+  const t = await startTestCluster({ engines: 1, engine: { slowFirstByteMs: 30_000 } });
+  try {
+    const account = t.router.registry.runtime(MODEL)!.cluster.account;
+    await t.engines[0].setFailure("slow_first_byte");
+    const client = new AbortController();
+    const pending = fetch(`${t.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, prompt: range(1, 40), max_tokens: 5 }),
+      signal: client.signal,
+    }).catch((error) => error);
+    await eventually(() => account.load("e0").prefillRequests === 1, 5_000, "dispatched");
+    client.abort();
+    await pending;
+    await eventually(
+      () => t.engines[0].stats.byOutcome.client_abort === 1,
+      5_000,
+      () => `the engine's request cancelled: ${JSON.stringify(t.engines[0].stats.byOutcome)}`,
+    );
+    await eventually(() => account.load("e0").prefillRequests === 0, 5_000, "lease released");
+    assertEquals(account.load("e0").decodeRequests, 0);
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test("bad input gets OpenAI-shaped 400s, 404 and 413", async () => {
   const t = await startTestCluster({ top: { limits: { maxBodyBytes: 2048 } } });
   try {
