@@ -4,7 +4,7 @@ import type { ForwardTarget } from "../proxy/forward.ts";
 import { downstreamHeaders } from "../proxy/hop_headers.ts";
 import { observeBody } from "../proxy/observed_body.ts";
 import { type BodyLimits, UpstreamStalledError } from "../proxy/read_watchdog.ts";
-import { usageChunkFilter } from "../proxy/usage_chunk_filter.ts";
+import { UsageChunkFilter } from "../proxy/usage_chunk_filter.ts";
 import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
@@ -49,11 +49,13 @@ export function relayResponse(options: RelayOptions): Response {
   if (options.prefillInstanceId) record.prefillInstanceId = options.prefillInstanceId;
   record.status = response.status;
   record.outcome = response.status < 400 ? "ok" : "upstream_error_status";
-  const observed = observeBody(response.body, bodyObserver(options), options.bodyLimits);
   const sse = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-  const body = options.stripStreamUsage && sse
-    ? observed.pipeThrough(usageChunkFilter())
-    : observed;
+  const body = observeBody(
+    response.body,
+    bodyObserver(options),
+    options.bodyLimits,
+    options.stripStreamUsage && sse ? new UsageChunkFilter() : undefined,
+  );
   const headers = downstreamHeaders(response.headers);
   headers.delete("content-length"); // the body is re-streamed (and may gain an error event)
   // Sent as it comes: the node:http adapter would otherwise read ahead to size a short body and

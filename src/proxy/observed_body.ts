@@ -20,7 +20,18 @@ export interface BodyObserver {
 }
 
 /**
- * Streams `body` through without buffering while reporting first byte and end. Leases are
+ * Rewrites the bytes on their way to the client, in order (e.g. src/proxy/usage_chunk_filter.ts);
+ * undefined or empty: nothing to pass on yet.
+ */
+export interface ChunkRewrite {
+  push(chunk: Uint8Array): Uint8Array | undefined;
+  /** The body ended: what is still held. */
+  end(): Uint8Array | undefined;
+}
+
+/**
+ * Streams `body` through without buffering while reporting first byte and end, rewritten by
+ * `rewrite` in the same pull (a second stream piped behind it would cost a hop per chunk). Leases are
  * released from here, not from `request.signal` (Deno also aborts that after normal responses).
  * A failing engine ends an SSE stream with the observer's error event; any other body is errored,
  * so the client sees a broken answer rather than a clean, truncated one.
@@ -29,6 +40,7 @@ export function observeBody(
   body: ReadableStream<Uint8Array> | null,
   observer: BodyObserver,
   limits?: BodyLimits,
+  rewrite?: ChunkRewrite,
 ): ReadableStream<Uint8Array> {
   let ended = false;
   let first = true;
@@ -49,8 +61,12 @@ export function observeBody(
     });
   }
   const framer = observer.errorEvent ? new SseEventFramer() : undefined;
+  const pass = (bytes: Uint8Array | undefined) => (rewrite && bytes ? rewrite.push(bytes) : bytes);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
+      const enqueue = (bytes: Uint8Array | undefined) => {
+        if (bytes && bytes.byteLength > 0) controller.enqueue(bytes);
+      };
       // Reads until there is something to pass on: a pull that enqueues nothing is not repeated.
       for (;;) {
         let result: ReadableStreamReadResult<Uint8Array>;
@@ -62,14 +78,15 @@ export function observeBody(
           const event = observer.errorEvent?.(error);
           end("upstream_failed", error);
           if (event) {
-            controller.enqueue(event);
+            enqueue(pass(event));
+            enqueue(rewrite?.end());
             controller.close();
           } else controller.error(error);
           return;
         }
         if (result.done) {
-          const rest = framer?.flush();
-          if (rest) controller.enqueue(rest);
+          enqueue(pass(framer?.flush()));
+          enqueue(rewrite?.end());
           end("completed");
           controller.close();
           return;
@@ -79,8 +96,8 @@ export function observeBody(
           observer.onFirstByte?.();
         }
         observer.onChunk?.(result.value);
-        const out = framer ? framer.push(result.value) : result.value;
-        if (out) return controller.enqueue(out);
+        const out = pass(framer ? framer.push(result.value) : result.value);
+        if (out && out.byteLength > 0) return controller.enqueue(out);
       }
     },
     cancel(reason) {

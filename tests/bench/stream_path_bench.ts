@@ -1,11 +1,14 @@
 /**
- * Two per-chunk steps of relaying a streamed answer, each against the implementation it replaced,
- * measured in the same run: `deno task bench:stream`.
+ * Three per-chunk steps of relaying a streamed answer, each against the implementation it
+ * replaced, measured in the same run: `deno task bench:stream`.
  *
  * - usage sniffing: three substring searches per SSE line for the keys that carry usage (the
  *   reference, kept here) against `UsageSniffer` (one regular-expression pass per chunk);
  * - bounded reads: a timer, a race and an abort listener per read (the reference, kept here)
- *   against `ReadWatchdog` (one timer per body).
+ *   against `ReadWatchdog` (one timer per body);
+ * - the relayed body without the usage the router asked for: `observeBody` piped through a
+ *   TransformStream that decoded every chunk to look for the key (the reference, kept here)
+ *   against `observeBody` rewriting with `UsageChunkFilter` in its own pull.
  *
  * The input is the overhead benchmark's 256-token stream (tests/bench/overhead/stubs.ts), fed one
  * event per chunk as an engine writes it, and whole as the benchmark's nginx stub sends it.
@@ -18,13 +21,15 @@ import {
   ReadWatchdog,
   UpstreamStalledError,
 } from "../../src/proxy/read_watchdog.ts";
+import { observeBody } from "../../src/proxy/observed_body.ts";
+import { UsageChunkFilter, UsageLineFilter } from "../../src/proxy/usage_chunk_filter.ts";
 import { sseBody } from "./overhead/stubs.ts";
 import { takeNoArguments } from "./bench_arguments.ts";
 
 const USAGE = `Usage: deno task bench:stream
 
-µs per streamed answer of usage sniffing and of bounded reads, each beside the implementation it
-replaced, measured in the same run.`;
+µs per streamed answer of usage sniffing, of bounded reads and of relaying without the usage,
+each beside the implementation it replaced, measured in the same run.`;
 
 const ROUNDS = 15;
 
@@ -106,6 +111,44 @@ async function readAll(chunks: Uint8Array[]): Promise<number> {
   return read;
 }
 
+/** The usage filter as it was: a stream of its own behind the body, decoding every chunk. */
+function referenceUsageFilter(): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  const lines = new UsageLineFilter();
+  let decoderClear = true;
+  return new TransformStream({
+    transform(chunk, controller) {
+      if (chunk.byteLength === 0) return;
+      const text = decoder.decode(chunk, { stream: true });
+      const untouched = decoderClear && lines.idle && chunk[chunk.byteLength - 1] === 0x0a &&
+        !text.includes('"usage"');
+      decoderClear = chunk[chunk.byteLength - 1] < 0x80;
+      if (untouched) return controller.enqueue(chunk);
+      const out = lines.push(text);
+      if (out) controller.enqueue(encoder.encode(out));
+    },
+    flush(controller) {
+      const out = lines.end(decoder.decode());
+      if (out) controller.enqueue(encoder.encode(out));
+    },
+  });
+}
+
+async function drain(body: ReadableStream<Uint8Array>): Promise<string> {
+  return await new Response(body).text();
+}
+
+const observer = { onEnd() {}, onChunk() {}, onFirstByte() {} };
+
+function relayReference(chunks: Uint8Array[]): Promise<string> {
+  return drain(observeBody(source(chunks), observer, LIMITS).pipeThrough(referenceUsageFilter()));
+}
+
+function relay(chunks: Uint8Array[]): Promise<string> {
+  return drain(observeBody(source(chunks), observer, LIMITS, new UsageChunkFilter()));
+}
+
 /** Median µs per call of `fn` over ROUNDS rounds of `calls` calls. */
 async function microsPerCall(fn: () => unknown, calls: number): Promise<number> {
   const rounds: number[] = [];
@@ -143,3 +186,13 @@ for (const [input, chunks] of [["one event a chunk", perEvent], ["one chunk", wh
 const reference = await microsPerCall(() => readAllReference(perEvent), 200);
 const now = await microsPerCall(() => readAll(perEvent), 200);
 console.log(row("bounded reads", `${perEvent.length} chunks`, reference, now));
+for (const [input, chunks] of [["one event a chunk", perEvent], ["one chunk", whole]] as const) {
+  if (await relayReference(chunks) !== await relay(chunks)) {
+    throw new Error("the two relays send different bytes");
+  }
+  const label = `${perEvent.length} events, ${input}`;
+  const reference = await microsPerCall(() => relayReference(chunks), 200);
+  console.log(
+    row("relayed without usage", label, reference, await microsPerCall(() => relay(chunks), 200)),
+  );
+}

@@ -1,6 +1,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { requestStreamUsage } from "../../src/proxy/stream_usage.ts";
-import { usageChunkFilter } from "../../src/proxy/usage_chunk_filter.ts";
+import { UsageChunkFilter } from "../../src/proxy/usage_chunk_filter.ts";
+import { observeBody } from "../../src/proxy/observed_body.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -61,7 +62,12 @@ async function filtered(text: string, cuts: number[]): Promise<string> {
       controller.close();
     },
   });
-  return await new Response(source.pipeThrough(usageChunkFilter())).text();
+  return await new Response(withoutUsage(source)).text();
+}
+
+/** The body relayed as the router relays it when it asked for the usage itself. */
+function withoutUsage(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  return observeBody(source, { onEnd() {} }, undefined, new UsageChunkFilter());
 }
 
 Deno.test("the usage-only chunk and every usage:null are gone, whatever the chunk cuts", async () => {
@@ -72,6 +78,22 @@ Deno.test("the usage-only chunk and every usage:null are gone, whatever the chun
   assertEquals(await filtered(stream, []), expected);
   for (let cut = 1; cut < stream.length; cut += 7) {
     assertEquals(await filtered(stream, [cut, Math.min(stream.length, cut + 3)]), expected);
+  }
+});
+
+Deno.test("small and large chunks alike: the usage is found whether searched as bytes or as text", async () => {
+  for (const events of [1, 10, 100]) {
+    const texts = Array.from({ length: events }, (_, i) => `t${i}`);
+    const stream = texts.map(CHUNK).join("") + USAGE + "data: [DONE]\n\n";
+    assert(events < 100 || encoder.encode(stream).length > 4096, "a chunk past the byte search");
+    const kept = texts.map((text) =>
+      `data: {"id":"c","choices":[{"index":0,"text":"${text}"}]}\n\n`
+    );
+    assertEquals(
+      await filtered(stream, []),
+      kept.join("") + "data: [DONE]\n\n",
+      `${events} events`,
+    );
   }
 });
 
@@ -104,7 +126,7 @@ Deno.test("a line over 1 MiB goes on unfiltered as it arrives instead of being h
       controller.close();
     },
   });
-  const reader = source.pipeThrough(usageChunkFilter()).getReader();
+  const reader = withoutUsage(source).getReader();
   let received = 0;
   let firstOutputAfter = -1;
   for (;;) {
