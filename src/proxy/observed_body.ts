@@ -1,4 +1,5 @@
 import { type BodyLimits, ReadWatchdog } from "./read_watchdog.ts";
+import { chunkReader } from "./chunk_reader.ts";
 import { SseEventFramer } from "./sse_event_framer.ts";
 
 /** How a proxied body ended, exactly once per response. */
@@ -44,7 +45,7 @@ export function observeBody(
 ): ReadableStream<Uint8Array> {
   let ended = false;
   let first = true;
-  const reader = body?.getReader();
+  const reader = body ? chunkReader(body) : undefined;
   const watchdog = reader && limits ? new ReadWatchdog(reader, limits) : undefined;
   const end = (outcome: BodyOutcome, error?: unknown) => {
     if (ended) return;

@@ -1,3 +1,5 @@
+import type { ChunkReader } from "./chunk_reader.ts";
+
 /** The watchdog's clock: the time in ms and timers (a test drives them by hand). */
 export interface WatchdogClock {
   now(): number;
@@ -40,7 +42,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * `dispose` once the body is done.
  */
 export class ReadWatchdog {
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #reader: ChunkReader;
   readonly #limits: BodyLimits;
   readonly #endBy: number;
   #readingSince: number | undefined;
@@ -51,7 +53,7 @@ export class ReadWatchdog {
   readonly #onAbort = () => this.#stop(this.#limits.abort?.reason);
 
   constructor(
-    reader: ReadableStreamDefaultReader<Uint8Array>,
+    reader: ChunkReader,
     limits: BodyLimits,
     clock: WatchdogClock = SYSTEM_CLOCK,
   ) {
