@@ -1,9 +1,9 @@
 /**
  * Reads a body's chunks into one buffer of its own, reused, where the stream lets a reader bring
- * its buffer (a fetch body does). Deno's default reader allocates 64 KiB for every read: for an
- * engine that writes each token on its own, 64 KiB of garbage per token and the full collections
- * that follow (docs/benchmarks.md, "Paced streams"). Each chunk handed out is a copy of the bytes
- * read, so the buffer can be read into again at once.
+ * its buffer (a fetch body does). Deno's default reader hands out each read in a fresh 64 KiB
+ * buffer: for an engine that writes each token on its own, 64 KiB of garbage per token
+ * (docs/benchmarks.md, "Paced streams"). Each chunk handed out is a copy of the bytes read, so
+ * the buffer can be read into again at once.
  */
 export interface ChunkReader {
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;

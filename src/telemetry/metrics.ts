@@ -455,26 +455,19 @@ function declareEngineMirrorGauges(
     "1 while the mirror of the engine's cache from its KV events is exact.",
     (s) => (s.engineMirror === undefined ? undefined : s.engineMirror.exact ? 1 : 0),
   );
-  instanceGauge(
-    "tidegate_engine_mirror_gaps",
-    "Sequence gaps in the engine's KV events (lost messages), since start.",
-    (s) => s.engineMirror?.gaps,
-  );
-  instanceGauge(
-    "tidegate_engine_mirror_restarts",
-    "Times the engine's publisher was found started again (the mirror emptied), since start.",
-    (s) => s.engineMirror?.restarts,
-  );
-  instanceGauge(
-    "tidegate_engine_mirror_disconnects",
-    "Connections to the engine's KV event publisher lost, since start.",
-    (s) => s.engineMirror?.disconnects,
-  );
-  instanceGauge(
-    "tidegate_engine_mirror_resyncs_failed",
-    "Replays that could not make the engine's mirror whole again, since start.",
-    (s) => s.engineMirror?.resyncFailed,
-  );
+  const counters = [
+    ["gaps", "gaps", "Sequence gaps in the engine's KV events (lost messages)"],
+    ["restarts", "restarts", "Times the engine's publisher was found restarted (mirror emptied)"],
+    ["disconnects", "disconnects", "Connections to the engine's KV event publisher lost"],
+    ["resyncs_failed", "resyncFailed", "Replays that could not make the engine's mirror whole"],
+  ] as const;
+  for (const [suffix, field, help] of counters) {
+    instanceGauge(
+      `tidegate_engine_mirror_${suffix}`,
+      `${help}, since start.`,
+      (s) => s.engineMirror?.[field],
+    );
+  }
 }
 
 /** Per-instance KV agreement (1 for the current state), read at scrape time. */

@@ -42,6 +42,12 @@ export type ReceiveResult = { resync: false } | { resync: true; from: bigint };
 
 /** How many recent batches' timestamps are kept to recognise a live copy of a replayed one. */
 const RECENT_BATCHES = 4096;
+const RECENT_BATCHES_BIG = BigInt(RECENT_BATCHES);
+
+/** Where a batch's timestamp is kept among the recent ones. */
+function recentSlot(seq: bigint): number {
+  return Number(seq % RECENT_BATCHES_BIG);
+}
 const MEDIUMS = new Map([["GPU", 1], ["CPU", 2], ["STORAGE", 4]]);
 const OTHER_MEDIUM = 8;
 
@@ -97,11 +103,6 @@ export class EngineBlockIndex {
   }
 
   #blockSize: number | undefined;
-
-  /** A replay is under way (live batches are held meanwhile). */
-  get resyncing(): boolean {
-    return this.#pending !== undefined;
-  }
 
   /** Consecutive blocks from the first that the engine holds; undefined unless exact. */
   prefixBlocks(ids: readonly string[]): number | undefined {
@@ -239,14 +240,14 @@ export class EngineBlockIndex {
 
   /** The very batch (same number, same timestamp) was applied, from a replay. */
   #appliedAlready(batch: EngineKvEventBatch, last: bigint): boolean {
-    if (batch.ts === undefined || last - batch.seq >= BigInt(RECENT_BATCHES)) return false;
-    return this.#recentTs[Number(batch.seq % BigInt(RECENT_BATCHES))] === batch.ts;
+    if (batch.ts === undefined || last - batch.seq >= RECENT_BATCHES_BIG) return false;
+    return this.#recentTs[recentSlot(batch.seq)] === batch.ts;
   }
 
   #apply(batch: EngineKvEventBatch): void {
     this.#lastSeq = batch.seq;
     this.#lastTs = batch.ts;
-    this.#recentTs[Number(batch.seq % BigInt(RECENT_BATCHES))] = batch.ts ?? NaN;
+    this.#recentTs[recentSlot(batch.seq)] = batch.ts ?? NaN;
     this.counters.batches++;
     for (const event of batch.events) this.#applyEvent(event);
     if (this.#blocks.size > this.#maxBlocks) {

@@ -37,8 +37,7 @@ export function blockId(hexDigest: string): string {
 export function decodeKvEventMessage(frames: readonly Uint8Array[]): EngineKvEventBatch {
   if (frames.length !== 3) throw new Error(`a KV event message has 3 frames, got ${frames.length}`);
   const seq = decodeSeq(frames[1]);
-  const { ts, events } = decodeKvEventBatch(frames[2]);
-  return { seq, ...(ts === undefined ? {} : { ts }), events };
+  return { seq, ...decodeKvEventBatch(frames[2]) };
 }
 
 /** An 8-byte big-endian sequence number (signed: vLLM's replay end marker is -1). */
