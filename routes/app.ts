@@ -3,6 +3,7 @@
  * them to the gateway and the routes at construction, and mounts the routes on one Hono app.
  * Nothing under src/ imports this folder (docs/architecture.md).
  */
+import process from "node:process";
 import type { TracerProvider } from "@opentelemetry/api";
 import { Hono } from "hono";
 import { adminAuth } from "../src/admin/auth.ts";
@@ -208,6 +209,8 @@ export async function createRouter(
     now: deps.now,
     timers: deps.timers ?? systemTimers(),
     observe: (lagS) => parts.metrics.eventLoopLag.observe(lagS),
+    // Real timers measure the real process; a test's own clock keeps the 20 ms period.
+    cpuMs: deps.timers ? undefined : processCpuMs,
   });
   loopLag.start();
   const background = new BackgroundWork({
@@ -237,6 +240,12 @@ export async function createRouter(
 function attachShared(shared: SharedState | undefined, runtime: ModelRuntime): ModelRuntime {
   shared?.attach(runtime.config.name, runtime.cluster.account, runtime.predicted);
   return runtime;
+}
+
+/** This process's CPU time so far (all its threads), in milliseconds. */
+function processCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }
 
 /** Every collaborator, each given what it needs at construction. */

@@ -296,8 +296,9 @@ export class GatewayMetrics {
 
     this.eventLoopLag = new client.Histogram({
       name: "tidegate_event_loop_lag_seconds",
-      help: "How late the main loop ran a timer due every 20 ms: time it was held by one step " +
-        "(or starved of CPU). Requests wait at least this long.",
+      help: "How late the main loop ran a timer due every 20 ms (500 ms while the process " +
+        "is idle): time it was held by one step (or starved of CPU). Requests wait at least " +
+        "this long.",
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
