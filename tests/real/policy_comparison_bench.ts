@@ -56,11 +56,14 @@ import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 const USAGE = "usage: deno task bench:policies [--requests N] " +
   "[--concurrency C] [--seed S] [--policies a,b:param=N,smg:P] [--kv store|local] " +
   "[--warmup N] [--out FILE] " +
-  "[--in-process] [--decisions FILE]\n" +
+  "[--in-process] [--decisions FILE] [--reference DIR]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
   "the benchmark's process instead (--decisions, its decision logs, implies it)\n" +
   "  --warmup N: each router first serves N requests over other documents (caches emptied " +
-  "after), so that a router's start-up (JIT, tokenizer) is not measured; default 0";
+  "after), so that a router's start-up (JIT, tokenizer) is not measured; default 0\n" +
+  "  --reference DIR: arms named `ref:P` run tidegate from the checkout at DIR (e.g. a git " +
+  "worktree of an earlier commit) with policy P, as its own process: the previous " +
+  "implementation measured in the same run";
 
 /**
  * tidegate's default (affinity_ttft), its previous default (cache_aware) and mooncake_ttft; the
@@ -94,6 +97,8 @@ interface Options {
   inProcess: boolean;
   /** Requests over other documents each router serves before the measured ones. */
   warmup: number;
+  /** A checkout of another tidegate commit, which the `ref:` arms run. */
+  reference?: string;
 }
 
 function parseArgs(args: string[]): Options {
@@ -126,6 +131,7 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--out") options.out = value;
     else if (flag === "--decisions") options.decisions = value;
     else if (flag === "--warmup") options.warmup = intAtLeast(flag, value, 0);
+    else if (flag === "--reference") options.reference = value.replace(/\/?$/, "/");
     else if (flag === "--kv") {
       if (value !== "store" && value !== "local") throw new Error(`--kv takes store or local`);
       options.kv = value;
@@ -133,6 +139,9 @@ function parseArgs(args: string[]): Options {
   }
   // The decision logs are read from the router object: in the benchmark's process only.
   if (options.decisions) options.inProcess = true;
+  if (options.policies.some((p) => p.startsWith("ref:")) && !options.reference) {
+    throw new Error(`ref: arms need --reference DIR\n${USAGE}`);
+  }
   return options;
 }
 
@@ -488,19 +497,24 @@ async function runTidegateArm(
  * client then shares no event loop with it. The agreement is read from its /metrics.
  */
 async function runTidegateProcess(
-  policy: string,
+  arm: string,
   master: RealMaster | undefined,
   engines: VllmEngine[],
   measure: Measure,
+  reference: string | undefined,
 ): Promise<PolicyResult> {
   const port = freePort();
   const dir = await Deno.makeTempDir({ prefix: "tidegate-bench-" });
   const config = `${dir}/tidegate.json`;
+  // A `ref:P` arm: policy P, run by the reference checkout's router.
+  const [root, policy] = arm.startsWith("ref:")
+    ? [reference!, arm.slice("ref:".length)]
+    : [REAL.root, arm];
   await Deno.writeTextFile(config, JSON.stringify(rawRouterConfig(master, engines, policy, port)));
   const router = startRealProcess(
     "tidegate",
     Deno.execPath(),
-    ["run", "-A", `${REAL.root}cli/main.ts`, "start", "--config", config],
+    ["run", "-A", `${root}cli/main.ts`, "start", "--config", config],
   );
   try {
     const url = `http://127.0.0.1:${port}`;
@@ -525,7 +539,7 @@ async function runTidegateProcess(
       return `v${i} ${state ?? "?"}`;
     });
     const storeKeys = master ? await storeKeyCount(master) : 0;
-    return { policy, ...run, agreement, storeKeys };
+    return { policy: arm, ...run, agreement, storeKeys };
   } finally {
     await router.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -658,6 +672,9 @@ async function main(): Promise<void> {
   const date = new Date().toISOString();
   const commit = await git(["rev-parse", "--short", "HEAD"]);
   const dirty = (await git(["status", "--porcelain", "--untracked-files=no"])) !== "";
+  const referenceCommit = options.reference
+    ? await git(["-C", options.reference, "rev-parse", "--short", "HEAD"])
+    : undefined;
   const loadStart = loadavg();
   const started = performance.now();
 
@@ -704,9 +721,9 @@ async function main(): Promise<void> {
       progress(`${policy}: caches and store empty`);
       const result = policy.startsWith("smg:")
         ? await runSmgArm(policy, engines, measure)
-        : options.inProcess
+        : options.inProcess && !policy.startsWith("ref:")
         ? await runTidegateArm(policy, master, engines, measure, options, decisions)
-        : await runTidegateProcess(policy, master, engines, measure);
+        : await runTidegateProcess(policy, master, engines, measure, options.reference);
       results.push(result);
       const failed = result.samples.filter((s) => s.error || s.status !== 200);
       progress(
@@ -745,8 +762,12 @@ async function main(): Promise<void> {
       options.inProcess ? "in the benchmark's process" : "its own process: `cli/main.ts start`"
     }) with each policy named; ` +
     `SMG ${SMG_VERSION} (\`smg launch --policy P\`, a fresh process per arm, HTTP workers: ` +
-    "routes on the request text, does not tokenize) for the `smg:` arms. Arms run one after " +
-    "another on the same engines, caches emptied between them",
+    "routes on the request text, does not tokenize) for the `smg:` arms" +
+    (referenceCommit
+      ? `; for the \`ref:\` arms, tidegate at ${referenceCommit} (${options.reference}, its own ` +
+        "process)"
+      : "") +
+    ". Arms run one after another on the same engines, caches emptied between them",
     `- warm-up: ${
       warmup
         ? `each router first served ${options.warmup} requests over other documents ` +
