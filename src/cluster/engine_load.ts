@@ -92,8 +92,40 @@ function forModel(samples: PromSample[], modelName: string | undefined, key: str
 }
 
 function parseMetrics(text: string, names: Set<string>) {
-  const parsed = parsePrometheusText(text, { keep: (name) => names.has(name) });
+  // Indented lines (which the format allows and no engine writes) are left to the full parse.
+  const indented = /^[ \t]/.test(text) || text.includes("\n ") || text.includes("\n\t");
+  const parsed = parsePrometheusText(indented ? text : linesNamed(text, names), {
+    keep: (name) => names.has(name),
+  });
   return parsed.samples;
+}
+
+/**
+ * The lines of a metrics page that begin with one of `names` (or its quoted form), in no
+ * particular order: vLLM's page is ~50 KB of other series, and cutting all of it into lines was
+ * most of the cost of reading it (docs/benchmarks.md, "Load pages"). A name is matched as a
+ * prefix; the parser then keeps the exact names.
+ */
+export function linesNamed(text: string, names: Iterable<string>): string {
+  const kept: string[] = [];
+  const quoted = text.includes('{"'); // a search that finds nothing reads the whole page
+  for (const name of names) {
+    for (const start of quoted ? [name, `{"${name}"`] : [name]) {
+      let at = text.startsWith(start) ? 0 : lineStart(text, start, 0);
+      while (at >= 0) {
+        const end = text.indexOf("\n", at);
+        kept.push(text.slice(at, end < 0 ? text.length : end));
+        at = end < 0 ? -1 : lineStart(text, start, end);
+      }
+    }
+  }
+  return kept.join("\n");
+}
+
+/** Where the next line beginning with `start` begins, searching from `from`; -1 if none. */
+function lineStart(text: string, start: string, from: number): number {
+  const at = text.indexOf(`\n${start}`, from);
+  return at < 0 ? -1 : at + 1;
 }
 
 /** Reads vLLM's `/metrics`: waiting and running summed over engines, KV usage averaged. */

@@ -1,0 +1,52 @@
+/**
+ * Reading a real vLLM /metrics page (tests/data/vllm_metrics.txt, vLLM 0.32.0 CPU) by its few
+ * load lines gives what the parse of the whole page gives.
+ */
+import { assertEquals } from "../assert.ts";
+import { linesNamed, readVllmMetrics } from "../../src/cluster/engine_load.ts";
+import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
+
+const PAGE = Deno.readTextFileSync(new URL("../data/vllm_metrics.txt", import.meta.url));
+const NAMES = [
+  "vllm:num_requests_waiting",
+  "vllm:num_requests_running",
+  "vllm:kv_cache_usage_perc",
+];
+
+/** The page with each load gauge set to a value of its own. */
+function pageWith(waiting: number, running: number, usage: number): string {
+  return PAGE
+    .replace(/^(vllm:num_requests_waiting\{[^}]*\}) .*$/m, `$1 ${waiting}`)
+    .replace(/^(vllm:num_requests_running\{[^}]*\}) .*$/m, `$1 ${running}`)
+    .replace(/^(vllm:kv_cache_usage_perc\{[^}]*\}) .*$/m, `$1 ${usage}`);
+}
+
+const sorted = (text: string, keep: (name: string) => boolean) =>
+  parsePrometheusText(text, { keep }).samples.map((s) => JSON.stringify(s)).sort();
+
+Deno.test("the load lines of a real vLLM page parse to the samples the whole page gives", () => {
+  const page = pageWith(3, 5, 0.25);
+  for (const names of [NAMES, ["vllm:num_requests_waiting"], ["vllm:prompt_tokens"]]) {
+    const keep = (name: string) => names.includes(name);
+    const whole = sorted(page, keep);
+    assertEquals(sorted(linesNamed(page, names), keep), whole, names.join(","));
+  }
+  assertEquals(sorted(page, (name) => NAMES.includes(name)).length, 3);
+  const report = readVllmMetrics(page, { observedAtMs: 7, modelName: "tiny-qwen3" });
+  assertEquals(report, { waitingRequests: 3, runningRequests: 5, kvUsage: 0.25, observedAtMs: 7 });
+});
+
+Deno.test("linesNamed() finds a name on the first line, quoted, at the end and in CRLF pages", () => {
+  const page = 'a 1\r\n{"a",x="1"} 2\r\n# HELP a help\r\nb 3\r\na_total 4\r\na{x="2"} 5';
+  assertEquals(
+    linesNamed(page, ["a"]).split("\n").sort(),
+    ["a 1\r", "a_total 4\r", 'a{x="2"} 5', '{"a",x="1"} 2\r'].sort(),
+  );
+  assertEquals(linesNamed(page, ["c"]), "");
+});
+
+Deno.test("an indented page is read whole, as the format allows", () => {
+  const indented = pageWith(2, 1, 0.5).replace(/^vllm:num_requests_running/m, "  $&");
+  const report = readVllmMetrics(indented, { observedAtMs: 0 });
+  assertEquals([report.waitingRequests, report.runningRequests], [2, 1]);
+});
