@@ -9,6 +9,7 @@
 import { readVllmMetrics } from "../../src/cluster/engine_load.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { takeNoArguments } from "./bench_arguments.ts";
+import { microsPerCall } from "./micros_per_call.ts";
 
 const USAGE = `Usage: deno task bench:load-page
 
@@ -22,27 +23,14 @@ const NAMES = new Set([
   "vllm:kv_cache_usage_perc",
   "vllm:gpu_cache_usage_perc",
 ]);
-const ROUNDS = 15;
 const CALLS = 500;
-
-/** Median µs per call of `fn` over ROUNDS rounds. */
-function microsPerCall(fn: () => unknown): number {
-  const rounds: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const start = performance.now();
-    for (let i = 0; i < CALLS; i++) fn();
-    rounds.push(((performance.now() - start) * 1000) / CALLS);
-  }
-  rounds.sort((a, b) => a - b);
-  return rounds[Math.floor(rounds.length / 2)];
-}
 
 takeNoArguments(USAGE);
 const reference = () => parsePrometheusText(PAGE, { keep: (name) => NAMES.has(name) }).samples;
 const now = () => readVllmMetrics(PAGE, { observedAtMs: 0, modelName: "tiny-qwen3" });
 if (reference().length !== 3 || now().runningRequests !== 0) throw new Error("unexpected page");
-const before = microsPerCall(reference);
-const after = microsPerCall(now);
+const before = microsPerCall(reference, CALLS);
+const after = microsPerCall(now, CALLS);
 console.log(`# bench:load-page, ${new Date().toISOString()}, load average ${loadAverage()}`);
 console.log("| page | reference µs | now µs | now ÷ reference |");
 console.log("|---|---:|---:|---:|");

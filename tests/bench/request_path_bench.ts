@@ -14,6 +14,7 @@
 import { nestsDeeperThan } from "../../src/openai/json_depth.ts";
 import { createJsonLog } from "../../src/telemetry/json_log.ts";
 import { takeNoArguments } from "./bench_arguments.ts";
+import { microsPerCall } from "./micros_per_call.ts";
 
 const USAGE = `Usage: deno task bench:request
 
@@ -37,18 +38,6 @@ function byteScanDeeperThan(bytes: Uint8Array, limit = 512): boolean {
     } else if (byte === 0x5d || byte === 0x7d) depth--;
   }
   return false;
-}
-
-/** Median µs per call of `fn` over ROUNDS rounds of `calls` calls. */
-function microsPerCall(fn: () => void, calls: number): number {
-  const rounds: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const start = performance.now();
-    for (let i = 0; i < calls; i++) fn();
-    rounds.push(((performance.now() - start) * 1000) / calls);
-  }
-  rounds.sort((a, b) => a - b);
-  return rounds[Math.floor(rounds.length / 2)];
 }
 
 const ACCESS_LINE = {
