@@ -4,9 +4,9 @@
  * `tidegate_event_loop_lag_seconds`; the hardening tests assert no input holds the loop.
  *
  * Each tick wakes the process, and a wake costs CPU of its own (about 0.2 ms on 2 cores: 10 ms a
- * second at 20 ms, docs/benchmarks.md "Idle"). A router that mostly waits on its engines is measured at
- * `idleIntervalMs`; as soon as the process uses `busyShare` of a core or a tick comes late, it is
- * measured at `intervalMs` again.
+ * second at 20 ms, docs/benchmarks.md "Idle"). A router that mostly waits on its engines is
+ * measured every `idleIntervalMs`; as soon as the process uses `busyShare` of a core or a tick
+ * comes late, every `intervalMs` again.
  */
 import type { Timers } from "../cluster/timers.ts";
 

@@ -36,7 +36,7 @@ Deno.test("the load lines of a real vLLM page parse to the samples the whole pag
   assertEquals(report, { waitingRequests: 3, runningRequests: 5, kvUsage: 0.25, observedAtMs: 7 });
 });
 
-Deno.test("linesNamed() finds a name on the first line, quoted, at the end and in CRLF pages", () => {
+Deno.test("linesNamed() finds names first, quoted, last and in CRLF pages", () => {
   const page = 'a 1\r\n{"a",x="1"} 2\r\n# HELP a help\r\nb 3\r\na_total 4\r\na{x="2"} 5';
   assertEquals(
     linesNamed(page, ["a"]).split("\n").sort(),

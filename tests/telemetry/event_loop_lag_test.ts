@@ -27,7 +27,7 @@ Deno.test("without a CPU reading the loop is measured every 20 ms", async () => 
   assertEquals(time.pendingTimers, 0);
 });
 
-Deno.test("a router that uses no CPU is measured every 500 ms, one that works every 20 ms", async () => {
+Deno.test("an idle router is measured every 500 ms, one that works every 20 ms", async () => {
   // The process's CPU grows by a tenth of the clock while it works, not at all while it waits.
   let working = false;
   let cpuMs = 0;
