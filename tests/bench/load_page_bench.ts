@@ -3,7 +3,7 @@
  * second whatever the traffic: `deno task bench:load-page`. A real vLLM 0.32.0 page
  * (tests/data/vllm_metrics.txt, 53 KB) read as the poller did before (the whole page cut into
  * lines and parsed, kept here as the reference) and as `readVllmMetrics` reads it now (only the
- * lines of the three load gauges, src/cluster/engine_load.ts). Prints µs per read (median of
+ * lines of the load gauges, src/cluster/engine_load.ts). Prints µs per read (median of
  * rounds) and the ratio to the reference.
  */
 import { readVllmMetrics } from "../../src/cluster/engine_load.ts";

@@ -6,7 +6,8 @@
  * the engine's body without JavaScript per chunk) and tidegate with each of its listeners. One
  * client sends requests one after another: streamed answers of 16 and 128 tokens and a
  * non-streamed one. Prints each router's CPU per request (all its threads, from /proc), the CPU
- * per streamed token ((128-token − 16-token) ÷ 112), and its CPU per second while idle.
+ * per streamed token ((128-token − 16-token) ÷ 112), and its CPU per second while idle (all
+ * targets over the same 5 s, 45 s after they started).
  */
 import { parseArgs } from "node:util";
 import {
@@ -131,10 +132,18 @@ async function cpuPerRequest(target: Target, stream: boolean, tokens: number): P
   return ((await cpuMs(target.proc.pid)) - before) / REQUESTS;
 }
 
-async function idleCpuPerSecond(target: Target): Promise<number> {
-  const before = await cpuMs(target.proc.pid);
+/**
+ * Every target's CPU per second over the same 5 s, from 45 s after they started: V8 compacts the
+ * heap a start-up left 30-40 s after it (collections of 5-67 ms, seen with `--trace-gc`), which
+ * is start-up's cost, not idling's.
+ */
+async function idleCpuPerSecond(targets: Target[], startedAt: number): Promise<number[]> {
+  const settle = startedAt + 45_000 - performance.now();
+  if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
+  const before = await Promise.all(targets.map((t) => cpuMs(t.proc.pid)));
   await new Promise((resolve) => setTimeout(resolve, 5_000));
-  return ((await cpuMs(target.proc.pid)) - before) / 5;
+  const after = await Promise.all(targets.map((t) => cpuMs(t.proc.pid)));
+  return after.map((ms, i) => (ms - before[i]) / 5);
 }
 
 const enginePort = freePort();
@@ -152,7 +161,9 @@ try {
   if (!await waitFor(`http://127.0.0.1:${enginePort}/health`, 30_000)) {
     throw new Error(`the engine stub did not start: ${engine.log}`);
   }
+  const startedAt = performance.now();
   targets = await startTargets(enginePort);
+  const idle = await idleCpuPerSecond(targets, startedAt);
   console.log(`# bench:paced, ${new Date().toISOString()}, load average ${loadAverage()}`);
   console.log(
     `# ${REQUESTS} requests a cell, one at a time; the engine stub ${GAP_MS} ms between events`,
@@ -161,14 +172,15 @@ try {
     "| router | idle CPU ms/s | streamed 16 tokens | streamed 128 tokens | per streamed token | not streamed |",
   );
   console.log("|---|---:|---:|---:|---:|---:|");
-  for (const target of targets) {
-    const idle = await idleCpuPerSecond(target);
+  for (const [i, target] of targets.entries()) {
     const short = await cpuPerRequest(target, true, 16);
     const long = await cpuPerRequest(target, true, 128);
     const plain = await cpuPerRequest(target, false, 128);
     const perToken = ((long - short) / 112) * 1000;
     console.log(
-      `| ${target.name} | ${idle.toFixed(1)} | ${short.toFixed(2)} ms | ${long.toFixed(2)} ms | ` +
+      `| ${target.name} | ${idle[i].toFixed(1)} | ${short.toFixed(2)} ms | ${
+        long.toFixed(2)
+      } ms | ` +
         `${perToken.toFixed(0)} µs | ${plain.toFixed(2)} ms |`,
     );
   }
