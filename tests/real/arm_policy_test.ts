@@ -1,5 +1,5 @@
 import { assertEquals, assertThrows } from "../assert.ts";
-import { armPolicy } from "./policy_comparison_bench.ts";
+import { armPolicy, armSettings } from "./policy_comparison_bench.ts";
 
 Deno.test("bench:policies arms name a policy, or a policy with numeric parameters", () => {
   assertEquals(armPolicy("round_robin"), "round_robin");
@@ -13,4 +13,14 @@ Deno.test("bench:policies arms name a policy, or a policy with numeric parameter
   });
   assertThrows(() => armPolicy("affinity_ttft:homeWeight"), Error, "is not key=number");
   assertThrows(() => armPolicy("affinity_ttft:homeWeight=x"), Error, "is not key=number");
+});
+
+Deno.test("bench:policies arms may set the router's tokenizer workers after @", () => {
+  assertEquals(armSettings("affinity_ttft"), { policy: "affinity_ttft" });
+  assertEquals(armSettings("affinity_ttft@workers=0"), { policy: "affinity_ttft", workers: 0 });
+  assertEquals(armSettings("ref:cache_aware:homeWeight=1@workers=2"), {
+    policy: "ref:cache_aware:homeWeight=1",
+    workers: 2,
+  });
+  assertThrows(() => armSettings("affinity_ttft@threads=1"), Error, "is not workers=N");
 });

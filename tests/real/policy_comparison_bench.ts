@@ -15,7 +15,7 @@
  * docs/real_policy_comparison.md has runs and what they do and do not show.
  *
  * usage: deno task bench:policies [--requests N] [--concurrency C] [--seed S]
- *        [--policies a,b:param=N,smg:cache_aware] [--kv store|local] [--out FILE]
+ *        [--policies a,b:param=N,c@workers=0,smg:cache_aware] [--kv store|local] [--out FILE]
  *        [--decisions FILE]
  * (after `deno task setup:real`, which installs vLLM, mooncake_master and SMG into .venv)
  */
@@ -54,13 +54,16 @@ import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
 import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
-  "[--concurrency C] [--seed S] [--policies a,b:param=N,smg:P] [--kv store|local] " +
-  "[--warmup N] [--out FILE] " +
+  "[--concurrency C] [--seed S] [--policies a,b:param=N,c@workers=N,smg:P] " +
+  "[--kv store|local] " +
+  "[--warmup N] [--engine-cores own|shared] [--out FILE] " +
   "[--in-process] [--decisions FILE] [--reference DIR]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
   "the benchmark's process instead (--decisions, its decision logs, implies it)\n" +
   "  --warmup N: each router first serves N requests over other documents (caches emptied " +
   "after), so that a router's start-up (JIT, tokenizer) is not measured; default 0\n" +
+  "  --engine-cores own: each engine pinned to a core of its own (taskset), as a cluster's " +
+  "instances each have their own device; default shared: both engines on every core\n" +
   "  --reference DIR: arms named `ref:P` run tidegate from the checkout at DIR (e.g. a git " +
   "worktree of an earlier commit) with policy P, as its own process: the previous " +
   "implementation measured in the same run";
@@ -99,6 +102,8 @@ interface Options {
   warmup: number;
   /** A checkout of another tidegate commit, which the `ref:` arms run. */
   reference?: string;
+  /** `own`: each engine pinned to a core of its own; `shared`: both on every core. */
+  engineCores: "own" | "shared";
 }
 
 function parseArgs(args: string[]): Options {
@@ -110,6 +115,7 @@ function parseArgs(args: string[]): Options {
     kv: "store",
     inProcess: false,
     warmup: 0,
+    engineCores: "shared",
   };
   for (let i = 0; i < args.length; i++) {
     const flag = args[i];
@@ -132,7 +138,12 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--decisions") options.decisions = value;
     else if (flag === "--warmup") options.warmup = intAtLeast(flag, value, 0);
     else if (flag === "--reference") options.reference = value.replace(/\/?$/, "/");
-    else if (flag === "--kv") {
+    else if (flag === "--engine-cores") {
+      if (value !== "own" && value !== "shared") {
+        throw new Error(`--engine-cores takes own or shared`);
+      }
+      options.engineCores = value;
+    } else if (flag === "--kv") {
       if (value !== "store" && value !== "local") throw new Error(`--kv takes store or local`);
       options.kv = value;
     } else throw new Error(`unknown argument ${flag}\n${USAGE}`);
@@ -173,17 +184,31 @@ export function armPolicy(arm: string): string | { name: string; params: Record<
   return { name: arm.slice(0, at), params };
 }
 
-function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], policy: string) {
-  return resolveConfig(rawRouterConfig(master, engines, policy, 0));
+/**
+ * An arm's router settings after its policy: `P@workers=N` runs policy P with `workers: N` (the
+ * tokenizer threads; on this machine they share the two cores with the engines).
+ */
+export function armSettings(arm: string): { policy: string; workers?: number } {
+  const at = arm.indexOf("@");
+  if (at < 0) return { policy: arm };
+  const setting = arm.slice(at + 1);
+  const workers = setting.match(/^workers=(\d+)$/)?.[1];
+  if (workers === undefined) throw new Error(`arm ${arm}: "${setting}" is not workers=N`);
+  return { policy: arm.slice(0, at), workers: Number(workers) };
+}
+
+function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], arm: string) {
+  return resolveConfig(rawRouterConfig(master, engines, arm, 0));
 }
 
 /** The router's config as a file holds it (`start --config`). */
 function rawRouterConfig(
   master: RealMaster | undefined,
   engines: VllmEngine[],
-  policy: string,
+  arm: string,
   port: number,
 ) {
+  const { policy, workers } = armSettings(arm);
   const keys = {
     hash: "sha256", // vLLM's default --prefix-caching-hash-algo
     chunkSize: CPU_BLOCK_SIZE,
@@ -198,6 +223,7 @@ function rawRouterConfig(
     : { ...keys, store: "none", predictedIndex: { ttlMs: 3_600_000 } };
   return {
     listen: { host: "127.0.0.1", port },
+    ...(workers === undefined ? {} : { workers }),
     models: [{
       name: REAL.modelName,
       tokenizer: { path: REAL.model },
@@ -705,9 +731,12 @@ async function main(): Promise<void> {
     progress("starting 2 vLLM engines");
     engines.push(
       ...await Promise.all(
-        HOSTS.map((kvHost) =>
+        HOSTS.map((kvHost, i) =>
           startVllm({
             ...(master ? { mooncakeMaster: master.rpcAddress, kvHost } : {}),
+            ...(options.engineCores === "own"
+              ? { cpus: String(i % navigator.hardwareConcurrency) }
+              : {}),
             startTimeoutMs: 600_000,
           })
         ),
@@ -748,7 +777,10 @@ async function main(): Promise<void> {
     `- command: \`${command}\``,
     `- machine: ${navigator.hardwareConcurrency} cores; /proc/loadavg at start \`${loadStart}\`, ` +
     `at end \`${loadEnd}\``,
-    `- cluster: 2 × vLLM 0.32.0 CPU (tiny Qwen3, ${CPU_BLOCK_SIZE}-token blocks, prefix caching)` +
+    `- cluster: 2 × vLLM 0.32.0 CPU (tiny Qwen3, ${CPU_BLOCK_SIZE}-token blocks, prefix caching` +
+    (options.engineCores === "own"
+      ? "; each engine pinned to a core of its own, the router on either)"
+      : "; both engines on every core)") +
     (master
       ? " + MooncakeStoreConnector into one mooncake_master (local_first), the router reading " +
         "the master; prefix caches and store emptied before each policy"

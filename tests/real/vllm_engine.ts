@@ -32,6 +32,11 @@ export interface VllmOptions {
   env?: Record<string, string>;
   /** `--kv-transfer-config` (a P/D connector); `mooncakeMaster` sets the store connector's. */
   kvTransfer?: Record<string, unknown>;
+  /**
+   * The CPUs the engine's processes may run on (`taskset -c`, e.g. "1"): engines on this machine
+   * otherwise share every core, where a cluster's instances each have their own device.
+   */
+  cpus?: string;
   /** Milliseconds to wait for /health (three engines starting at once on two cores: minutes). */
   startTimeoutMs?: number;
 }
@@ -104,7 +109,9 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
       options.kvHost ?? "127.0.0.1",
     );
   }
-  const process = startRealProcess(`vllm-${port}`, REAL.python, args, env);
+  const process = options.cpus === undefined
+    ? startRealProcess(`vllm-${port}`, REAL.python, args, env)
+    : startRealProcess(`vllm-${port}`, "taskset", ["-c", options.cpus, REAL.python, ...args], env);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitForOk(`${url}/health`, options.startTimeoutMs ?? 300_000, process.alive, "vllm");
