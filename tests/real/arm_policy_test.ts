@@ -15,12 +15,18 @@ Deno.test("bench:policies arms name a policy, or a policy with numeric parameter
   assertThrows(() => armPolicy("affinity_ttft:homeWeight=x"), Error, "is not key=number");
 });
 
-Deno.test("bench:policies arms may set the router's tokenizer workers after @", () => {
+Deno.test("bench:policies arms may set the router's workers and listener after @", () => {
   assertEquals(armSettings("affinity_ttft"), { policy: "affinity_ttft" });
   assertEquals(armSettings("affinity_ttft@workers=0"), { policy: "affinity_ttft", workers: 0 });
   assertEquals(armSettings("ref:cache_aware:homeWeight=1@workers=2"), {
     policy: "ref:cache_aware:homeWeight=1",
     workers: 2,
   });
+  assertEquals(armSettings("round_robin@server=deno@workers=1"), {
+    policy: "round_robin",
+    server: "deno",
+    workers: 1,
+  });
   assertThrows(() => armSettings("affinity_ttft@threads=1"), Error, "is not workers=N");
+  assertThrows(() => armSettings("affinity_ttft@server=bun"), Error, "is not workers=N");
 });

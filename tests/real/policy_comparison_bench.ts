@@ -54,16 +54,21 @@ import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
 import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
-  "[--concurrency C] [--seed S] [--policies a,b:param=N,c@workers=N,smg:P] " +
+  "[--concurrency C] [--seed S] [--policies a,b:param=N,c@workers=N@server=deno,smg:P] " +
   "[--kv store|local] " +
-  "[--warmup N] [--engine-cores own|shared] [--out FILE] " +
+  "[--warmup N] [--engine-cores own|shared] [--model tiny|prefill] [--out FILE] " +
   "[--in-process] [--decisions FILE] [--reference DIR]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
   "the benchmark's process instead (--decisions, its decision logs, implies it)\n" +
   "  --warmup N: each router first serves N requests over other documents (caches emptied " +
   "after), so that a router's start-up (JIT, tokenizer) is not measured; default 0\n" +
-  "  --engine-cores own: each engine pinned to a core of its own (taskset), as a cluster's " +
-  "instances each have their own device; default shared: both engines on every core\n" +
+  "  --engine-cores own (the default): each engine pinned to a core of its own (taskset), as a " +
+  "cluster's instances each have their own device; shared: both engines on every core\n" +
+  "  --model prefill (the default): the engines serve a larger random model (4 layers, hidden " +
+  "size 256), where a 2k-token prefill takes several times a cached prompt's TTFT; tiny: the " +
+  "real-engine suite's model\n" +
+  "  an arm named direct sends every request to the first engine, without a router: the floor " +
+  "a router's added latency is read against (with --concurrency 1)\n" +
   "  --reference DIR: arms named `ref:P` run tidegate from the checkout at DIR (e.g. a git " +
   "worktree of an earlier commit) with policy P, as its own process: the previous " +
   "implementation measured in the same run";
@@ -80,6 +85,8 @@ const DEFAULT_POLICIES = [
   "smg:cache_aware",
   "round_robin",
 ];
+/** The arm without a router: the client sends every request to the first engine itself. */
+const DIRECT_ARM = "direct";
 /** The arm the verdict lines compare against every other arm. */
 const VERDICT_ARM = "affinity_ttft";
 /** Each engine publishes its store segment under its own loopback address (the router's kvHost). */
@@ -104,6 +111,8 @@ interface Options {
   reference?: string;
   /** `own`: each engine pinned to a core of its own; `shared`: both on every core. */
   engineCores: "own" | "shared";
+  /** The engines' model: the tiny one, or the larger one where prefill dominates the TTFT. */
+  model: "tiny" | "prefill";
 }
 
 function parseArgs(args: string[]): Options {
@@ -115,7 +124,8 @@ function parseArgs(args: string[]): Options {
     kv: "store",
     inProcess: false,
     warmup: 0,
-    engineCores: "shared",
+    engineCores: "own",
+    model: "prefill",
   };
   for (let i = 0; i < args.length; i++) {
     const flag = args[i];
@@ -138,7 +148,10 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--decisions") options.decisions = value;
     else if (flag === "--warmup") options.warmup = intAtLeast(flag, value, 0);
     else if (flag === "--reference") options.reference = value.replace(/\/?$/, "/");
-    else if (flag === "--engine-cores") {
+    else if (flag === "--model") {
+      if (value !== "tiny" && value !== "prefill") throw new Error(`--model takes tiny or prefill`);
+      options.model = value;
+    } else if (flag === "--engine-cores") {
       if (value !== "own" && value !== "shared") {
         throw new Error(`--engine-cores takes own or shared`);
       }
@@ -184,17 +197,27 @@ export function armPolicy(arm: string): string | { name: string; params: Record<
   return { name: arm.slice(0, at), params };
 }
 
-/**
- * An arm's router settings after its policy: `P@workers=N` runs policy P with `workers: N` (the
- * tokenizer threads; on this machine they share the two cores with the engines).
- */
-export function armSettings(arm: string): { policy: string; workers?: number } {
-  const at = arm.indexOf("@");
-  if (at < 0) return { policy: arm };
-  const setting = arm.slice(at + 1);
-  const workers = setting.match(/^workers=(\d+)$/)?.[1];
-  if (workers === undefined) throw new Error(`arm ${arm}: "${setting}" is not workers=N`);
-  return { policy: arm.slice(0, at), workers: Number(workers) };
+/** Router settings an arm may name after its policy (`P@workers=0@server=deno`). */
+export interface ArmSettings {
+  policy: string;
+  /** `workers`: the tokenizer threads (on this machine they share the cores with the engines). */
+  workers?: number;
+  /** `listen.server`: node:http or Deno.serve. */
+  server?: "node" | "deno";
+}
+
+/** `P`, or `P@key=value@...` with the keys of `ArmSettings`. */
+export function armSettings(arm: string): ArmSettings {
+  const [policy, ...pairs] = arm.split("@");
+  const settings: ArmSettings = { policy };
+  for (const pair of pairs) {
+    const workers = pair.match(/^workers=(\d+)$/)?.[1];
+    const server = pair.match(/^server=(node|deno)$/)?.[1] as "node" | "deno" | undefined;
+    if (workers !== undefined) settings.workers = Number(workers);
+    else if (server !== undefined) settings.server = server;
+    else throw new Error(`arm ${arm}: "${pair}" is not workers=N or server=node|deno`);
+  }
+  return settings;
 }
 
 function routerConfig(master: RealMaster | undefined, engines: VllmEngine[], arm: string) {
@@ -208,12 +231,12 @@ function rawRouterConfig(
   arm: string,
   port: number,
 ) {
-  const { policy, workers } = armSettings(arm);
+  const { policy, workers, server } = armSettings(arm);
   const keys = {
     hash: "sha256", // vLLM's default --prefix-caching-hash-algo
     chunkSize: CPU_BLOCK_SIZE,
     keyFormat: "vllm-mooncake-store",
-    keyParams: { model: REAL.model, group: 0 },
+    keyParams: { model: engines[0].model, group: 0 },
     minPromptTokens: CPU_BLOCK_SIZE,
   };
   const kv = master
@@ -222,7 +245,7 @@ function rawRouterConfig(
     // each) evict nothing in a run, so those predictions are kept for the whole run.
     : { ...keys, store: "none", predictedIndex: { ttlMs: 3_600_000 } };
   return {
-    listen: { host: "127.0.0.1", port },
+    listen: { host: "127.0.0.1", port, ...(server === undefined ? {} : { server }) },
     ...(workers === undefined ? {} : { workers }),
     models: [{
       name: REAL.modelName,
@@ -471,7 +494,8 @@ function hitMissTable(results: PolicyResult[]): string {
   ];
   const cell = (group: Sample[]) => `${group.length} | ${ms(mean(group.map((s) => s.ttftMs)))}`;
   for (const { policy, samples } of results) {
-    if (policy.startsWith("smg:")) continue; // no predicted hit to sort by
+    // No predicted hit to sort by.
+    if (policy.startsWith("smg:") || policy === DIRECT_ARM) continue;
     const ok = samples.filter((s) => s.status === 200 && !s.error && !Number.isNaN(s.ttftMs));
     const warm = ok.filter((s) => 2 * s.cachedTokens >= s.promptTokens);
     const own = warm.filter((s) => 2 * s.routerHitTokens >= s.promptTokens);
@@ -623,6 +647,15 @@ async function cpuDuring(routerPids: number[], engines: VllmEngine[]) {
   };
 }
 
+/**
+ * No router: every request straight to the first engine, as the floor a router's added latency
+ * is read against (at `--concurrency 1` nothing queues behind another request).
+ */
+async function runDirectArm(engines: VllmEngine[], measure: Measure): Promise<PolicyResult> {
+  const run = await measure(engines[0].url, []);
+  return { policy: DIRECT_ARM, ...run, agreement: [], storeKeys: 0 };
+}
+
 /** The SGLang Model Gateway in front of the same engines (`smg:<policy>`). */
 async function runSmgArm(
   arm: string,
@@ -690,6 +723,12 @@ function observation(arm: string, s: Sample): ArmObservation {
 async function main(): Promise<void> {
   const options = parseArgs(Deno.args);
   requireRealPrograms();
+  const modelFile = `${
+    options.model === "prefill" ? REAL.prefillModel : REAL.model
+  }/model.safetensors`;
+  if (!await Deno.stat(modelFile).then(() => true, () => false)) {
+    throw new Error(`${modelFile} is missing: run \`deno task setup:real\` first`);
+  }
   if (options.policies.some((p) => p.startsWith("smg:"))) {
     const why = await smgMissing();
     if (why) throw new Error(why);
@@ -734,6 +773,7 @@ async function main(): Promise<void> {
         HOSTS.map((kvHost, i) =>
           startVllm({
             ...(master ? { mooncakeMaster: master.rpcAddress, kvHost } : {}),
+            model: options.model === "prefill" ? REAL.prefillModel : REAL.model,
             ...(options.engineCores === "own"
               ? { cpus: String(i % navigator.hardwareConcurrency) }
               : {}),
@@ -748,7 +788,9 @@ async function main(): Promise<void> {
     for (const policy of options.policies) {
       await resetCaches(engines, master);
       progress(`${policy}: caches and store empty`);
-      const result = policy.startsWith("smg:")
+      const result = policy === DIRECT_ARM
+        ? await runDirectArm(engines, measure)
+        : policy.startsWith("smg:")
         ? await runSmgArm(policy, engines, measure)
         : options.inProcess && !policy.startsWith("ref:")
         ? await runTidegateArm(policy, master, engines, measure, options, decisions)
@@ -777,7 +819,8 @@ async function main(): Promise<void> {
     `- command: \`${command}\``,
     `- machine: ${navigator.hardwareConcurrency} cores; /proc/loadavg at start \`${loadStart}\`, ` +
     `at end \`${loadEnd}\``,
-    `- cluster: 2 × vLLM 0.32.0 CPU (tiny Qwen3, ${CPU_BLOCK_SIZE}-token blocks, prefix caching` +
+    `- cluster: 2 × vLLM 0.32.0 CPU (${options.model} Qwen3, ${CPU_BLOCK_SIZE}-token blocks, ` +
+    "prefix caching" +
     (options.engineCores === "own"
       ? "; each engine pinned to a core of its own, the router on either)"
       : "; both engines on every core)") +

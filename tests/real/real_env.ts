@@ -12,6 +12,8 @@ export const REAL = {
   python: `${ROOT}.venv/bin/python`,
   mooncakeMaster: `${ROOT}.venv/bin/mooncake_master`,
   model: `${ROOT}.cache/real/tiny-qwen3`,
+  /** The same tokenizer on a larger random model, where prefill dominates (make_tiny_qwen3.py). */
+  prefillModel: `${ROOT}.cache/real/prefill-qwen3`,
   /** The name the engines serve the tiny model under. */
   modelName: "tiny-qwen3",
 };

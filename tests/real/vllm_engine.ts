@@ -26,6 +26,8 @@ export interface VllmOptions {
    * loopback address (127.0.0.2, 127.0.0.3, ...) so the router can tell their segments apart.
    */
   kvHost?: string;
+  /** The model directory; default REAL.model (served as REAL.modelName either way). */
+  model?: string;
   /** Extra `vllm serve` arguments. */
   args?: string[];
   /** Extra environment variables. */
@@ -44,6 +46,8 @@ export interface VllmOptions {
 export interface VllmEngine {
   readonly url: string;
   readonly port: number;
+  /** The model directory it serves (its path is part of the store's keys). */
+  readonly model: string;
   readonly process: RealProcess;
   stop(): Promise<void>;
 }
@@ -64,7 +68,7 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
     "-m",
     "vllm.entrypoints.openai.api_server",
     "--model",
-    REAL.model,
+    options.model ?? REAL.model,
     "--served-model-name",
     REAL.modelName,
     "--host",
@@ -120,7 +124,7 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
     await process.stop();
     throw new Error(`${(error as Error).message}\n--- vllm log (${process.logPath}) ---\n${tail}`);
   }
-  return { url, port, process, stop: () => process.stop() };
+  return { url, port, model: options.model ?? REAL.model, process, stop: () => process.stop() };
 }
 
 function kvEventsConfig(options: VllmOptions): string {
