@@ -54,8 +54,8 @@ import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
 import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
-  "[--concurrency C] [--seed S] [--policies a,b:param=N,c@workers=N@server=deno,smg:P] " +
-  "[--kv store|local] " +
+  "[--concurrency C] [--documents D] [--seed S] " +
+  "[--policies a,b:param=N,c@workers=N@server=deno,smg:P] [--kv store|local] " +
   "[--warmup N] [--engine-cores own|shared] [--model tiny|prefill] [--out FILE] " +
   "[--in-process] [--decisions FILE] [--reference DIR]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
@@ -96,6 +96,8 @@ const MAX_TOKENS = 4;
 
 interface Options {
   requests: number;
+  /** Documents the requests pick from (Zipf). */
+  documents: number;
   concurrency: number;
   seed: number;
   policies: string[];
@@ -118,6 +120,7 @@ interface Options {
 function parseArgs(args: string[]): Options {
   const options: Options = {
     requests: 96,
+    documents: DOCUMENTS,
     concurrency: 3,
     seed: 24,
     policies: DEFAULT_POLICIES,
@@ -142,6 +145,7 @@ function parseArgs(args: string[]): Options {
     i++;
     if (flag === "--requests") options.requests = positiveInt(flag, value);
     else if (flag === "--concurrency") options.concurrency = positiveInt(flag, value);
+    else if (flag === "--documents") options.documents = positiveInt(flag, value);
     else if (flag === "--seed") options.seed = positiveInt(flag, value);
     else if (flag === "--policies") options.policies = value.split(",").filter((p) => p !== "");
     else if (flag === "--out") options.out = value;
@@ -757,7 +761,7 @@ async function main(): Promise<void> {
   const progress = (line: string) =>
     console.error(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}`);
   progress(
-    `workload: ${workload.requests.length} requests over ${DOCUMENTS} documents of ` +
+    `workload: ${workload.requests.length} requests over ${options.documents} documents of ` +
       `${Math.min(...workload.documentTokens)}-${Math.max(...workload.documentTokens)} tokens ` +
       `(requests per document ${perDoc.join(" ")}); first prompt ${promptOf(0)} tokens`,
   );
@@ -830,7 +834,9 @@ async function main(): Promise<void> {
       : ", no KV connector: each engine its own prefix cache, the router with `kv.store: " +
         '"none"` (its own dispatches only); prefix caches emptied before each policy'),
     `- workload: ${workload.requests.length} streamed chats, concurrency ${options.concurrency}, ` +
-    `seed ${options.seed}; ${DOCUMENTS} documents of ${Math.min(...workload.documentTokens)}-` +
+    `seed ${options.seed}; ${options.documents} documents of ${
+      Math.min(...workload.documentTokens)
+    }-` +
     `${Math.max(...workload.documentTokens)} tokens picked with Zipf(${ZIPF_S}) (requests per ` +
     `document: ${perDoc.join(", ")}), each with a question of its own; ${MAX_TOKENS} tokens out`,
     `- routers: tidegate (this commit, ${

@@ -5,6 +5,7 @@
 import { mulberry32 } from "../../src/sim/rng.ts";
 import type { ChatMessage } from "../../src/tokenize/types.ts";
 
+/** Documents in a workload unless asked otherwise (the runs in docs/real_policy_comparison.md). */
 export const DOCUMENTS = 12;
 export const ZIPF_S = 1.1;
 const DOC_TOKENS = { min: 1_500, max: 2_000 };
@@ -30,7 +31,7 @@ export interface Workload {
 
 /** Documents of DOC_TOKENS tokens (the real tokenizer counts), Zipf-picked, unique questions. */
 export function makeWorkload(
-  options: { seed: number; requests: number },
+  options: { seed: number; requests: number; documents?: number },
   countTokens: (text: string) => number,
 ): Workload {
   // Unmixed mulberry32 from the seed: the sequence of the runs in docs/real_policy_comparison.md.
@@ -38,7 +39,7 @@ export function makeWorkload(
   const word = () => WORDS[Math.floor(random() * WORDS.length)];
   const documents: string[] = [];
   const documentTokens: number[] = [];
-  for (let d = 0; d < DOCUMENTS; d++) {
+  for (let d = 0; d < (options.documents ?? DOCUMENTS); d++) {
     const target = DOC_TOKENS.min + Math.floor(random() * (DOC_TOKENS.max - DOC_TOKENS.min));
     const sentences = [`Document ${d}.`];
     let tokens = countTokens(sentences[0]);
