@@ -1,6 +1,7 @@
 /**
- * Scheduling policies on real engines (#24): two vLLM CPU engines serving the tiny Qwen3, each its
- * own prefix cache, started once. With `--kv store` (the default) both write their KV through the
+ * Scheduling policies on real engines: two vLLM CPU engines, each on a core of its own and with its
+ * own prefix cache, serving a random Qwen3 on which prefill dominates a miss (`--model tiny`: the
+ * real-engine suite's tiny one; `--engine-cores shared`: both engines on every core), started once. With `--kv store` (the default) both write their KV through the
  * MooncakeStoreConnector into one real mooncake_master, as tests/real/vllm_hits_test.ts runs them,
  * and the router reads the master; with `--kv local` the engines have no connector and the router
  * knows only what it dispatched (`kv.store: "none"`, its predicted index kept for the whole run).
@@ -16,7 +17,7 @@
  *
  * usage: deno task bench:policies [--requests N] [--concurrency C] [--seed S]
  *        [--policies a,b:param=N,c@workers=0,smg:cache_aware] [--kv store|local] [--out FILE]
- *        [--decisions FILE]
+ *        [--decisions FILE] (`--help` lists every option)
  * (after `deno task setup:real`, which installs vLLM, mooncake_master and SMG into .venv)
  */
 import { resolveConfig } from "../../src/config/load.ts";

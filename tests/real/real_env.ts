@@ -14,7 +14,7 @@ export const REAL = {
   model: `${ROOT}.cache/real/tiny-qwen3`,
   /** The same tokenizer on a larger random model, where prefill dominates (make_tiny_qwen3.py). */
   prefillModel: `${ROOT}.cache/real/prefill-qwen3`,
-  /** The name the engines serve the tiny model under. */
+  /** The name the engines serve either model under. */
   modelName: "tiny-qwen3",
 };
 
