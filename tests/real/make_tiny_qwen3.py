@@ -5,8 +5,8 @@ Qwen3 tokenizer.json and tokenizer_config.json (chat template) that `builtin:qwe
 answers are nonsense; its tokenizer, template, prefix cache, usage and KV events are vLLM's own.
 
 SIZE `prefill` makes the same with 4 layers, hidden size 256, 4 attention and 2 KV heads of 64:
-a 2k-token prompt then takes about 0.2 s to prefill on one core, several times a cached one's
-(docs/real_policy_comparison.md), as prefill dominates a GPU engine's time to first token.
+a 2k-token prompt then takes about 0.25 s to first token on one core, several times a cached
+one's (docs/real_policy_comparison.md), as prefill dominates a GPU engine's time to first token.
 
 usage: make_tiny_qwen3.py OUT_DIR TOKENIZER_DIR [tiny|prefill]
 """

@@ -728,9 +728,8 @@ function observation(arm: string, s: Sample): ArmObservation {
 async function main(): Promise<void> {
   const options = parseArgs(Deno.args);
   requireRealPrograms();
-  const modelFile = `${
-    options.model === "prefill" ? REAL.prefillModel : REAL.model
-  }/model.safetensors`;
+  const model = options.model === "prefill" ? REAL.prefillModel : REAL.model;
+  const modelFile = `${model}/model.safetensors`;
   if (!await Deno.stat(modelFile).then(() => true, () => false)) {
     throw new Error(`${modelFile} is missing: run \`deno task setup:real\` first`);
   }
@@ -778,7 +777,7 @@ async function main(): Promise<void> {
         HOSTS.map((kvHost, i) =>
           startVllm({
             ...(master ? { mooncakeMaster: master.rpcAddress, kvHost } : {}),
-            model: options.model === "prefill" ? REAL.prefillModel : REAL.model,
+            model,
             ...(options.engineCores === "own"
               ? { cpus: String(i % navigator.hardwareConcurrency) }
               : {}),

@@ -64,11 +64,12 @@ export const CPU_BLOCK_SIZE = 128;
 export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> {
   requireRealPrograms();
   const port = freePort();
+  const model = options.model ?? REAL.model;
   const args = [
     "-m",
     "vllm.entrypoints.openai.api_server",
     "--model",
-    options.model ?? REAL.model,
+    model,
     "--served-model-name",
     REAL.modelName,
     "--host",
@@ -124,7 +125,7 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
     await process.stop();
     throw new Error(`${(error as Error).message}\n--- vllm log (${process.logPath}) ---\n${tail}`);
   }
-  return { url, port, model: options.model ?? REAL.model, process, stop: () => process.stop() };
+  return { url, port, model, process, stop: () => process.stop() };
 }
 
 function kvEventsConfig(options: VllmOptions): string {
