@@ -12,7 +12,8 @@
  * Zipf popularity, each request a document and a question of its own, streamed, a few at a time.
  * Per arm: client TTFT (the first content byte), the engines' `cached_tokens` over their
  * `prompt_tokens`, the hit tidegate predicted, how the requests split over the engines (their own
- * counters), and tidegate's experiment verdict of its default against every other arm.
+ * counters), and tidegate's experiment verdict of the first arm (by default its default policy)
+ * against every other arm.
  * docs/real_policy_comparison.md has runs and what they do and do not show.
  *
  * usage: deno task bench:policies [--requests N] [--concurrency C] [--seed S]
@@ -88,8 +89,6 @@ const DEFAULT_POLICIES = [
 ];
 /** The arm without a router: the client sends every request to the first engine itself. */
 const DIRECT_ARM = "direct";
-/** The arm the verdict lines compare against every other arm. */
-const VERDICT_ARM = "affinity_ttft";
 /** Each engine publishes its store segment under its own loopback address (the router's kvHost). */
 const HOSTS = ["127.0.0.2", "127.0.0.3"];
 /** Generated tokens per answer: TTFT is what is measured, decode only holds the engine. */
@@ -263,7 +262,7 @@ function rawRouterConfig(
   };
 }
 
-interface Sample {
+export interface Sample {
   index: number;
   doc: number;
   status: number;
@@ -421,7 +420,7 @@ async function warmEngines(engines: VllmEngine[]): Promise<void> {
   }));
 }
 
-interface PolicyResult {
+export interface PolicyResult {
   policy: string;
   samples: Sample[];
   wallS: number;
@@ -698,17 +697,17 @@ async function enginesServed(engines: VllmEngine[]): Promise<number[]> {
 
 /**
  * tidegate's experiment verdict (src/experiment/verdict.ts), as its live A/B test reports it:
- * VERDICT_ARM against every other arm on client TTFT, clustered by document.
+ * the first arm against every other arm on client TTFT, clustered by document.
  */
-function verdictLines(results: PolicyResult[]): string[] {
+export function verdictLines(results: PolicyResult[]): string[] {
   const tallied = results.map((r) => {
     const tally = new ArmTally();
     for (const s of r.samples) tally.record(observation(r.policy, s));
     return { report: armReport({ name: r.policy, policy: r.policy, weight: 1 }, tally), tally };
   });
-  const arm = tallied.find((t) => t.report.name === VERDICT_ARM);
-  if (!arm) return [`(no ${VERDICT_ARM} arm in this run: no verdict)`];
-  return tallied.filter((t) => t !== arm).map((control) =>
+  const [arm, ...controls] = tallied;
+  if (controls.length === 0) return ["(one arm in this run: no verdict)"];
+  return controls.map((control) =>
     verdictLine(compareArms(arm, control), arm.report, control.report)
   );
 }
@@ -869,7 +868,7 @@ async function main(): Promise<void> {
     ...results.map((r) => `| ${r.policy} | ${r.agreement.join(", ") || "-"} | ${r.storeKeys} |`),
     "",
     `tidegate's experiment verdict (src/experiment/verdict.ts; TTFT clustered by document), ` +
-    `${VERDICT_ARM} against each arm:`,
+    `${results[0]?.policy} (the first arm) against each arm:`,
     "",
     ...verdictLines(results).map((line) => `- ${line}`),
     "",
