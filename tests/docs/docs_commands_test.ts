@@ -287,6 +287,10 @@ Deno.test("every command in the README and docs/*.md is run here or listed with 
     (/^curl /.test(c.text) && !/ http:\/\/127\.0\.0\.1:808[01]\//.test(c.text))
   ).map((c) => `${where(c)}: ${c.text}`);
   assertEquals(stray, [], "use http://127.0.0.1:8080 / :8081 and /tmp/tidegate* paths");
+  // Two commands run together on one line (a lost newline) read as one with odd arguments.
+  const joined = COMMANDS.filter((c) => planWords(c.text).words.indexOf("task", 2) !== -1)
+    .map((c) => `${where(c)}: ${c.text}`);
+  assertEquals(joined, [], "one `deno task` per command");
 });
 
 Deno.test("every admin curl in the docs carries the admin token", () => {
