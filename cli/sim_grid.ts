@@ -5,7 +5,8 @@
 import { parseCommandArgs } from "./args.ts";
 import { defaultGrid, gridMarkdown, runCell } from "../src/sim/policy_grid.ts";
 import { parseMooncakeTrace } from "../src/sim/trace.ts";
-import { isPolicyName } from "../src/scheduling/registry.ts";
+import { createPolicy, isPolicyName } from "../src/scheduling/registry.ts";
+import { parsePolicySpec } from "../src/scheduling/policy_spec.ts";
 
 const PEERS = ["dynamo_kv", "llmd_default", "sglang_cache_aware"];
 const OURS = ["cache_aware", "kv_hit_len", "mooncake_ttft", "affinity_ttft"];
@@ -25,7 +26,8 @@ the candidate (affinity_ttft). Takes about 12 minutes per seed on a quiet core; 
   --seeds LIST     workload seeds, comma-separated (default 3,4,5: the held-out ones; the
                    duplication weight was chosen on 1,2)
   --requests N     requests per cell (default 2000)
-  --candidate NAME the policy judged (default affinity_ttft)
+  --candidate NAME the policy judged (default affinity_ttft); NAME:key=value&key=value gives it
+                   parameters (e.g. affinity_ttft:duplicationWeight=1)
   --pool MODE      only the cells with the pool off, or planned (default both)
   --out FILE       also write the table there`;
 
@@ -49,7 +51,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
     ...(Number.isInteger(requests) && requests > 0
       ? []
       : ["--requests must be a positive integer"]),
-    ...(isPolicyName(candidate) ? [] : [`--candidate: unknown policy "${candidate}"`]),
+    ...candidateProblems(candidate),
     ...([undefined, "off", "planned"].includes(values.pool)
       ? []
       : ["--pool must be off or planned"]),
@@ -87,4 +89,16 @@ export async function runSimGrid(args: string[]): Promise<number> {
   console.log(lines.join("\n"));
   if (values.out) await Deno.writeTextFile(values.out, lines.join("\n") + "\n");
   return 0;
+}
+
+/** Why `--candidate` cannot be run: bad syntax, an unknown policy, or a parameter it refuses. */
+function candidateProblems(candidate: string): string[] {
+  try {
+    const { name, params } = parsePolicySpec(candidate);
+    if (!isPolicyName(name)) return [`--candidate: unknown policy "${name}"`];
+    createPolicy(name, params);
+    return [];
+  } catch (error) {
+    return [`--candidate: ${(error as Error).message}`];
+  }
 }

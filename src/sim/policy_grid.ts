@@ -6,6 +6,7 @@
  */
 import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
 import { MOONCAKE_PREFILL_MODEL, prefillTimeS } from "../scheduling/prefill_model.ts";
+import { parsePolicySpec } from "../scheduling/policy_spec.ts";
 import { resolveTtftParams } from "../scheduling/registry.ts";
 import { type KvPoolMode, type SimConfig, simulate } from "./simulator.ts";
 import { summarize } from "./summary.ts";
@@ -30,7 +31,7 @@ export interface GridOptions {
   policies: string[];
   /** The peers' policies: the best of them is the bar. */
   peers: string[];
-  /** The policy judged against the targets. */
+  /** The policy judged against the targets (a policy spec: `name[:key=value&...]`). */
   candidate: string;
   instances: number;
   requests: number;
@@ -130,7 +131,8 @@ export function runCell(cell: GridCell, options: GridOptions): CellResult {
     let floor = Number.POSITIVE_INFINITY;
     let floorHit = 0;
     for (const policy of options.policies) {
-      const run = { label: policy, policy, admission: "off" as const };
+      const { name, params } = parsePolicySpec(policy);
+      const run = { label: policy, policy: name, params, admission: "off" as const };
       const loaded = summarize(simulate(trace, config(speed), run), 30);
       const idle = summarize(simulate(trace, config(speed / 20), run), 30);
       if (idle.meanTtftS < floor) [floor, floorHit] = [idle.meanTtftS, idle.hitRatio];

@@ -84,6 +84,8 @@ export interface PolicyRun {
   admission: AdmissionMode;
   /** Overrides `SimConfig.loadThresholdTokens` for this run. */
   loadThresholdTokens?: number;
+  /** The policy's own parameters (e.g. affinity_ttft's `duplicationWeight`), as a config gives them. */
+  params?: Record<string, unknown>;
   /**
    * An A/B experiment on one cluster: request i is planned by `arms.policies[arms.of[i]]`
    * (instead of `policy`), as a live split routes each request by its arm's policy.
@@ -188,7 +190,7 @@ class ClusterReplay {
     this.#config = config;
     this.#run = run;
     const shared = { ...config.ttft, loadFilterTokens: config.loadFilterTokens };
-    this.#policy = createPolicy(run.policy, paramsFor(run.policy, shared));
+    this.#policy = createPolicy(run.policy, { ...paramsFor(run.policy, shared), ...run.params });
     this.#armPolicies = (run.arms?.policies ?? []).map((arm) =>
       createPolicy(arm.name, { ...paramsFor(arm.name, shared), ...arm.params })
     );

@@ -29,6 +29,7 @@ import {
   compareArms,
 } from "../../src/experiment/arm_stats.ts";
 import { verdictLine } from "../../src/experiment/verdict.ts";
+import { parsePolicySpec, type PolicySpec } from "../../src/scheduling/policy_spec.ts";
 import { CLUSTERS } from "../../src/experiment/clustered.ts";
 import {
   SMG_PATH,
@@ -187,18 +188,9 @@ function intAtLeast(flag: string, value: string, min: number): number {
  * An arm's policy as the config takes it: `name`, or `name:key=value&key=value` for a policy with
  * parameters (e.g. `affinity_ttft:homeWeight=0`, the default without its home term).
  */
-export function armPolicy(arm: string): string | { name: string; params: Record<string, number> } {
-  const at = arm.indexOf(":");
-  if (at < 0) return arm;
-  const params: Record<string, number> = {};
-  for (const pair of arm.slice(at + 1).split("&")) {
-    const [key, value] = pair.split("=");
-    if (!key || value === undefined || !Number.isFinite(Number(value))) {
-      throw new Error(`arm ${arm}: "${pair}" is not key=number`);
-    }
-    params[key] = Number(value);
-  }
-  return { name: arm.slice(0, at), params };
+export function armPolicy(arm: string): string | PolicySpec {
+  const spec = parsePolicySpec(arm);
+  return Object.keys(spec.params).length === 0 ? spec.name : spec;
 }
 
 /** Router settings an arm may name after its policy (`P@workers=0@server=deno`). */

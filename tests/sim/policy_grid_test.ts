@@ -60,6 +60,25 @@ Deno.test("a grid cell averages each policy over the seeds and puts a floor unde
   assertEquals(result.bestPeer, "round_robin");
 });
 
+Deno.test("a grid cell runs a policy spec with its parameters", () => {
+  // Sticky past any queue against copies as soon as they pay: the parameter must reach the policy.
+  const [sticky, spreading] = [
+    "affinity_ttft:duplicationWeight=1000&homeWeight=0",
+    "affinity_ttft:duplicationWeight=0&homeWeight=0",
+  ];
+  const result = runCell({ ...cell, load: 2 }, {
+    cells: [cell],
+    seeds: [1],
+    policies: [sticky, spreading],
+    peers: [spreading],
+    candidate: sticky,
+    instances: 4,
+    requests: 300,
+  });
+  const [a, b] = [result.policies[sticky], result.policies[spreading]];
+  assert(a.hitRatio > b.hitRatio, `${a.hitRatio} vs ${b.hitRatio}`);
+});
+
 Deno.test("the default grid covers every axis of the targets, with and without the pool", () => {
   const cells = defaultGrid(false);
   const values = (f: (c: typeof cells[number]) => unknown) => new Set(cells.map(f)).size;

@@ -1,0 +1,29 @@
+import { assertEquals, assertMatch } from "../assert.ts";
+import { runSimGrid } from "../../cli/sim_grid.ts";
+
+/** runSimGrid's exit code and what it printed to stderr. */
+async function run(args: string[]): Promise<{ code: number; stderr: string }> {
+  const printed: string[] = [];
+  const original = console.error;
+  console.error = (...parts: unknown[]) => printed.push(parts.join(" "));
+  try {
+    return { code: await runSimGrid(args), stderr: printed.join("\n") };
+  } finally {
+    console.error = original;
+  }
+}
+
+Deno.test("sim:grid refuses a candidate it cannot run before replaying anything", async () => {
+  const unknown = await run(["--candidate", "nope"]);
+  assertEquals(unknown.code, 2);
+  assertMatch(unknown.stderr, /--candidate: unknown policy "nope"/);
+  const param = await run(["--candidate", "affinity_ttft:bogusWeight=1"]);
+  assertEquals(param.code, 2);
+  assertMatch(
+    param.stderr,
+    /--candidate: Invalid parameters for policy "affinity_ttft".*bogusWeight/,
+  );
+  const syntax = await run(["--candidate", "affinity_ttft:duplicationWeight"]);
+  assertEquals(syntax.code, 2);
+  assertMatch(syntax.stderr, /"duplicationWeight" is not key=number/);
+});
