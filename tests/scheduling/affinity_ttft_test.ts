@@ -167,6 +167,31 @@ Deno.test("affinity_ttft: with the pool, an idle cluster spreads a hot prefix an
   assertEquals(queuePressure([instance("a", 0, 0)], 20_000, TTFT), 0);
 });
 
+Deno.test("affinity_ttft with localPressureWeight: a copy to an idle instance costs that weight, to a busy one up to duplicationWeight", () => {
+  const copyS = prefillTimeS(TTFT.prefillModel, 20_000);
+  const options = { localPressureWeight: 1 };
+  // The holder has three prefills queued (~7.9 s): the flat weight (8 × ~2.6 s) keeps the
+  // document there; an idle instance, priced at 1 × the recompute, takes it.
+  const idle = [instance("holder", 20_000, 3), instance("idle", 0, 0)];
+  assertEquals(affinityTtft(TTFT).select(doc, idle, context).ranking[0], "holder");
+  const spreading = affinityTtft(TTFT, options).select(doc, idle, context);
+  assertEquals(spreading.ranking[0], "idle");
+  const idleTerms = spreading.scores.find((s) => s.id === "idle")!.terms;
+  assert(Math.abs(idleTerms.duplicationS - copyS) < 1e-9, JSON.stringify(idleTerms));
+  // The other instance is as busy as a copy is long: its weight doubles, and the holder keeps it.
+  const busy = [instance("holder", 20_000, 3), instance("busy", 0, 1)];
+  const keeping = affinityTtft(TTFT, options).select(doc, busy, context);
+  assertEquals(keeping.ranking[0], "holder");
+  const busyTerms = keeping.scores.find((s) => s.id === "busy")!.terms;
+  const pressure = busyTerms.queueS / (busyTerms.queueS + copyS);
+  assert(Math.abs(busyTerms.duplicationS - copyS / (1 - pressure)) < 1e-9);
+  // Never past duplicationWeight, however busy.
+  const swamped = [instance("holder", 20_000, 3), instance("swamped", 0, 50)];
+  const capped = affinityTtft(TTFT, options).select(doc, swamped, context);
+  const swampedTerms = capped.scores.find((s) => s.id === "swamped")!.terms;
+  assert(Math.abs(swampedTerms.duplicationS - 8 * copyS) < 1e-9);
+});
+
 Deno.test("affinity_ttft: where engines cannot load from the pool (the router's view), a pooled prefix is as sticky as a local one", () => {
   const pooled: ScheduleRequest = { promptTokens: 20_100, poolPrefixTokens: 20_000 };
   const candidates = [

@@ -29,6 +29,14 @@ export interface AffinityTtftOptions {
    */
   poolDuplicationWeight?: number;
   /**
+   * When set, a copy of a prefix only instances hold is weighed by the candidate's own queue:
+   * `localPressureWeight / (1 − pressure)` up to `duplicationWeight`, pressure being the
+   * candidate's queue against the copy's recompute. An idle instance then takes a hot prefix
+   * off a holder queued past about twice its recompute; a busy one pays up to the flat weight.
+   * Unset: the flat `duplicationWeight` (docs/real_policy_comparison.md compares them).
+   */
+  localPressureWeight?: number;
+  /**
    * Weight of the home term: a candidate other than the new part's home (prefix_home.ts) pays
    * `homeWeight × pressure³ ×` the seconds computing that part takes, pressure being the
    * cluster's queues against it (queuePressure). Nothing on an idle cluster; near saturation a
@@ -68,6 +76,7 @@ export const DEFAULT_HOME_WEIGHT = 4;
 export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptions = {}): Policy {
   const localWeight = options.duplicationWeight ?? DEFAULT_DUPLICATION_WEIGHT;
   const poolWeight = options.poolDuplicationWeight ?? DEFAULT_POOL_DUPLICATION_WEIGHT;
+  const localPressureWeight = options.localPressureWeight;
   const homeWeight = options.homeWeight ?? DEFAULT_HOME_WEIGHT;
   return {
     name: "affinity_ttft",
@@ -78,8 +87,10 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
       // The cluster's mean queue, for both terms that weigh work against it: once per decision.
       let queue: number | undefined;
       const queueS = () => queue ??= meanQueueS(candidates, shared);
-      // One weight per decision, so the penalty grows with the duplicated tokens alone.
-      const weight = request.poolLoads !== false && request.poolPrefixTokens >= held
+      // One weight per decision, so the penalty grows with the duplicated tokens alone (but with
+      // localPressureWeight, which weighs each candidate's own queue).
+      const fromPool = request.poolLoads !== false && request.poolPrefixTokens >= held;
+      const weight = fromPool
         ? Math.min(localWeight, poolWeight / (1 - pressureOf(queueS(), held, model)))
         : localWeight;
       const home = homeTerm(request, candidates, held, shared, homeWeight, queueS);
@@ -91,7 +102,13 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
         // is priced as recomputing as many tokens (monotone in them, whatever the candidate).
         const local = estimate.reusedTokens - estimate.transferTokens;
         const duplicated = Math.max(0, held - local);
-        const duplicationS = duplicated > 0 ? weight * prefillTimeS(model, duplicated) : 0;
+        const own = !fromPool && localPressureWeight !== undefined
+          ? Math.min(
+            localWeight,
+            localPressureWeight / (1 - pressureOf(estimate.queueS, held, model)),
+          )
+          : weight;
+        const duplicationS = duplicated > 0 ? own * prefillTimeS(model, duplicated) : 0;
         const draw = context.random();
         return {
           terms: {
@@ -197,6 +214,8 @@ export const affinityTtftPolicy = policyFactory({
     duplicationWeight: z.number().min(0).optional(),
     /** Weight of copying a prefix the pool holds (default 0.5). */
     poolDuplicationWeight: z.number().min(0).optional(),
+    /** A copy to an idle instance costs this weight, to a busy one up to duplicationWeight. */
+    localPressureWeight: z.number().min(0).optional(),
     /** Weight of placing a new prefix off its home near saturation (default 4; 0: off). */
     homeWeight: z.number().min(0).optional(),
   }),
