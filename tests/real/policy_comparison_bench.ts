@@ -237,8 +237,9 @@ function rawRouterConfig(
   };
   const kv = master
     ? { ...keys, store: "mooncake", url: master.url, timeoutMs: 2_000 }
-    // No store: the router's own dispatches are all it knows; the engines' caches (2M tokens
-    // each) evict nothing in a run, so those predictions are kept for the whole run.
+    // No store: the router's own dispatches are all it knows; the engines' caches (524k tokens
+    // each of the prefill model, 2M of the tiny one) evict nothing in a run, so those
+    // predictions are kept for the whole run.
     : { ...keys, store: "none", predictedIndex: { ttlMs: 3_600_000 } };
   return {
     listen: { host: "127.0.0.1", port, ...(server === undefined ? {} : { server }) },
