@@ -84,7 +84,7 @@ export interface PolicyRun {
   admission: AdmissionMode;
   /** Overrides `SimConfig.loadThresholdTokens` for this run. */
   loadThresholdTokens?: number;
-  /** The policy's own parameters (affinity_ttft's `duplicationWeight`, ...) as a config has them. */
+  /** The policy's own parameters, as a config gives them (affinity_ttft's `duplicationWeight`). */
   params?: Record<string, unknown>;
   /**
    * An A/B experiment on one cluster: request i is planned by `arms.policies[arms.of[i]]`
