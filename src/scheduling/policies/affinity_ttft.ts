@@ -87,12 +87,17 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
       // The cluster's mean queue, for both terms that weigh work against it: once per decision.
       let queue: number | undefined;
       const queueS = () => queue ??= meanQueueS(candidates, shared);
-      // One weight per decision, so the penalty grows with the duplicated tokens alone (but with
-      // localPressureWeight, which weighs each candidate's own queue).
+      // One weight per decision, so the penalty grows with the duplicated tokens alone.
       const fromPool = request.poolLoads !== false && request.poolPrefixTokens >= held;
       const weight = fromPool
         ? Math.min(localWeight, poolWeight / (1 - pressureOf(queueS(), held, model)))
         : localWeight;
+      // But with localPressureWeight a local copy is weighed by the receiving candidate's queue.
+      const copyWeight = (candidateQueueS: number) =>
+        fromPool || localPressureWeight === undefined ? weight : Math.min(
+          localWeight,
+          localPressureWeight / (1 - pressureOf(candidateQueueS, held, model)),
+        );
       const home = homeTerm(request, candidates, held, shared, homeWeight, queueS);
       return buildDecision("affinity_ttft", candidates, (candidate) => {
         // One model for every instance: per-instance learned ones, noisy early on, herd new
@@ -102,13 +107,9 @@ export function affinityTtft(params: TtftModelParams, options: AffinityTtftOptio
         // is priced as recomputing as many tokens (monotone in them, whatever the candidate).
         const local = estimate.reusedTokens - estimate.transferTokens;
         const duplicated = Math.max(0, held - local);
-        const own = !fromPool && localPressureWeight !== undefined
-          ? Math.min(
-            localWeight,
-            localPressureWeight / (1 - pressureOf(estimate.queueS, held, model)),
-          )
-          : weight;
-        const duplicationS = duplicated > 0 ? own * prefillTimeS(model, duplicated) : 0;
+        const duplicationS = duplicated > 0
+          ? copyWeight(estimate.queueS) * prefillTimeS(model, duplicated)
+          : 0;
         const draw = context.random();
         return {
           terms: {
