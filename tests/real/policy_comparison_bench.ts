@@ -1,15 +1,17 @@
 /**
- * Scheduling policies on real engines: two vLLM CPU engines, each on a core of its own and with its
- * own prefix cache, serving a random Qwen3 on which prefill dominates a miss (`--model tiny`: the
- * real-engine suite's tiny one; `--engine-cores shared`: both engines on every core), started once. With `--kv store` (the default) both write their KV through the
- * MooncakeStoreConnector into one real mooncake_master, as tests/real/vllm_hits_test.ts runs them,
- * and the router reads the master; with `--kv local` the engines have no connector and the router
- * knows only what it dispatched (`kv.store: "none"`, its predicted index kept for the whole run).
- * For each arm a router in front of them (tidegate in-process with the policy named, or, for an
- * `smg:P` arm, the SGLang Model Gateway with its policy P: tests/support/smg.ts), the engines' prefix caches and
- * the store emptied first (`POST /reset_prefix_cache?reset_external=true`, which also runs
- * `remove_all` on the master), and the same seeded workload sent to it: long documents picked with
- * Zipf popularity, each request a document and a question of its own, streamed, a few at a time.
+ * Scheduling policies on real engines: two vLLM CPU engines, each on a core of its own and with
+ * its own prefix cache, serving a random Qwen3 on which prefill dominates a miss (`--model tiny`:
+ * the real-engine suite's tiny one; `--engine-cores shared`: both engines on every core), started
+ * once. With `--kv store` (the default) both write their KV through the MooncakeStoreConnector into
+ * one real mooncake_master, as tests/real/vllm_hits_test.ts runs them, and the router reads the
+ * master; with `--kv local` the engines have no connector and the router knows only what it
+ * dispatched (`kv.store: "none"`, its predicted index kept for the whole run).
+ * For each arm a router in front of them (tidegate as its own process with the policy named, or,
+ * for an `smg:P` arm, the SGLang Model Gateway with its policy P: tests/support/smg.ts), the
+ * engines' prefix caches and the store emptied first (vLLM's `/reset_prefix_cache` with
+ * `reset_external=true`, which also runs `remove_all` on the master), and the same seeded workload
+ * sent to it: long documents picked with Zipf popularity, each request a document and a question
+ * of its own, streamed, a few at a time.
  * Per arm: client TTFT (the first content byte), the engines' `cached_tokens` over their
  * `prompt_tokens`, the hit tidegate predicted, how the requests split over the engines (their own
  * counters), and tidegate's experiment verdict of the first arm (by default its default policy)
