@@ -8,6 +8,8 @@ import { LocalPrefillSchema } from "../src/config/schema.ts";
 import type { LocalPrefillSetting } from "../src/sim/decode_prefill.ts";
 import { instanceLoadSvg, poolLoadSvg, ttftCdfSvg } from "../src/sim/charts.ts";
 import {
+  DECODE_KV_VIEWS,
+  type DecodeKvView,
   PD_ADMISSIONS,
   type PdAdmission,
   type PdConfig,
@@ -55,7 +57,11 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
                              (the router's localPrefill.maxTokens, default 1000)
   --local-prefill-chunk N    decode instances prefill in chunks of N tokens, one with each
                              decode step (the router's localPrefill.chunkTokens; default:
-                             whole, the batch waiting)
+                                                          whole, the batch waiting)
+  
+  --decode-kv LIST           guess | reported, comma-separated: the router's decode judgments
+                             take the decode model's KV tokens per request, or each decode
+                             instance's own KV and the request's prompt (default guess)
 `;
 
 export interface PdCliOptions {
@@ -71,6 +77,9 @@ export interface PdCliOptions {
   decodeLoads: DecodeLoadScope[];
   /** Conditional disaggregation settings, one run each; empty: not modelled (as before). */
   localPrefills: LocalPrefillSetting[];
+
+  /** What the router's decode judgments know of KV, one run each; empty: the guess, as before. */
+  decodeKvViews: DecodeKvView[];
 }
 
 /** Reads a numeric option (or its fallback), adding a problem when the value fails `check`. */
@@ -102,6 +111,10 @@ export function parsePdOptions(
   }
   const decodeLoads = parseNames(values, "decode-load", DECODE_LOAD_SCOPES, "instance", problems);
   const localPrefills = parseLocalPrefills(values, num, problems);
+
+  const decodeKvViews = values.has("decode-kv")
+    ? parseNames(values, "decode-kv", DECODE_KV_VIEWS, "guess", problems)
+    : [];
   const maxBatchRaw = values.get("decode-max-batch");
   const transferRaw = values.get("pd-transfer-gbps");
   return {
@@ -120,6 +133,8 @@ export function parsePdOptions(
     meanDecodeS: num("mean-decode-s", 10, positive, "a positive number"),
     decodeLoads,
     localPrefills,
+
+    decodeKvViews,
   };
 }
 
@@ -280,7 +295,13 @@ export function pdRuns(pd: PdCliOptions): PdRun[] {
       runs.push({ ...run, label: `${run.label} local-${localPrefill.mode}`, localPrefill });
     }
   }
-  return runs;
+  return runs.flatMap((run) => decodeKvRuns(run, pd.decodeKvViews));
+}
+
+/** `run` once per `--decode-kv` view, named in the label; as it is without the flag. */
+function decodeKvRuns(run: PdRun, views: readonly DecodeKvView[]): PdRun[] {
+  if (run.topology.kind !== "pd" || views.length === 0) return [run];
+  return views.map((decodeKv) => ({ ...run, label: `${run.label} kv-${decodeKv}`, decodeKv }));
 }
 
 /** The (topology, policy, mode) runs, before conditional disaggregation's variants. */

@@ -14,6 +14,11 @@ export interface AdmissionOptions {
   maxRetryAfterS?: number;
   /** Retry-After for a TBT rejection, when decode slots free up (default 5 s). */
   tbtRetryAfterS?: number;
+  /**
+   * Requests a decode instance batches (vLLM's `max_num_seqs`; unset: not checked): one more
+   * waits for a place, and its first gap breaks any TBT SLO.
+   */
+  maxDecodeBatch?: number;
 }
 
 export interface AdmissionInput {
@@ -21,6 +26,8 @@ export interface AdmissionInput {
   predictedTtftS?: number;
   /** Predicted TBT on the best decode instance with this request added. */
   predictedTbtS?: number;
+  /** Requests decoding there with this one (checked against `maxDecodeBatch`). */
+  decodeBatch?: number;
   /** The instance the prediction is for, named in the message. */
   instanceId?: string;
 }
@@ -57,6 +64,19 @@ export function admit(input: AdmissionInput, options: AdmissionOptions): Admissi
       retryAfterS,
       message: `Predicted time to first token ${fmt(input.predictedTtftS)} s on ${where} exceeds ` +
         `the TTFT SLO of ${fmt(ttftSloS)} s; retry after ${retryAfterS} s.`,
+    };
+  }
+  const { decodeBatch } = input;
+  const { maxDecodeBatch } = options;
+  if (maxDecodeBatch !== undefined && decodeBatch !== undefined && decodeBatch > maxDecodeBatch) {
+    const retryAfterS = retryAfter(options.tbtRetryAfterS ?? 5, options);
+    return {
+      admit: false,
+      status: 429,
+      reason: "tbt_slo",
+      retryAfterS,
+      message: `The decode side would run ${fmt(decodeBatch)} requests, past its batch of ` +
+        `${maxDecodeBatch}: the request would wait for a place; retry after ${retryAfterS} s.`,
     };
   }
   if (tbtSloS !== undefined && input.predictedTbtS !== undefined && input.predictedTbtS > tbtSloS) {

@@ -29,6 +29,11 @@ export interface DecodeLoadForecast {
   meanDecodeS: number;
   /** Decode instances the requests spread over (default 1: one instance's own forecast). */
   instances?: number;
+  /**
+   * Mean KV tokens of a request decoding there (the engine's reported KV use over its running
+   * requests); absent: the decode model's `kvTokensPerRequest`.
+   */
+  kvTokensPerRequest?: number;
 }
 
 /**
@@ -50,12 +55,44 @@ export function poolForecast(forecasts: readonly DecodeLoadForecast[]): DecodeLo
   let runningNow = 0;
   let instances = 0;
   const joiningInS: number[] = [];
+  let kvTokens: number | undefined = 0;
   for (const f of forecasts) {
     runningNow += f.runningNow;
     instances += f.instances ?? 1;
     joiningInS.push(...f.joiningInS);
+    // The pool's mean is known only when every instance's is.
+    kvTokens = f.kvTokensPerRequest === undefined || kvTokens === undefined
+      ? undefined
+      : kvTokens + f.kvTokensPerRequest * f.runningNow;
   }
-  return { runningNow, joiningInS, meanDecodeS: forecasts[0]?.meanDecodeS ?? 0, instances };
+  const meanDecodeS = forecasts[0]?.meanDecodeS ?? 0;
+  const pool = { runningNow, joiningInS, meanDecodeS, instances };
+  if (kvTokens === undefined || forecasts.length === 0) return pool;
+  // An idle pool has no batch to average: the instances' plain mean then.
+  const kvTokensPerRequest = runningNow > 0
+    ? kvTokens / runningNow
+    : forecasts.reduce((sum, f) => sum + f.kvTokensPerRequest!, 0) / forecasts.length;
+  return { ...pool, kvTokensPerRequest };
+}
+
+/**
+ * The decode step once this request joins a batch of `batch` requests per instance: with the
+ * instances' own KV, each of the batch holds their mean and the request its prompt (a
+ * long-context batch steps slower than the model's per-request guess says).
+ */
+function joinedStepS(
+  model: DecodeModel,
+  forecast: DecodeLoadForecast,
+  batch: number,
+  promptTokens: number | undefined,
+): number {
+  const share = 1 / (forecast.instances ?? 1);
+  if (forecast.kvTokensPerRequest === undefined && promptTokens === undefined) {
+    return decodeStepS(model, batch + share);
+  }
+  const guess = model.kvTokensPerRequest ?? 0;
+  const perRequest = forecast.kvTokensPerRequest ?? guess;
+  return decodeStepS(model, batch + share, batch * perRequest + (promptTokens ?? guess) * share);
 }
 
 export interface PdAdmissionInput {
@@ -64,6 +101,8 @@ export interface PdAdmissionInput {
   prefillInstanceId?: string;
   /** The chosen decode instance and its load forecast; absent: no decode instance to judge. */
   decode?: { instanceId: string; forecast: DecodeLoadForecast };
+  /** The request's prompt, the KV it brings to the batch (absent: the model's guess). */
+  promptTokens?: number;
 }
 
 export interface PdAdmissionOptions {
@@ -72,6 +111,8 @@ export interface PdAdmissionOptions {
   ttftSloS?: number;
   tbtSloS?: number;
   decodeModel: DecodeModel;
+  /** The decode engines' batch cap (`max_num_seqs`); unset: only the TBT SLO bounds a batch. */
+  maxDecodeBatch?: number;
 }
 
 /** The verdict, with the decode batch size and TBT it was judged on (for explanations). */
@@ -81,6 +122,7 @@ export function admitPd(
 ): { verdict: AdmissionVerdict; decodeBatch?: number; predictedTbtS?: number } {
   let decodeBatch: number | undefined;
   let predictedTbtS: number | undefined;
+  let joinedBatch: number | undefined;
   // An empty pool has nothing to judge (its callers pass a pool only with an instance chosen).
   if (input.decode && (input.decode.forecast.instances ?? 1) > 0) {
     const { forecast } = input.decode;
@@ -88,11 +130,22 @@ export function admitPd(
       ? forecastDecodeLoad(forecast, input.predictedTtftS ?? 0)
       : forecast.runningNow / (forecast.instances ?? 1);
     // This request adds one to the instance, or its share to the pool's mean.
-    predictedTbtS = decodeStepS(options.decodeModel, decodeBatch + 1 / (forecast.instances ?? 1));
+    predictedTbtS = joinedStepS(options.decodeModel, forecast, decodeBatch, input.promptTokens);
+    joinedBatch = decodeBatch + 1 / (forecast.instances ?? 1);
   }
   const verdict = admit(
-    { predictedTtftS: input.predictedTtftS, predictedTbtS, instanceId: input.prefillInstanceId },
-    { enabled: options.enabled, ttftSloS: options.ttftSloS, tbtSloS: options.tbtSloS },
+    {
+      predictedTtftS: input.predictedTtftS,
+      predictedTbtS,
+      decodeBatch: joinedBatch,
+      instanceId: input.prefillInstanceId,
+    },
+    {
+      enabled: options.enabled,
+      ttftSloS: options.ttftSloS,
+      tbtSloS: options.tbtSloS,
+      maxDecodeBatch: options.maxDecodeBatch,
+    },
   );
   return { verdict, decodeBatch, predictedTbtS };
 }

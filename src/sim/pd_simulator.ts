@@ -112,7 +112,15 @@ export interface PdRun {
   decodeLoad?: DecodeLoadScope;
   /** Conditional disaggregation (P/D only, docs/sim/pd/README.md); absent: local prefill off. */
   localPrefill?: LocalPrefillSetting;
+  /**
+   * What the router's decode judgments know of a batch's KV: `guess` (the decode model's tokens
+   * per request, as before) or `reported` (each decode instance's own KV and the request's prompt).
+   */
+  decodeKv?: DecodeKvView;
 }
+
+export const DECODE_KV_VIEWS = ["guess", "reported"] as const;
+export type DecodeKvView = typeof DECODE_KV_VIEWS[number];
 
 export interface PdResult {
   label: string;
@@ -120,6 +128,7 @@ export interface PdResult {
   admission: PdAdmission;
   decodeLoad?: DecodeLoadScope;
   localPrefill?: LocalPrefillSetting;
+  decodeKv?: DecodeKvView;
   topology: PdTopology;
   /** Prefill-side instances (prefill or neutral). */
   instanceNames: string[];
@@ -388,7 +397,7 @@ class PdReplay {
       if (decodeIds.length === 0) return this.#reject("no_decode_instance");
     }
     const decodeId: string | undefined = decodeIds[0];
-    const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeIds);
+    const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeIds, prompt);
     // Prefilled where it decodes, a request is judged on the local plan (as the router does).
     const local = decodeId !== undefined &&
       this.#prefillLocally(i, decodeId, plan.predictedTtftS, verdict);
@@ -509,6 +518,7 @@ class PdReplay {
     predictedTtftS: number,
     prefillId: string,
     decodeIds: readonly string[],
+    promptTokens: number,
   ): AdmissionVerdict {
     const admission = this.#run.admission;
     if (admission === "off") return { admit: true };
@@ -520,6 +530,7 @@ class PdReplay {
       decode: judgeDecode
         ? { instanceId: decodeIds[0], forecast: this.#decodeForecast(decodeIds) }
         : undefined,
+      promptTokens: this.#reportsKv ? promptTokens : undefined,
     }, {
       enabled: true,
       // The baseline judges only the TTFT here (no decode input); its mode is then unused.
@@ -527,6 +538,7 @@ class PdReplay {
       ttftSloS: config.sloTtftS,
       tbtSloS: config.sloTbtS,
       decodeModel: config.routerDecodeModel,
+      maxDecodeBatch: this.#reportsKv ? config.decodeMaxBatch : undefined,
     }).verdict;
   }
 
@@ -535,8 +547,12 @@ class PdReplay {
    * (pd_plan.ts: an instance with a full KV cache cannot), or for the chosen one alone.
    */
   #decodeForecast(decodeIds: readonly string[]): DecodeLoadForecast {
-    const forecastOf = (name: string) =>
-      this.#outlook.forecast(name, this.#account.load(name).decodeRequests);
+    const forecastOf = (name: string): DecodeLoadForecast => {
+      const forecast = this.#outlook.forecast(name, this.#account.load(name).decodeRequests);
+      if (!this.#reportsKv) return forecast;
+      const kvTokensPerRequest = this.#reportedKvPerRequest(this.#decodeIndexOf.get(name)!);
+      return kvTokensPerRequest === undefined ? forecast : { ...forecast, kvTokensPerRequest };
+    };
     return this.#run.decodeLoad === "pool"
       ? poolForecast(decodeIds.map(forecastOf))
       : forecastOf(decodeIds[0]);
@@ -682,6 +698,46 @@ class PdReplay {
   }
 
   /**
+   * Why decode engine `d` cannot take a request of `prompt` tokens now: the TBT SLO with its
+   * batch now (`admitPd` on the engine's running and in-transfer requests, their KV too when the
+   * run's router sees it) or its KV memory; undefined when it can.
+   */
+  #decodeRefusal(d: number, prompt: number): string | undefined {
+    const config = this.#config;
+    const engine = this.#decoders[d];
+    const kvTokens = engine.kvTokens + this.#incomingKv[d];
+    const forecast: DecodeLoadForecast = {
+      runningNow: engine.runningRequests + this.#incoming[d],
+      joiningInS: [],
+      meanDecodeS: this.#outlook.meanDecodeS,
+    };
+    if (this.#reportsKv) forecast.kvTokensPerRequest = this.#reportedKvPerRequest(d);
+    const { verdict } = admitPd({
+      decode: { instanceId: engine.name, forecast },
+      promptTokens: this.#reportsKv ? prompt : undefined,
+    }, {
+      enabled: true,
+      mode: "early",
+      tbtSloS: config.sloTbtS,
+      decodeModel: config.routerDecodeModel,
+      maxDecodeBatch: this.#reportsKv ? config.decodeMaxBatch : undefined,
+    });
+    if (!verdict.admit) return verdict.reason;
+    if (kvTokens + prompt > config.decodeKvCapacityTokens) return "decode_kv_full";
+    return undefined;
+  }
+
+  get #reportsKv(): boolean {
+    return this.#run.decodeKv === "reported";
+  }
+
+  /** What decode engine `d` reports: its KV over its requests (none while it is idle). */
+  #reportedKvPerRequest(d: number): number | undefined {
+    const engine = this.#decoders[d];
+    return engine.runningRequests > 0 ? engine.kvTokens / engine.runningRequests : undefined;
+  }
+
+  /**
    * The baseline's decode-side check once the prefill is done: a refusal then wastes the
    * prefill's new tokens. True when request `i` was refused.
    */
@@ -704,35 +760,13 @@ class PdReplay {
    * memory. Returns the refusal's reason (and then frees the slot), or undefined.
    */
   #judgeAtDecode(i: number, prompt: number): string | undefined {
-    const config = this.#config;
     const slot = this.#decodeSlots[i]!;
-    const d = slot.engine;
-    const engine = this.#decoders[d];
-    const { verdict } = admitPd({
-      decode: {
-        instanceId: engine.name,
-        forecast: {
-          runningNow: engine.runningRequests + this.#incoming[d],
-          joiningInS: [],
-          meanDecodeS: this.#outlook.meanDecodeS,
-        },
-      },
-    }, {
-      enabled: true,
-      mode: "early",
-      tbtSloS: config.sloTbtS,
-      decodeModel: config.routerDecodeModel,
-    });
-    let refusal: string | undefined;
-    if (!verdict.admit) refusal = `${verdict.reason}_after_prefill`;
-    else if (engine.kvTokens + this.#incomingKv[d] + prompt > config.decodeKvCapacityTokens) {
-      refusal = "decode_kv_full_after_prefill";
-    }
+    const refusal = this.#decodeRefusal(slot.engine, prompt);
     if (refusal === undefined) return undefined;
     slot.arrived();
     slot.lease.release();
     this.#decodeSlots[i] = undefined;
-    return refusal;
+    return `${refusal}_after_prefill`;
   }
 
   #decoded(job: DecodeJob): void {
@@ -865,6 +899,7 @@ function emptyResult(
     admission: run.admission,
     decodeLoad: run.decodeLoad,
     localPrefill: run.localPrefill,
+    decodeKv: run.decodeKv,
     topology: run.topology,
     instanceNames: engines.names,
     decodeNames: engines.decodeNames,

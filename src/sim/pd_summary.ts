@@ -1,6 +1,6 @@
 import type { DecodeLoadScope } from "../scheduling/pd_admission.ts";
 import type { LocalPrefillMode } from "../scheduling/local_prefill.ts";
-import type { PdAdmission, PdResult, PdTopology } from "./pd_simulator.ts";
+import type { DecodeKvView, PdAdmission, PdResult, PdTopology } from "./pd_simulator.ts";
 import { type PolicySummary, summarize } from "./summary.ts";
 
 /** One P/D or neutral run's numbers (the `results.json` schema of the P/D mode). */
@@ -10,6 +10,8 @@ export interface PdSummary extends PolicySummary {
   admission: PdAdmission;
   /** Whose decode load `early` and `predicted` judged (absent for the other modes). */
   decodeLoad?: DecodeLoadScope;
+  /** What the router's decode judgments knew of KV (runs with `--decode-kv` only). */
+  decodeKv?: DecodeKvView;
   /** Refused at arrival, and after a completed prefill (the baseline's decode-time refusals). */
   rejectedBeforePrefill: number;
   rejectedAfterPrefill: number;
@@ -77,6 +79,7 @@ export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number)
     topology: topologyLabel(result.topology),
     admission: result.admission,
     ...(result.decodeLoad ? { decodeLoad: result.decodeLoad } : {}),
+    ...(result.decodeKv ? { decodeKv: result.decodeKv } : {}),
     ...base,
     rejectedBeforePrefill: base.rejected - result.rejectedAfterPrefill,
     rejectedAfterPrefill: result.rejectedAfterPrefill,

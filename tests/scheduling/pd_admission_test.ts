@@ -116,3 +116,74 @@ Deno.test("admitPd() judges no decode side for an empty pool", () => {
   assert(verdict.admit);
   assertEquals([decodeBatch, predictedTbtS], [undefined, undefined]);
 });
+
+// The simulator's decode model: 30 ms + 0.5 ms per request + 40 ms per million KV tokens, guessing
+// 4,000 tokens per request; at that guess a 50 ms TBT SLO holds 20 requests.
+const kvModel = { baseS: 0.03, perRequestS: 0.0005, perKvTokenS: 4e-8, kvTokensPerRequest: 4000 };
+const kvOptions = { enabled: true, tbtSloS: 0.05, decodeModel: kvModel, mode: "early" } as const;
+
+Deno.test("admitPd() with the engines' own KV: a long-context batch refuses what the guess admits", () => {
+  const forecast = { runningNow: 12, joiningInS: [], meanDecodeS: 10 };
+  const guessed = admitPd({ decode: { instanceId: "d0", forecast } }, kvOptions);
+  assert(guessed.verdict.admit, "13 requests of 4,000 tokens step in 39.0 ms");
+  const reported = admitPd({
+    decode: { instanceId: "d0", forecast: { ...forecast, kvTokensPerRequest: 30_000 } },
+    promptTokens: 30_000,
+  }, kvOptions);
+  assert(!reported.verdict.admit);
+  assertEquals(reported.verdict.reason, "tbt_slo");
+  // 13 requests holding 30,000 tokens each: 30 + 6.5 + 15.6 ms.
+  assertEquals(reported.predictedTbtS, decodeStepS(kvModel, 13, 13 * 30_000));
+  assertEquals(reported.predictedTbtS!.toFixed(4), "0.0521");
+});
+
+Deno.test("admitPd() with the engines' own KV: the request's own prompt counts apart from the batch's mean", () => {
+  const forecast = { runningNow: 10, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 2000 };
+  const short = admitPd({ decode: { instanceId: "d0", forecast }, promptTokens: 1000 }, kvOptions);
+  const long = admitPd(
+    { decode: { instanceId: "d0", forecast }, promptTokens: 500_000 },
+    kvOptions,
+  );
+  assertEquals(short.predictedTbtS, decodeStepS(kvModel, 11, 10 * 2000 + 1000));
+  assert(short.verdict.admit);
+  assertEquals(long.predictedTbtS, decodeStepS(kvModel, 11, 10 * 2000 + 500_000));
+  assert(!long.verdict.admit, "a 500k-token prompt alone adds 20 ms to every step");
+});
+
+Deno.test("admitPd() without KV figures predicts as the model's guess does", () => {
+  const forecast = { runningNow: 19, joiningInS: [], meanDecodeS: 10 };
+  const { predictedTbtS } = admitPd({ decode: { instanceId: "d0", forecast } }, kvOptions);
+  assertEquals(predictedTbtS, decodeStepS(kvModel, 20));
+});
+
+Deno.test("admitPd() refuses past the engines' batch cap even when the step would fit", () => {
+  const forecast = { runningNow: 8, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 100 };
+  const options = { ...kvOptions, maxDecodeBatch: 8 };
+  const { verdict, predictedTbtS } = admitPd({ decode: { instanceId: "d0", forecast } }, options);
+  assert(predictedTbtS! < 0.05, "the step alone fits the SLO");
+  assert(!verdict.admit);
+  assertEquals(verdict.reason, "tbt_slo");
+  assert(verdict.message.includes("past its batch of 8"), verdict.message);
+  const roomy = admitPd({
+    decode: { instanceId: "d0", forecast: { ...forecast, runningNow: 7 } },
+  }, options);
+  assert(roomy.verdict.admit, "the eighth request has its place");
+});
+
+Deno.test("poolForecast() weighs each instance's KV per request by its running requests", () => {
+  const pool = poolForecast([
+    { runningNow: 3, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 1000 },
+    { runningNow: 1, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 9000 },
+  ]);
+  assertEquals(pool.kvTokensPerRequest, (3 * 1000 + 9000) / 4);
+  const unknown = poolForecast([
+    { runningNow: 3, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 1000 },
+    { runningNow: 1, joiningInS: [], meanDecodeS: 10 },
+  ]);
+  assertEquals(unknown.kvTokensPerRequest, undefined, "one instance unknown: the guess for all");
+  const idle = poolForecast([
+    { runningNow: 0, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 1000 },
+    { runningNow: 0, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 3000 },
+  ]);
+  assertEquals(idle.kvTokensPerRequest, 2000);
+});

@@ -85,6 +85,8 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
       "cluster",
       "--local-prefill-chunk",
       "64",
+      "--decode-kv",
+      "exact",
     ])
   );
   assertEquals(code, 2);
@@ -98,6 +100,7 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
       "--decode-model must be",
       '--decode-load: "cluster" is not one of instance, pool',
       "--local-prefill-chunk needs --local-prefill",
+      '--decode-kv: "exact" is not one of guess, reported',
     ]
   ) {
     assert(errors.includes(part), `${part} missing from: ${errors}`);
@@ -139,4 +142,17 @@ Deno.test("runSimCli() --local-prefill runs each mode on P/D clusters and report
       assert(table.includes("## Conditional disaggregation"), table);
     },
   );
+});
+
+Deno.test("runSimCli() --decode-kv runs each view on P/D clusters, named in the label and recorded", async () => {
+  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "early"];
+  await withPdRun([...flags, "--decode-kv", "guess,reported"], async (out) => {
+    const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+    assertEquals(Object.keys(results.runs), [
+      "2P+2D mooncake_ttft early kv-guess",
+      "2P+2D mooncake_ttft early kv-reported",
+    ]);
+    assertEquals(results.runs["2P+2D mooncake_ttft early kv-reported"].decodeKv, "reported");
+    assertEquals(results.runs["2P+2D mooncake_ttft early kv-guess"].decodeKv, "guess");
+  });
 });
