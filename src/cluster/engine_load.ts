@@ -17,6 +17,8 @@ export interface EngineLoadReport {
   pendingPrefillTokens?: number;
   /** KV-cache usage in [0, 1], the mean over data-parallel ranks. */
   kvUsage?: number;
+  /** KV tokens the engine's cache holds, summed over ranks (vLLM's `cache_config_info`). */
+  kvCapacityTokens?: number;
   /** When the engine was asked, on the router's clock (ms). */
   observedAtMs: number;
 }
@@ -40,6 +42,7 @@ const VLLM = {
   running: "vllm:num_requests_running",
   kvUsage: "vllm:kv_cache_usage_perc",
   kvUsageOld: "vllm:gpu_cache_usage_perc",
+  cacheConfig: "vllm:cache_config_info",
 } as const;
 
 const SGLANG = {
@@ -151,7 +154,28 @@ export function readVllmMetrics(text: string, options: ReadLoadOptions): EngineL
   };
   const kv = mean(aggregate(samples, VLLM.kvUsage) ?? aggregate(samples, VLLM.kvUsageOld));
   if (kv !== undefined) report.kvUsage = kv;
+  const capacity = vllmKvCapacityTokens(samples);
+  if (capacity !== undefined) report.kvCapacityTokens = capacity;
   return report;
+}
+
+/**
+ * The KV tokens of vLLM's caches from the labels of its `cache_config_info` gauge, one series per
+ * engine: `kv_cache_size_tokens`, or `num_gpu_blocks` × `block_size` on builds without it.
+ * Undefined when any engine's is unknown (the labels read "None" before the cache is sized).
+ */
+function vllmKvCapacityTokens(samples: PromSample[]): number | undefined {
+  let total = 0;
+  let seen = false;
+  for (const s of samples) {
+    if (s.name !== VLLM.cacheConfig) continue;
+    const { kv_cache_size_tokens: size, num_gpu_blocks: blocks, block_size: blockSize } = s.labels;
+    const tokens = Number(size) || Number(blocks) * Number(blockSize);
+    if (!(tokens > 0)) return undefined;
+    total += tokens;
+    seen = true;
+  }
+  return seen ? total : undefined;
 }
 
 /** Reads SGLang's `/metrics`: queue and running requests summed, token usage averaged. */

@@ -289,6 +289,21 @@ export class ModelCluster {
     return state.usable ? state.report?.kvUsage : undefined;
   }
 
+  /**
+   * The mean KV tokens of a request running on the engine, from its last usable report (its
+   * cache's use times its size over its running requests); undefined while it runs none or does
+   * not report its cache's size.
+   */
+  kvTokensPerRequest(id: string): number | undefined {
+    const state = this.#poller.state(id);
+    const report = state.usable ? state.report : undefined;
+    if (!report || report.kvUsage === undefined || report.kvCapacityTokens === undefined) {
+      return undefined;
+    }
+    if (report.runningRequests <= 0) return undefined;
+    return report.kvUsage * report.kvCapacityTokens / report.runningRequests;
+  }
+
   /** The reconciled load of one instance: our leases plus what the engine reports of others. */
   load(id: string): ReconciledLoad {
     return this.#reconciled(id, this.account.load(id), this.#meanUncachedTokens());

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { hasUserinfo } from "./instance_url.ts";
 import { EXTRA_KEY_STYLES, HASH_ALGORITHMS } from "../hashing/chain_hasher.ts";
 import { DECODE_POLICY_NAMES } from "../scheduling/decode_policy.ts";
+import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
 import { DECODE_LOAD_SCOPES, EARLY_REJECTION_MODES } from "../scheduling/pd_admission.ts";
 import { LOCAL_PREFILL_MODES } from "../scheduling/local_prefill.ts";
 import { QUEUE_ADMIT_WHEN } from "../scheduling/queue_rules.ts";
@@ -101,6 +102,18 @@ export const LocalPrefillSchema = z.strictObject({
   chunkTokens: z.int().min(1).optional(),
 });
 
+/** A decode step's time (src/scheduling/decode_model.ts); the default is an assumption. */
+export const DecodeModelSchema = z.strictObject({
+  /** The fixed part of a step (reading the weights). */
+  baseS: z.number().positive().default(DEFAULT_DECODE_MODEL.baseS),
+  /** Per running request. */
+  perRequestS: z.number().min(0).default(DEFAULT_DECODE_MODEL.perRequestS),
+  /** Per KV token of the batch (a step reads every running request's context); unset: 0. */
+  perKvTokenS: z.number().min(0).optional(),
+  /** KV tokens assumed per running request where the engine does not report its cache. */
+  kvTokensPerRequest: z.number().min(0).optional(),
+});
+
 /**
  * Prefill/decode disaggregation (docs/compat.md §7): each request gets a prefill and a decode
  * instance, driven through the protocol the engines speak.
@@ -115,6 +128,18 @@ export const DisaggregationSchema = z.strictObject({
    */
   decodeLoad: z.enum(DECODE_LOAD_SCOPES).default("instance"),
   decodePolicy: z.enum(DECODE_POLICY_NAMES).default("least_running"),
+  /**
+   * The decode engines' step time, seconds: `baseS` + `perRequestS` per running request +
+   * `perKvTokenS` per KV token of the batch (the decode choice, the TBT judgment, local prefill).
+   * With `perKvTokenS`, a batch's KV is each engine's reported cache use (vLLM: the KV usage
+   * gauge times the size in `cache_config_info`), else `kvTokensPerRequest` per request.
+   */
+  decodeModel: DecodeModelSchema.prefault({}),
+  /**
+   * Requests a decode engine batches (vLLM's `--max-num-seqs`): a request past it waits for a
+   * place, so admission refuses it (`tbt_slo`). Unset: only the TBT SLO bounds a batch.
+   */
+  decodeMaxBatch: z.int().min(1).optional(),
   /** Mean decode duration assumed until streamed P/D requests have measured it (seconds). */
   meanDecodeS: z.number().positive().default(10),
   localPrefill: LocalPrefillSchema.prefault({}),

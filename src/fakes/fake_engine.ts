@@ -1888,6 +1888,18 @@ class Engine implements FakeEngine {
       "KV-cache usage. 1 means 100 percent usage.",
       (i) => Math.min(1, ranks[i].kv / capacity),
     );
+    if (!this.#opts.oldNames) {
+      // The cache's size in the labels of an info gauge, as vLLM 0.32 writes it (no model_name).
+      const name = "vllm:cache_config_info";
+      lines.push(`# HELP ${name} Information of the LLMEngine CacheConfig`, `# TYPE ${name} gauge`);
+      const blocks = Math.floor(capacity / 16);
+      ranks.forEach((_r, i) =>
+        lines.push(
+          `${name}{block_size="16",engine="${i}",kv_cache_size_tokens="${blocks * 16}",` +
+            `num_gpu_blocks="${blocks}"} 1.0`,
+        )
+      );
+    }
     // Counters are not split by rank in the fake: rank 0 carries them all.
     family(
       "vllm:prefix_cache_queries_total",

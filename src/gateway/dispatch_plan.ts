@@ -356,7 +356,11 @@ function admitRequest(
   const best = candidates.find((c) => c.id === decision.ranking[0]);
   const prefillRole = best && scheduled.entries.get(best.id)?.config.role === "prefill";
   if (scheduled.decodeCandidates && (prefillRole || !best)) {
-    const pd = planDecode(runtime, scheduled.decodeCandidates, best?.id, predictedTtftS);
+    const pd = planDecode(runtime, scheduled.decodeCandidates, {
+      prefillId: best?.id,
+      predictedTtftS,
+      promptTokens: scheduled.inputs.request.promptTokens,
+    });
     const local = planLocalPrefill(runtime.config, pd.decode, scheduled.decodeAsPrefill ?? [], {
       promptTokens: scheduled.inputs.request.promptTokens,
       remoteTtftS: best ? predictedTtftS : undefined,

@@ -8,9 +8,8 @@ import type { InstanceEntry } from "../cluster/model_cluster.ts";
 import type { ModelConfig } from "../config/schema.ts";
 import type { DecodePlan } from "../contracts.ts";
 import type { AdmissionVerdict } from "../scheduling/admission.ts";
-import { DEFAULT_DECODE_MODEL } from "../scheduling/decode_model.ts";
 import { type DecodeCandidate, selectDecode } from "../scheduling/decode_policy.ts";
-import { admitPd, poolForecast } from "../scheduling/pd_admission.ts";
+import { admitPd, type DecodeLoadForecast, poolForecast } from "../scheduling/pd_admission.ts";
 import type { Candidate } from "../scheduling/types.ts";
 import { decideLocalPrefill, type LocalPrefillVerdict } from "../scheduling/local_prefill.ts";
 import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
@@ -37,6 +36,7 @@ export function splitByRole(
       healthy: candidate.healthy,
       runningRequests: candidate.runningRequests,
       kvUsage: runtime.cluster.kvUsage(candidate.id),
+      kvTokensPerRequest: runtime.cluster.kvTokensPerRequest(candidate.id),
       prefixTokens: candidate.localPrefixTokens,
     });
   }
@@ -53,16 +53,17 @@ export function planLocalPrefill(
   decodeAsPrefill: readonly Candidate[],
   request: { promptTokens: number; remoteTtftS?: number; ttft: TtftModelParams },
 ): LocalPrefillVerdict | undefined {
-  const options = config.disaggregation?.localPrefill;
+  const pd = config.disaggregation;
+  const options = pd?.localPrefill;
   const chosen = decodeAsPrefill.find((c) => c.id === decode.decision.ranking[0]);
-  if (!options || options.mode === "off" || !chosen) return undefined;
+  if (!pd || !options || options.mode === "off" || !chosen) return undefined;
   return decideLocalPrefill(
     { promptTokens: request.promptTokens, decode: chosen, remoteTtftS: request.remoteTtftS },
     {
       mode: options.mode,
       maxLocalTokens: options.maxTokens,
       ttft: request.ttft,
-      decodeModel: DEFAULT_DECODE_MODEL,
+      decodeModel: pd.decodeModel,
       tbtSloS: config.slo.tbtS,
       chunkTokens: options.chunkTokens,
     },
@@ -76,47 +77,48 @@ export interface DecodePlanContext {
 }
 
 /**
- * The decode choice and the admission verdict for a request whose prefill goes to `prefillId`
- * (a prefill-role instance) with the predicted TTFT.
+ * The decode choice and the admission verdict for a request of `request.promptTokens` whose
+ * prefill goes to `request.prefillId` (a prefill-role instance) with the predicted TTFT.
  */
 export function planDecode(
   runtime: DecodePlanContext,
   candidates: DecodeCandidate[],
-  prefillId: string | undefined,
-  predictedTtftS: number | undefined,
+  request: { prefillId?: string; predictedTtftS?: number; promptTokens?: number },
 ): { decode: DecodePlan; admission: AdmissionVerdict } {
   const pd = runtime.config.disaggregation!;
-  const decision = selectDecode(candidates, {
-    model: DEFAULT_DECODE_MODEL,
-    policy: pd.decodePolicy,
-  });
+  const decision = selectDecode(candidates, { model: pd.decodeModel, policy: pd.decodePolicy });
   const chosen = candidates.find((c) => c.id === decision.ranking[0]);
   const slo = runtime.config.slo;
   const outlook = runtime.decodeOutlook;
+  const forecastOf = (c: DecodeCandidate): DecodeLoadForecast => {
+    const forecast = outlook!.forecast(c.id, c.runningRequests);
+    const kvTokensPerRequest = c.kvTokensPerRequest;
+    return kvTokensPerRequest === undefined ? forecast : { ...forecast, kvTokensPerRequest };
+  };
   const { verdict, decodeBatch, predictedTbtS } = admitPd(
     {
-      predictedTtftS,
-      prefillInstanceId: prefillId,
+      predictedTtftS: request.predictedTtftS,
+      prefillInstanceId: request.prefillId,
       decode: chosen && outlook
         ? {
           instanceId: chosen.id,
           // The pool: the instances that can take the request (healthy, KV cache not full).
           forecast: pd.decodeLoad === "pool"
             ? poolForecast(
-              candidates.filter((c) => decision.ranking.includes(c.id)).map((c) =>
-                outlook.forecast(c.id, c.runningRequests)
-              ),
+              candidates.filter((c) => decision.ranking.includes(c.id)).map(forecastOf),
             )
-            : outlook.forecast(chosen.id, chosen.runningRequests),
+            : forecastOf(chosen),
         }
         : undefined,
+      promptTokens: request.promptTokens,
     },
     {
       enabled: slo.admission,
       mode: pd.earlyRejection,
       ttftSloS: slo.ttftS,
       tbtSloS: slo.tbtS,
-      decodeModel: DEFAULT_DECODE_MODEL,
+      decodeModel: pd.decodeModel,
+      maxDecodeBatch: pd.decodeMaxBatch,
     },
   );
   return {

@@ -16,6 +16,8 @@ export interface DecodeCandidate {
   runningRequests: number;
   /** Fraction of its KV cache in use (0..1), when the engine reports it. */
   kvUsage?: number;
+  /** Mean KV tokens of a request running there, when the engine reports its cache's size. */
+  kvTokensPerRequest?: number;
   /** Prompt tokens it already holds (less to transfer, or to prefill itself); breaks ties. */
   prefixTokens?: number;
 }

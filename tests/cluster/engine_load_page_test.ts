@@ -11,6 +11,7 @@ const NAMES = [
   "vllm:num_requests_waiting",
   "vllm:num_requests_running",
   "vllm:kv_cache_usage_perc",
+  "vllm:cache_config_info",
 ];
 
 /** The page with each load gauge set to a value of its own. */
@@ -31,9 +32,16 @@ Deno.test("the load lines of a real vLLM page parse to the samples the whole pag
     const whole = sorted(page, keep);
     assertEquals(sorted(linesNamed(page, names), keep), whole, names.join(","));
   }
-  assertEquals(sorted(page, (name) => NAMES.includes(name)).length, 3);
+  assertEquals(sorted(page, (name) => NAMES.includes(name)).length, 4);
   const report = readVllmMetrics(page, { observedAtMs: 7, modelName: "tiny-qwen3" });
-  assertEquals(report, { waitingRequests: 3, runningRequests: 5, kvUsage: 0.25, observedAtMs: 7 });
+  // The cache's size: its cache_config_info's kv_cache_size_tokens (16,384 blocks of 128).
+  assertEquals(report, {
+    waitingRequests: 3,
+    runningRequests: 5,
+    kvUsage: 0.25,
+    kvCapacityTokens: 2_097_152,
+    observedAtMs: 7,
+  });
 });
 
 Deno.test("linesNamed() finds names first, quoted, last and in CRLF pages", () => {

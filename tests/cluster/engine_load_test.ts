@@ -43,6 +43,16 @@ Deno.test("readVllmMetrics() sums waiting and running over engines and averages 
   });
 });
 
+Deno.test("readVllmMetrics() reads the caches' size from cache_config_info, summed over engines", () => {
+  const info = (engine: number, labels: string) =>
+    `vllm:cache_config_info{block_size="16",engine="${engine}",${labels}} 1.0\n`;
+  const both = VLLM_NEW + info(0, 'kv_cache_size_tokens="1000",num_gpu_blocks="50"') +
+    info(1, 'num_gpu_blocks="100"');
+  assert.equal(readVllmMetrics(both, { observedAtMs: 0 }).kvCapacityTokens, 1000 + 100 * 16);
+  const unsized = VLLM_NEW + info(0, 'num_gpu_blocks="None"');
+  assert.equal(readVllmMetrics(unsized, { observedAtMs: 0 }).kvCapacityTokens, undefined);
+});
+
 Deno.test("readVllmMetrics() reads old builds' gpu_cache_usage_perc", () => {
   assert.deepEqual(readVllmMetrics(VLLM_OLD, { observedAtMs: 1, modelName: "m" }), {
     waitingRequests: 7,

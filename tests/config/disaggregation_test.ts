@@ -21,6 +21,7 @@ Deno.test("a disaggregated model takes its protocol, roles and bootstrap ports, 
     earlyRejection: "predicted",
     decodeLoad: "instance",
     decodePolicy: "least_running",
+    decodeModel: { baseS: 0.03, perRequestS: 0.0005 },
     meanDecodeS: 10,
     localPrefill: { mode: "off", maxTokens: 1000 },
   });

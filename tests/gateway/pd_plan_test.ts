@@ -29,7 +29,7 @@ Deno.test("planDecode() on the pool: an instance that cannot take the request do
     { id: "d1", healthy: true, runningRequests: 45, kvUsage: 0.2 },
     { id: "d2", healthy: false, runningRequests: 0, kvUsage: 0 },
   ];
-  const pool = planDecode(context("pool"), candidates, "p0", 1);
+  const pool = planDecode(context("pool"), candidates, { prefillId: "p0", predictedTtftS: 1 });
   assertEquals(pool.decode.decision.ranking, ["d1"]);
   assertEquals([pool.decode.judgedBatch, pool.decode.judgedLoad], [45, "pool"]);
   assert(!pool.admission.admit);
@@ -41,10 +41,13 @@ Deno.test("planDecode() judges the chosen instance or the pool's mean, as config
     { id: "d0", healthy: true, runningRequests: 60, kvUsage: 0.1 },
     { id: "d1", healthy: true, runningRequests: 21, kvUsage: 0.1 },
   ];
-  const instance = planDecode(context("instance"), candidates, "p0", 1);
+  const instance = planDecode(context("instance"), candidates, {
+    prefillId: "p0",
+    predictedTtftS: 1,
+  });
   assertEquals([instance.decode.judgedBatch, instance.decode.judgedLoad], [21, "instance"]);
   assert(instance.admission.admit);
-  const pool = planDecode(context("pool"), candidates, "p0", 1);
+  const pool = planDecode(context("pool"), candidates, { prefillId: "p0", predictedTtftS: 1 });
   assertEquals([pool.decode.judgedBatch, pool.decode.judgedLoad], [40.5, "pool"]);
   assert(!pool.admission.admit);
 });
