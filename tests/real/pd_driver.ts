@@ -9,6 +9,7 @@
  */
 import { resolveConfig } from "../../src/config/load.ts";
 import { createRouter } from "../../routes/app.ts";
+import { readVllmMetrics } from "../../src/cluster/engine_load.ts";
 import { REAL } from "./real_env.ts";
 import { startVllm, type VllmEngine } from "./vllm_engine.ts";
 
@@ -128,7 +129,10 @@ try {
     });
   }
   await router.close();
-  console.log(JSON.stringify({ ok: true, results }));
+  // P/D admission reads a decode batch's KV from the engine's page (its cache's size too).
+  const page = await (await fetch(`${decode.url}/metrics`)).text();
+  const decodeLoad = readVllmMetrics(page, { observedAtMs: 0, modelName: REAL.modelName });
+  console.log(JSON.stringify({ ok: true, results, decodeLoad }));
 } catch (error) {
   console.log(JSON.stringify({ ok: false, error: String((error as Error)?.stack ?? error) }));
 } finally {

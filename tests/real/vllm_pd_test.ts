@@ -42,6 +42,9 @@ Deno.test("real vLLM P/D: a MooncakeConnector prefill and decode pair behind tid
       assert((r.cachedTokens as number) >= (r.promptTokens as number) - 128, JSON.stringify(r));
       assert(r.sameAsAlone, JSON.stringify(r));
     }
+    // The decode engine's own page gives its cache's size (docs/disaggregation.md, "Admission").
+    const { kvCapacityTokens } = outcome.decodeLoad;
+    assert(kvCapacityTokens > 0 && Number.isInteger(kvCapacityTokens), JSON.stringify(outcome));
   } finally {
     await run("ip", "netns", "delete", ns).catch(() => "");
   }
