@@ -57,11 +57,11 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
                              (the router's localPrefill.maxTokens, default 1000)
   --local-prefill-chunk N    decode instances prefill in chunks of N tokens, one with each
                              decode step (the router's localPrefill.chunkTokens; default:
-                                                          whole, the batch waiting)
-  
-  --decode-kv LIST           guess | reported, comma-separated: the router's decode judgments
-                             take the decode model's KV tokens per request, or each decode
-                             instance's own KV and the request's prompt (default guess)
+                             whole, the batch waiting)
+  --decode-kv LIST           guess | prompt | reported, comma-separated: the router's decode
+                             judgments take the decode model's KV tokens per request; or the
+                             request's own prompt and the engines' batch cap; or that with each
+                             decode engine's own KV per request for its batch (default guess)
 `;
 
 export interface PdCliOptions {
@@ -77,7 +77,6 @@ export interface PdCliOptions {
   decodeLoads: DecodeLoadScope[];
   /** Conditional disaggregation settings, one run each; empty: not modelled (as before). */
   localPrefills: LocalPrefillSetting[];
-
   /** What the router's decode judgments know of KV, one run each; empty: the guess, as before. */
   decodeKvViews: DecodeKvView[];
 }
@@ -111,7 +110,6 @@ export function parsePdOptions(
   }
   const decodeLoads = parseNames(values, "decode-load", DECODE_LOAD_SCOPES, "instance", problems);
   const localPrefills = parseLocalPrefills(values, num, problems);
-
   const decodeKvViews = values.has("decode-kv")
     ? parseNames(values, "decode-kv", DECODE_KV_VIEWS, "guess", problems)
     : [];
@@ -133,7 +131,6 @@ export function parsePdOptions(
     meanDecodeS: num("mean-decode-s", 10, positive, "a positive number"),
     decodeLoads,
     localPrefills,
-
     decodeKvViews,
   };
 }

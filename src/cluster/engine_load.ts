@@ -19,6 +19,8 @@ export interface EngineLoadReport {
   kvUsage?: number;
   /** KV tokens the engine's cache holds, summed over ranks (vLLM's `cache_config_info`). */
   kvCapacityTokens?: number;
+  /** KV tokens in use: each rank's usage times its cache's size, summed (when both are known). */
+  kvUsedTokens?: number;
   /** When the engine was asked, on the router's clock (ms). */
   observedAtMs: number;
 }
@@ -155,27 +157,43 @@ export function readVllmMetrics(text: string, options: ReadLoadOptions): EngineL
   const kv = mean(aggregate(samples, VLLM.kvUsage) ?? aggregate(samples, VLLM.kvUsageOld));
   if (kv !== undefined) report.kvUsage = kv;
   const capacity = vllmKvCapacityTokens(samples);
-  if (capacity !== undefined) report.kvCapacityTokens = capacity;
+  if (capacity === undefined) return report;
+  report.kvCapacityTokens = [...capacity.values()].reduce((sum, tokens) => sum + tokens, 0);
+  const used = vllmKvUsedTokens(samples, capacity);
+  if (used !== undefined) report.kvUsedTokens = used;
   return report;
 }
 
 /**
- * The KV tokens of vLLM's caches from the labels of its `cache_config_info` gauge, one series per
- * engine: `kv_cache_size_tokens`, or `num_gpu_blocks` × `block_size` on builds without it.
+ * Each engine's KV tokens (by its `engine` label) from the labels of vLLM's `cache_config_info`
+ * gauge: `kv_cache_size_tokens`, or `num_gpu_blocks` × `block_size` on builds without it.
  * Undefined when any engine's is unknown (the labels read "None" before the cache is sized).
  */
-function vllmKvCapacityTokens(samples: PromSample[]): number | undefined {
-  let total = 0;
-  let seen = false;
+function vllmKvCapacityTokens(samples: PromSample[]): Map<string, number> | undefined {
+  const byEngine = new Map<string, number>();
   for (const s of samples) {
     if (s.name !== VLLM.cacheConfig) continue;
     const { kv_cache_size_tokens: size, num_gpu_blocks: blocks, block_size: blockSize } = s.labels;
     const tokens = Number(size) || Number(blocks) * Number(blockSize);
     if (!(tokens > 0)) return undefined;
-    total += tokens;
-    seen = true;
+    byEngine.set(s.labels.engine ?? "", tokens);
   }
-  return seen ? total : undefined;
+  return byEngine.size > 0 ? byEngine : undefined;
+}
+
+/** Σ over engines of usage × cache size; undefined unless every usage has its engine's size. */
+function vllmKvUsedTokens(
+  samples: PromSample[],
+  capacity: Map<string, number>,
+): number | undefined {
+  const usage = samples.filter((s) => s.name === VLLM.kvUsage || s.name === VLLM.kvUsageOld);
+  let used = 0;
+  for (const s of usage) {
+    const tokens = capacity.get(s.labels.engine ?? "");
+    if (tokens === undefined || Number.isNaN(s.value)) return undefined;
+    used += s.value * tokens;
+  }
+  return usage.length > 0 ? used : undefined;
 }
 
 /** Reads SGLang's `/metrics`: queue and running requests summed, token usage averaged. */

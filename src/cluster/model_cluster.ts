@@ -290,18 +290,15 @@ export class ModelCluster {
   }
 
   /**
-   * The mean KV tokens of a request running on the engine, from its last usable report (its
-   * cache's use times its size over its running requests); undefined while it runs none or does
-   * not report its cache's size.
+   * The mean KV tokens of a request running on the engine, from its last usable report (the KV
+   * in use over its running requests); undefined while it runs none or does not report its
+   * cache's size.
    */
   kvTokensPerRequest(id: string): number | undefined {
     const state = this.#poller.state(id);
     const report = state.usable ? state.report : undefined;
-    if (!report || report.kvUsage === undefined || report.kvCapacityTokens === undefined) {
-      return undefined;
-    }
-    if (report.runningRequests <= 0) return undefined;
-    return report.kvUsage * report.kvCapacityTokens / report.runningRequests;
+    if (report?.kvUsedTokens === undefined || report.runningRequests <= 0) return undefined;
+    return report.kvUsedTokens / report.runningRequests;
   }
 
   /** The reconciled load of one instance: our leases plus what the engine reports of others. */

@@ -103,15 +103,21 @@ export const LocalPrefillSchema = z.strictObject({
 });
 
 /** A decode step's time (src/scheduling/decode_model.ts); the default is an assumption. */
-export const DecodeModelSchema = z.strictObject({
+const DecodeModelSchema = z.strictObject({
   /** The fixed part of a step (reading the weights). */
   baseS: z.number().positive().default(DEFAULT_DECODE_MODEL.baseS),
   /** Per running request. */
   perRequestS: z.number().min(0).default(DEFAULT_DECODE_MODEL.perRequestS),
   /** Per KV token of the batch (a step reads every running request's context); unset: 0. */
   perKvTokenS: z.number().min(0).optional(),
-  /** KV tokens assumed per running request where the engine does not report its cache. */
+  /**
+   * KV tokens assumed per running request where the engine reports no cache figures (SGLang, a
+   * stale report); required with `perKvTokenS`.
+   */
   kvTokensPerRequest: z.number().min(0).optional(),
+}).refine((m) => m.perKvTokenS === undefined || m.kvTokensPerRequest !== undefined, {
+  message: "perKvTokenS needs kvTokensPerRequest: the KV per request assumed where an engine " +
+    "reports none",
 });
 
 /**
@@ -131,10 +137,19 @@ export const DisaggregationSchema = z.strictObject({
   /**
    * The decode engines' step time, seconds: `baseS` + `perRequestS` per running request +
    * `perKvTokenS` per KV token of the batch (the decode choice, the TBT judgment, local prefill).
-   * With `perKvTokenS`, a batch's KV is each engine's reported cache use (vLLM: the KV usage
-   * gauge times the size in `cache_config_info`), else `kvTokensPerRequest` per request.
+   * Admission's TBT judgment counts the request's own prompt and the batch's KV as
+   * `decodeBatchKv` says (vLLM reports it: the KV usage gauge times the size in
+   * `cache_config_info`); elsewhere, and where an engine reports none, `kvTokensPerRequest` per
+   * request.
    */
   decodeModel: DecodeModelSchema.prefault({}),
+  /**
+   * With `decodeModel.perKvTokenS`, the KV per request of a decode batch: each engine's report
+   * (`reported`) or the model's `kvTokensPerRequest` (`guess`); the request's own prompt counts
+   * either way. In the simulator `guess` served more requests within both SLOs with
+   * `earlyRejection: early`, `reported` with `predicted` (docs/sim/pd/README.md).
+   */
+  decodeBatchKv: z.enum(["reported", "guess"]).default("reported"),
   /**
    * Requests a decode engine batches (vLLM's `--max-num-seqs`): a request past it waits for a
    * place, so admission refuses it (`tbt_slo`). Unset: only the TBT SLO bounds a batch.

@@ -8,8 +8,17 @@ import type { InstanceEntry } from "../cluster/model_cluster.ts";
 import type { ModelConfig } from "../config/schema.ts";
 import type { DecodePlan } from "../contracts.ts";
 import type { AdmissionVerdict } from "../scheduling/admission.ts";
-import { type DecodeCandidate, selectDecode } from "../scheduling/decode_policy.ts";
-import { admitPd, type DecodeLoadForecast, poolForecast } from "../scheduling/pd_admission.ts";
+import {
+  type DecodeCandidate,
+  type DecodeDecision,
+  selectDecode,
+} from "../scheduling/decode_policy.ts";
+import {
+  admitPd,
+  type DecodeLoadForecast,
+  poolForecast,
+  withReportedKv,
+} from "../scheduling/pd_admission.ts";
 import type { Candidate } from "../scheduling/types.ts";
 import { decideLocalPrefill, type LocalPrefillVerdict } from "../scheduling/local_prefill.ts";
 import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
@@ -77,6 +86,28 @@ export interface DecodePlanContext {
 }
 
 /**
+ * The forecast admission judges: the chosen instance's (the decision's first), or with
+ * `decodeLoad: pool` the pool's over the instances that can take the request (healthy, KV cache
+ * not full); with `decodeBatchKv: reported`, each with the KV per request its engine reports.
+ */
+function decodeForecast(
+  pd: Pick<NonNullable<ModelConfig["disaggregation"]>, "decodeLoad" | "decodeBatchKv">,
+  outlook: DecodeOutlook,
+  candidates: readonly DecodeCandidate[],
+  decision: DecodeDecision,
+): DecodeLoadForecast {
+  const reported = pd.decodeBatchKv === "reported";
+  const forecastOf = (c: DecodeCandidate) =>
+    withReportedKv(
+      outlook.forecast(c.id, c.runningRequests),
+      reported ? c.kvTokensPerRequest : undefined,
+    );
+  const choosable = candidates.filter((c) => decision.ranking.includes(c.id));
+  if (pd.decodeLoad === "pool") return poolForecast(choosable.map(forecastOf));
+  return forecastOf(choosable.find((c) => c.id === decision.ranking[0])!);
+}
+
+/**
  * The decode choice and the admission verdict for a request of `request.promptTokens` whose
  * prefill goes to `request.prefillId` (a prefill-role instance) with the predicted TTFT.
  */
@@ -90,25 +121,12 @@ export function planDecode(
   const chosen = candidates.find((c) => c.id === decision.ranking[0]);
   const slo = runtime.config.slo;
   const outlook = runtime.decodeOutlook;
-  const forecastOf = (c: DecodeCandidate): DecodeLoadForecast => {
-    const forecast = outlook!.forecast(c.id, c.runningRequests);
-    const kvTokensPerRequest = c.kvTokensPerRequest;
-    return kvTokensPerRequest === undefined ? forecast : { ...forecast, kvTokensPerRequest };
-  };
   const { verdict, decodeBatch, predictedTbtS } = admitPd(
     {
       predictedTtftS: request.predictedTtftS,
       prefillInstanceId: request.prefillId,
       decode: chosen && outlook
-        ? {
-          instanceId: chosen.id,
-          // The pool: the instances that can take the request (healthy, KV cache not full).
-          forecast: pd.decodeLoad === "pool"
-            ? poolForecast(
-              candidates.filter((c) => decision.ranking.includes(c.id)).map(forecastOf),
-            )
-            : forecastOf(chosen),
-        }
+        ? { instanceId: chosen.id, forecast: decodeForecast(pd, outlook, candidates, decision) }
         : undefined,
       promptTokens: request.promptTokens,
     },

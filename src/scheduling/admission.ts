@@ -69,28 +69,32 @@ export function admit(input: AdmissionInput, options: AdmissionOptions): Admissi
   const { decodeBatch } = input;
   const { maxDecodeBatch } = options;
   if (maxDecodeBatch !== undefined && decodeBatch !== undefined && decodeBatch > maxDecodeBatch) {
-    const retryAfterS = retryAfter(options.tbtRetryAfterS ?? 5, options);
-    return {
-      admit: false,
-      status: 429,
-      reason: "tbt_slo",
-      retryAfterS,
-      message: `The decode side would run ${fmt(decodeBatch)} requests, past its batch of ` +
-        `${maxDecodeBatch}: the request would wait for a place; retry after ${retryAfterS} s.`,
-    };
+    return tbtRefusal(
+      options,
+      `The decode side would run ${fmt(decodeBatch)} requests (per instance), past its batch of ` +
+        `${maxDecodeBatch}: the request would wait for a place`,
+    );
   }
   if (tbtSloS !== undefined && input.predictedTbtS !== undefined && input.predictedTbtS > tbtSloS) {
-    const retryAfterS = retryAfter(options.tbtRetryAfterS ?? 5, options);
-    return {
-      admit: false,
-      status: 429,
-      reason: "tbt_slo",
-      retryAfterS,
-      message: `Predicted time between tokens ${fmt(input.predictedTbtS)} s on the decode side ` +
-        `exceeds the TBT SLO of ${fmt(tbtSloS)} s; retry after ${retryAfterS} s.`,
-    };
+    return tbtRefusal(
+      options,
+      `Predicted time between tokens ${fmt(input.predictedTbtS)} s on the decode side ` +
+        `exceeds the TBT SLO of ${fmt(tbtSloS)} s`,
+    );
   }
   return { admit: true };
+}
+
+/** A refusal on the decode side: retried when decode slots free up. */
+function tbtRefusal(options: AdmissionOptions, why: string): AdmissionRefusal {
+  const retryAfterS = retryAfter(options.tbtRetryAfterS ?? 5, options);
+  return {
+    admit: false,
+    status: 429,
+    reason: "tbt_slo",
+    retryAfterS,
+    message: `${why}; retry after ${retryAfterS} s.`,
+  };
 }
 
 /** The baseline to beat: refuse when the least loaded instance queues too many prefill tokens. */

@@ -60,19 +60,25 @@ export function poolForecast(forecasts: readonly DecodeLoadForecast[]): DecodeLo
     runningNow += f.runningNow;
     instances += f.instances ?? 1;
     joiningInS.push(...f.joiningInS);
-    // The pool's mean is known only when every instance's is.
+    // The pool's mean is known when every instance running something reports its own (an idle
+    // one, which reports none, weighs nothing).
+    if (f.runningNow <= 0) continue;
     kvTokens = f.kvTokensPerRequest === undefined || kvTokens === undefined
       ? undefined
       : kvTokens + f.kvTokensPerRequest * f.runningNow;
   }
-  const meanDecodeS = forecasts[0]?.meanDecodeS ?? 0;
-  const pool = { runningNow, joiningInS, meanDecodeS, instances };
-  if (kvTokens === undefined || forecasts.length === 0) return pool;
-  // An idle pool has no batch to average: the instances' plain mean then.
-  const kvTokensPerRequest = runningNow > 0
-    ? kvTokens / runningNow
-    : forecasts.reduce((sum, f) => sum + f.kvTokensPerRequest!, 0) / forecasts.length;
-  return { ...pool, kvTokensPerRequest };
+  return withReportedKv(
+    { runningNow, joiningInS, meanDecodeS: forecasts[0]?.meanDecodeS ?? 0, instances },
+    kvTokens === undefined || runningNow <= 0 ? undefined : kvTokens / runningNow,
+  );
+}
+
+/** `forecast` with the KV per running request its engine reports, when it reports one. */
+export function withReportedKv(
+  forecast: DecodeLoadForecast,
+  kvTokensPerRequest: number | undefined,
+): DecodeLoadForecast {
+  return kvTokensPerRequest === undefined ? forecast : { ...forecast, kvTokensPerRequest };
 }
 
 /**
@@ -87,6 +93,8 @@ function joinedStepS(
   promptTokens: number | undefined,
 ): number {
   const share = 1 / (forecast.instances ?? 1);
+  // Without KV figures, the model's own guess per request, computed as it always was (the same
+  // sum in another order can differ in its last bit, and change a refusal at the SLO's edge).
   if (forecast.kvTokensPerRequest === undefined && promptTokens === undefined) {
     return decodeStepS(model, batch + share);
   }
@@ -126,12 +134,13 @@ export function admitPd(
   // An empty pool has nothing to judge (its callers pass a pool only with an instance chosen).
   if (input.decode && (input.decode.forecast.instances ?? 1) > 0) {
     const { forecast } = input.decode;
+    const instances = forecast.instances ?? 1;
     decodeBatch = options.mode === "predicted"
       ? forecastDecodeLoad(forecast, input.predictedTtftS ?? 0)
-      : forecast.runningNow / (forecast.instances ?? 1);
+      : forecast.runningNow / instances;
     // This request adds one to the instance, or its share to the pool's mean.
     predictedTbtS = joinedStepS(options.decodeModel, forecast, decodeBatch, input.promptTokens);
-    joinedBatch = decodeBatch + 1 / (forecast.instances ?? 1);
+    joinedBatch = decodeBatch + 1 / instances;
   }
   const verdict = admit(
     {

@@ -23,6 +23,7 @@ import {
   type DecodeLoadScope,
   type EarlyRejection,
   poolForecast,
+  withReportedKv,
 } from "../scheduling/pd_admission.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
@@ -113,13 +114,14 @@ export interface PdRun {
   /** Conditional disaggregation (P/D only, docs/sim/pd/README.md); absent: local prefill off. */
   localPrefill?: LocalPrefillSetting;
   /**
-   * What the router's decode judgments know of a batch's KV: `guess` (the decode model's tokens
-   * per request, as before) or `reported` (each decode instance's own KV and the request's prompt).
+   * What the router's decode judgments know of KV: `guess` (the decode model's tokens per
+   * request, as before); `prompt` (the request's own prompt, the batch at the guess, the engines'
+   * batch cap); `reported` (that, with the batch at each decode engine's own KV per request).
    */
   decodeKv?: DecodeKvView;
 }
 
-export const DECODE_KV_VIEWS = ["guess", "reported"] as const;
+export const DECODE_KV_VIEWS = ["guess", "prompt", "reported"] as const;
 export type DecodeKvView = typeof DECODE_KV_VIEWS[number];
 
 export interface PdResult {
@@ -173,6 +175,11 @@ export interface PdResult {
   load: { periodS: number; prefill: number[]; decode: number[]; rejected: number[] };
   busyS: number[];
   evictions: number;
+  /**
+   * KV tokens per request of the decode batches (each busy decode engine's, at each sample), summed
+   * with their count: what a running batch holds against the trace's mean context.
+   */
+  batchKv: { sum: number; count: number };
   exampleDecision?: Decision;
   endS: number;
 }
@@ -530,7 +537,7 @@ class PdReplay {
       decode: judgeDecode
         ? { instanceId: decodeIds[0], forecast: this.#decodeForecast(decodeIds) }
         : undefined,
-      promptTokens: this.#reportsKv ? promptTokens : undefined,
+      promptTokens: this.#kvJudgment(promptTokens).promptTokens,
     }, {
       enabled: true,
       // The baseline judges only the TTFT here (no decode input); its mode is then unused.
@@ -538,7 +545,7 @@ class PdReplay {
       ttftSloS: config.sloTtftS,
       tbtSloS: config.sloTbtS,
       decodeModel: config.routerDecodeModel,
-      maxDecodeBatch: this.#reportsKv ? config.decodeMaxBatch : undefined,
+      maxDecodeBatch: this.#kvJudgment(promptTokens).maxDecodeBatch,
     }).verdict;
   }
 
@@ -547,12 +554,11 @@ class PdReplay {
    * (pd_plan.ts: an instance with a full KV cache cannot), or for the chosen one alone.
    */
   #decodeForecast(decodeIds: readonly string[]): DecodeLoadForecast {
-    const forecastOf = (name: string): DecodeLoadForecast => {
-      const forecast = this.#outlook.forecast(name, this.#account.load(name).decodeRequests);
-      if (!this.#reportsKv) return forecast;
-      const kvTokensPerRequest = this.#reportedKvPerRequest(this.#decodeIndexOf.get(name)!);
-      return kvTokensPerRequest === undefined ? forecast : { ...forecast, kvTokensPerRequest };
-    };
+    const forecastOf = (name: string): DecodeLoadForecast =>
+      withReportedKv(
+        this.#outlook.forecast(name, this.#account.load(name).decodeRequests),
+        this.#reportedKvPerRequest(this.#decodeIndexOf.get(name)!),
+      );
     return this.#run.decodeLoad === "pool"
       ? poolForecast(decodeIds.map(forecastOf))
       : forecastOf(decodeIds[0]);
@@ -706,35 +712,41 @@ class PdReplay {
     const config = this.#config;
     const engine = this.#decoders[d];
     const kvTokens = engine.kvTokens + this.#incomingKv[d];
-    const forecast: DecodeLoadForecast = {
+    const forecast = withReportedKv({
       runningNow: engine.runningRequests + this.#incoming[d],
       joiningInS: [],
       meanDecodeS: this.#outlook.meanDecodeS,
-    };
-    if (this.#reportsKv) forecast.kvTokensPerRequest = this.#reportedKvPerRequest(d);
-    const { verdict } = admitPd({
-      decode: { instanceId: engine.name, forecast },
-      promptTokens: this.#reportsKv ? prompt : undefined,
-    }, {
+    }, this.#reportedKvPerRequest(d));
+    const { promptTokens, maxDecodeBatch } = this.#kvJudgment(prompt);
+    const { verdict } = admitPd({ decode: { instanceId: engine.name, forecast }, promptTokens }, {
       enabled: true,
       mode: "early",
       tbtSloS: config.sloTbtS,
       decodeModel: config.routerDecodeModel,
-      maxDecodeBatch: this.#reportsKv ? config.decodeMaxBatch : undefined,
+      maxDecodeBatch,
     });
     if (!verdict.admit) return verdict.reason;
     if (kvTokens + prompt > config.decodeKvCapacityTokens) return "decode_kv_full";
     return undefined;
   }
 
-  get #reportsKv(): boolean {
-    return this.#run.decodeKv === "reported";
+  /**
+   * What the run's router passes a decode judgment beside the batch: the request's prompt and the
+   * engines' batch cap, except with the guess (as before).
+   */
+  #kvJudgment(prompt: number): { promptTokens?: number; maxDecodeBatch?: number } {
+    if ((this.#run.decodeKv ?? "guess") === "guess") return {};
+    return { promptTokens: prompt, maxDecodeBatch: this.#config.decodeMaxBatch };
   }
 
-  /** What decode engine `d` reports: its KV over its requests (none while it is idle). */
+  /**
+   * What decode engine `d` reports with `decodeKv: reported`, read at the decision (a router's
+   * report is up to a poll old): its KV over its requests, none while it is idle.
+   */
   #reportedKvPerRequest(d: number): number | undefined {
     const engine = this.#decoders[d];
-    return engine.runningRequests > 0 ? engine.kvTokens / engine.runningRequests : undefined;
+    if (this.#run.decodeKv !== "reported" || engine.runningRequests <= 0) return undefined;
+    return engine.kvTokens / engine.runningRequests;
   }
 
   /**
@@ -812,6 +824,10 @@ class PdReplay {
         const n = engine.runningRequests + extra;
         const kv = engine.kvTokens + (this.#pd ? this.#incomingKv[d] : 0);
         if (n > 0) occupancy += (decodeStepS(config.engineDecodeModel, n, kv) - base) / span;
+        if (engine.runningRequests > 0) {
+          this.#result.batchKv.sum += engine.kvTokens / engine.runningRequests;
+          this.#result.batchKv.count++;
+        }
       });
       const load = this.#result.load;
       load.prefill.push(queueS / this.#names.length / config.sloTtftS);
@@ -922,6 +938,7 @@ function emptyResult(
     load: { periodS, prefill: [], decode: [], rejected: [] },
     busyS: [],
     evictions: 0,
+    batchKv: { sum: 0, count: 0 },
     endS: 0,
   };
 }

@@ -27,6 +27,8 @@ export interface PdSummary extends PolicySummary {
   tbtSloRequestShare: number;
   /** Requests served within both SLOs: TTFT, and TPOT when there are tokens to decode. */
   withinBothSlos: number;
+  /** Mean KV tokens per request of the busy decode batches, sampled (NaN when none was busy). */
+  meanBatchKvTokens: number;
   /** Conditional disaggregation's figures, for runs that set `--local-prefill` (any mode). */
   localPrefill?: LocalPrefillSummary;
   /**
@@ -90,6 +92,7 @@ export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number)
     tbtSloTokenShare: result.tbt.shareAtOrBelow(sloTbtS),
     tbtSloRequestShare: decoded === 0 ? NaN : withinTpot / decoded,
     withinBothSlos: withinBoth,
+    meanBatchKvTokens: result.batchKv.sum / result.batchKv.count,
     ...(result.localPrefill ? { localPrefill: localPrefillSummary(result, withinBoth) } : {}),
     load: {
       prefillMean: prefill.mean,

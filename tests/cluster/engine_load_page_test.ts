@@ -40,6 +40,7 @@ Deno.test("the load lines of a real vLLM page parse to the samples the whole pag
     runningRequests: 5,
     kvUsage: 0.25,
     kvCapacityTokens: 2_097_152,
+    kvUsedTokens: 524_288,
     observedAtMs: 7,
   });
 });

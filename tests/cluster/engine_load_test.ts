@@ -48,9 +48,14 @@ Deno.test("readVllmMetrics() reads the caches' size from cache_config_info, summ
     `vllm:cache_config_info{block_size="16",engine="${engine}",${labels}} 1.0\n`;
   const both = VLLM_NEW + info(0, 'kv_cache_size_tokens="1000",num_gpu_blocks="50"') +
     info(1, 'num_gpu_blocks="100"');
-  assert.equal(readVllmMetrics(both, { observedAtMs: 0 }).kvCapacityTokens, 1000 + 100 * 16);
-  const unsized = VLLM_NEW + info(0, 'num_gpu_blocks="None"');
-  assert.equal(readVllmMetrics(unsized, { observedAtMs: 0 }).kvCapacityTokens, undefined);
+  const report = readVllmMetrics(both, { observedAtMs: 0 });
+  assert.equal(report.kvCapacityTokens, 1000 + 100 * 16);
+  // Each engine's usage times its own size: 0.5 of 1,000 and 0.25 of 1,600.
+  assert.equal(report.kvUsedTokens, 0.5 * 1000 + 0.25 * 1600);
+  const unsized = readVllmMetrics(VLLM_NEW + info(0, 'num_gpu_blocks="None"'), { observedAtMs: 0 });
+  assert.deepEqual([unsized.kvCapacityTokens, unsized.kvUsedTokens], [undefined, undefined]);
+  const halfSized = readVllmMetrics(VLLM_NEW + info(0, 'num_gpu_blocks="50"'), { observedAtMs: 0 });
+  assert.equal(halfSized.kvUsedTokens, undefined, "engine 1's usage has no size to weigh");
 });
 
 Deno.test("readVllmMetrics() reads old builds' gpu_cache_usage_perc", () => {

@@ -22,6 +22,7 @@ Deno.test("a disaggregated model takes its protocol, roles and bootstrap ports, 
     decodeLoad: "instance",
     decodePolicy: "least_running",
     decodeModel: { baseS: 0.03, perRequestS: 0.0005 },
+    decodeBatchKv: "reported",
     meanDecodeS: 10,
     localPrefill: { mode: "off", maxTokens: 1000 },
   });
@@ -48,6 +49,23 @@ Deno.test("a disaggregated model without a decode instance is refused, saying wh
     instances: [{ id: "n0", url: "http://n0:8000" }],
   }));
   assert(none[0].includes("needs at least one prefill and one decode instance"), none[0]);
+});
+
+Deno.test("a decode model with a KV term must say what KV to assume where an engine reports none", () => {
+  const withModel = (decodeModel: Record<string, number>) =>
+    problemsOf(model({
+      disaggregation: { protocol: "vllm-nixl", decodeModel, decodeMaxBatch: 64 },
+      instances: [
+        { id: "p0", url: "http://p0:8000", role: "prefill" },
+        { id: "d0", url: "http://d0:8000", role: "decode" },
+      ],
+    }));
+  assertEquals(withModel({ perKvTokenS: 4e-8 }), [
+    "models[0].disaggregation.decodeModel: perKvTokenS needs kvTokensPerRequest: the KV per " +
+    "request assumed where an engine reports none",
+  ]);
+  assertEquals(withModel({ perKvTokenS: 4e-8, kvTokensPerRequest: 4000 }), []);
+  assertEquals(withModel({ baseS: 0.02 }), []);
 });
 
 Deno.test("prefill and decode roles without disaggregation, and unknown protocols, are refused", () => {

@@ -181,9 +181,31 @@ Deno.test("poolForecast() weighs each instance's KV per request by its running r
     { runningNow: 1, joiningInS: [], meanDecodeS: 10 },
   ]);
   assertEquals(unknown.kvTokensPerRequest, undefined, "one instance unknown: the guess for all");
-  const idle = poolForecast([
-    { runningNow: 0, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 1000 },
-    { runningNow: 0, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 3000 },
+  const oneIdle = poolForecast([
+    { runningNow: 3, joiningInS: [], meanDecodeS: 10, kvTokensPerRequest: 1000 },
+    { runningNow: 0, joiningInS: [], meanDecodeS: 10 },
   ]);
-  assertEquals(idle.kvTokensPerRequest, 2000);
+  assertEquals(
+    oneIdle.kvTokensPerRequest,
+    1000,
+    "an idle instance, reporting none, weighs nothing",
+  );
+  const idle = poolForecast([
+    { runningNow: 0, joiningInS: [], meanDecodeS: 10 },
+    { runningNow: 0, joiningInS: [], meanDecodeS: 10 },
+  ]);
+  assertEquals(idle.kvTokensPerRequest, undefined, "no batch to average: the guess");
+});
+
+Deno.test("admitPd() with the request's prompt but no KV term in the model predicts as without it", () => {
+  const forecast = { runningNow: 19, joiningInS: [], meanDecodeS: 10 };
+  const options = { ...kvOptions, decodeModel: DEFAULT_DECODE_MODEL };
+  const plain = admitPd({ decode: { instanceId: "d0", forecast } }, options);
+  for (const kvTokensPerRequest of [undefined, 50_000]) {
+    const withKv = admitPd({
+      decode: { instanceId: "d0", forecast: { ...forecast, kvTokensPerRequest } },
+      promptTokens: 100_000,
+    }, options);
+    assertEquals(withKv.predictedTbtS, plain.predictedTbtS);
+  }
 });

@@ -100,7 +100,7 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
       "--decode-model must be",
       '--decode-load: "cluster" is not one of instance, pool',
       "--local-prefill-chunk needs --local-prefill",
-      '--decode-kv: "exact" is not one of guess, reported',
+      '--decode-kv: "exact" is not one of guess, prompt, reported',
     ]
   ) {
     assert(errors.includes(part), `${part} missing from: ${errors}`);

@@ -132,23 +132,36 @@ Deno.test("P/D: the pool loads and refusals are sampled over the whole run", () 
   assert(Object.keys(result.rejectedByReason).every((r) => ["ttft_slo", "tbt_slo"].includes(r)));
 });
 
-Deno.test("P/D: judged on the decode engines' own KV, a decode-constrained cluster serves more within both SLOs", () => {
-  // 12P+4D at 3.2×: the decode batches bind. Long requests stay longest in a batch, so its mean
-  // context is above the trace's, the router's guess (pd_test_config.ts).
-  const options = { topology: { kind: "pd", prefill: 12, decode: 4 } as const, speed: 3.2 };
-  const guess = run("mooncake_ttft", { ...options, admission: "baseline" }).summary;
-  const reported = run("mooncake_ttft", {
-    ...options,
-    admission: "baseline",
-    decodeKv: "reported",
-  }).summary;
-  assertEquals(reported.decodeKv, "reported");
-  assert(
-    reported.tbtSloRequestShare > guess.tbtSloRequestShare + 0.05,
-    `TPOT within the SLO: ${reported.tbtSloRequestShare} against ${guess.tbtSloRequestShare}`,
-  );
-  assert(
-    reported.withinBothSlos > guess.withinBothSlos * 1.05,
-    `within both SLOs: ${reported.withinBothSlos} against ${guess.withinBothSlos}`,
-  );
+Deno.test("P/D: judged on the request's prompt and the batch cap, a decode-constrained cluster serves more within both SLOs", () => {
+  // 12P+4D at 3.2×: the decode batches bind. The guess prices every request at the trace's mean
+  // context; a long prompt joining a busy batch slows every step of it (pd_test_config.ts).
+  const options = {
+    topology: { kind: "pd", prefill: 12, decode: 4 } as const,
+    speed: 3.2,
+    admission: "baseline" as const,
+  };
+  const guess = run("mooncake_ttft", options).summary;
+  for (const decodeKv of ["prompt", "reported"] as const) {
+    const judged = run("mooncake_ttft", { ...options, decodeKv }).summary;
+    assertEquals(judged.decodeKv, decodeKv);
+    assert(
+      judged.tbtSloRequestShare > guess.tbtSloRequestShare + 0.05,
+      `${decodeKv}: TPOT within the SLO ${judged.tbtSloRequestShare}, guess ${guess.tbtSloRequestShare}`,
+    );
+    assert(
+      judged.withinBothSlos > guess.withinBothSlos * 1.05,
+      `${decodeKv}: within both SLOs ${judged.withinBothSlos}, guess ${guess.withinBothSlos}`,
+    );
+  }
+});
+
+Deno.test("P/D: `decodeKv: guess` judges exactly as a run without the option", () => {
+  const options = { topology: { kind: "pd", prefill: 6, decode: 2 } as const, speed: 3.2 };
+  for (const admission of ["baseline", "early", "predicted"] as const) {
+    const before = run("mooncake_ttft", { ...options, admission }).result;
+    const guess = run("mooncake_ttft", { ...options, admission, decodeKv: "guess" }).result;
+    assertEquals(Array.from(guess.ttftS), Array.from(before.ttftS), admission);
+    assertEquals(Array.from(guess.tpotS), Array.from(before.tpotS), admission);
+    assertEquals(guess.rejectedByReason, before.rejectedByReason, admission);
+  }
 });

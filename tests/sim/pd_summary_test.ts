@@ -32,6 +32,7 @@ function resultOf(ttftS: number[], tpotS: number[]): PdResult {
     load: { periodS: 1, prefill: [], decode: [], rejected: [] },
     busyS: [1],
     evictions: 0,
+    batchKv: { sum: 0, count: 0 },
     endS: 10,
   };
 }
