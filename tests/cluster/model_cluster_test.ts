@@ -55,3 +55,31 @@ Deno.test("stop() waits for the probe of an instance added while running, and no
   assertEquals(c.get("late")!.breaker.state, "closed", "the probe's verdict was recorded");
   assertEquals(time.pendingTimers, 0);
 });
+
+Deno.test("kvTokensPerRequest() is the engine's KV in use over its running requests, while its report is fresh", async () => {
+  let nowMs = 0;
+  const pages: Record<string, string> = {};
+  const page = (running: number, usage: number, sized = true) =>
+    `vllm:num_requests_running{engine="0"} ${running}\nvllm:num_requests_waiting{engine="0"} 0\n` +
+    `vllm:kv_cache_usage_perc{engine="0"} ${usage}\n` +
+    (sized ? 'vllm:cache_config_info{engine="0",kv_cache_size_tokens="100000"} 1.0\n' : "");
+  const c = testCluster({
+    now: () => nowMs,
+    loadStaleAfterMs: 5_000,
+    fetch: (input) => {
+      const host = new URL(input instanceof Request ? input.url : String(input)).hostname;
+      return Promise.resolve(new Response(pages[host] ?? ""));
+    },
+  });
+  for (const id of ["busy", "idle", "unsized"]) c.upsert(instance(id), "config");
+  pages.busy = page(4, 0.5);
+  pages.idle = page(0, 0);
+  pages.unsized = page(4, 0.5, false);
+  await c.refresh();
+  assertEquals(c.kvTokensPerRequest("busy"), 0.5 * 100_000 / 4);
+  assertEquals(c.kvTokensPerRequest("idle"), undefined, "no batch to average");
+  assertEquals(c.kvTokensPerRequest("unsized"), undefined, "no cache size reported");
+  nowMs += 6_000;
+  assertEquals(c.kvTokensPerRequest("busy"), undefined, "a stale report is not used");
+  await c.stop();
+});
