@@ -86,15 +86,16 @@ export interface DecodePlanContext {
 }
 
 /**
- * The forecast admission judges: the chosen instance's (the decision's first), or with
- * `decodeLoad: pool` the pool's over the instances that can take the request (healthy, KV cache
- * not full); with `decodeBatchKv: reported`, each with the KV per request its engine reports.
+ * The forecast admission judges: the chosen instance's, or with `decodeLoad: pool` the pool's
+ * over the instances that can take the request (healthy, KV cache not full); with
+ * `decodeBatchKv: reported`, each with the KV per request its engine reports.
  */
 function decodeForecast(
   pd: Pick<NonNullable<ModelConfig["disaggregation"]>, "decodeLoad" | "decodeBatchKv">,
   outlook: DecodeOutlook,
   candidates: readonly DecodeCandidate[],
   decision: DecodeDecision,
+  chosen: DecodeCandidate,
 ): DecodeLoadForecast {
   const reported = pd.decodeBatchKv === "reported";
   const forecastOf = (c: DecodeCandidate) =>
@@ -102,9 +103,8 @@ function decodeForecast(
       outlook.forecast(c.id, c.runningRequests),
       reported ? c.kvTokensPerRequest : undefined,
     );
-  const choosable = candidates.filter((c) => decision.ranking.includes(c.id));
-  if (pd.decodeLoad === "pool") return poolForecast(choosable.map(forecastOf));
-  return forecastOf(choosable.find((c) => c.id === decision.ranking[0])!);
+  if (pd.decodeLoad !== "pool") return forecastOf(chosen);
+  return poolForecast(candidates.filter((c) => decision.ranking.includes(c.id)).map(forecastOf));
 }
 
 /**
@@ -126,7 +126,10 @@ export function planDecode(
       predictedTtftS: request.predictedTtftS,
       prefillInstanceId: request.prefillId,
       decode: chosen && outlook
-        ? { instanceId: chosen.id, forecast: decodeForecast(pd, outlook, candidates, decision) }
+        ? {
+          instanceId: chosen.id,
+          forecast: decodeForecast(pd, outlook, candidates, decision, chosen),
+        }
         : undefined,
       promptTokens: request.promptTokens,
     },

@@ -525,11 +525,12 @@ class PdReplay {
     predictedTtftS: number,
     prefillId: string,
     decodeIds: readonly string[],
-    promptTokens: number,
+    prompt: number,
   ): AdmissionVerdict {
     const admission = this.#run.admission;
     if (admission === "off") return { admit: true };
     const config = this.#config;
+    const { promptTokens, maxDecodeBatch } = this.#kvJudgment(prompt);
     const judgeDecode = admission !== "baseline" && decodeIds.length > 0;
     return admitPd({
       predictedTtftS,
@@ -537,7 +538,7 @@ class PdReplay {
       decode: judgeDecode
         ? { instanceId: decodeIds[0], forecast: this.#decodeForecast(decodeIds) }
         : undefined,
-      promptTokens: this.#kvJudgment(promptTokens).promptTokens,
+      promptTokens,
     }, {
       enabled: true,
       // The baseline judges only the TTFT here (no decode input); its mode is then unused.
@@ -545,7 +546,7 @@ class PdReplay {
       ttftSloS: config.sloTtftS,
       tbtSloS: config.sloTbtS,
       decodeModel: config.routerDecodeModel,
-      maxDecodeBatch: this.#kvJudgment(promptTokens).maxDecodeBatch,
+      maxDecodeBatch,
     }).verdict;
   }
 
