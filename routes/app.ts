@@ -51,9 +51,15 @@ import { listen, type Listening } from "./listener.ts";
 import { requestIds } from "./request_id.ts";
 import { RequestWorkerPool } from "../src/gateway/request_worker_pool.ts";
 import { EventLoopLag } from "../src/telemetry/event_loop_lag.ts";
+import { type KeepAliveGet, keepAliveGet } from "../src/kv/keep_alive_get.ts";
 
 export interface RouterOptions {
   fetch?: typeof fetch;
+  /**
+   * The store lookups' HTTP client (default: `fetch` when given, else kept-alive connections of
+   * src/kv/keep_alive_get.ts).
+   */
+  masterFetch?: typeof fetch;
   /** Monotonic milliseconds (default performance.now). */
   now?: () => number;
   wallNow?: () => number;
@@ -124,6 +130,9 @@ export interface Router {
 }
 
 type RouterDeps = GatewayDeps & {
+  masterFetch?: typeof fetch;
+  /** The store lookups' kept-alive connections, closed with the router. */
+  masterConnections?: KeepAliveGet;
   timers?: Timers;
   tokenizerCache: Map<string, Promise<LoadedTokenizer>>;
   tokenizerPools: TokenizerPools;
@@ -161,8 +170,13 @@ export async function createRouter(
     env: options.env ?? ((name) => Deno.env.get(name)),
   });
   const workers = config.workers ?? navigator.hardwareConcurrency;
+  const masterGet = options.fetch || options.masterFetch
+    ? undefined
+    : keepAliveGet({ fallback: globalThis.fetch.bind(globalThis) });
   const deps: RouterDeps = {
     fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+    masterFetch: options.masterFetch ?? masterGet?.fetch ?? options.fetch,
+    masterConnections: masterGet,
     now: options.now ?? (() => performance.now()),
     wallNow: options.wallNow ?? (() => Date.now()),
     random: options.random ?? Math.random,
@@ -418,6 +432,7 @@ function routerLifecycle(
       deps.requestWorkers?.close();
       work.loopLag.stop();
       await deps.shared?.close();
+      deps.masterConnections?.close();
     },
   };
 }

@@ -32,6 +32,8 @@ import type { TokenizerSpec } from "../tokenize/worker_protocol.ts";
 
 export interface RuntimeDeps {
   fetch: typeof fetch;
+  /** The store lookups' HTTP client (default `fetch`). */
+  masterFetch?: typeof fetch;
   /** Monotonic milliseconds. */
   now: () => number;
   random: () => number;
@@ -272,7 +274,7 @@ function createStore(config: ModelConfig, deps: RuntimeDeps): MooncakeClient | u
   if (config.kv.store !== "mooncake" || urls.length === 0) return undefined;
   return new MooncakeClient({
     url: urls,
-    fetch: deps.fetch,
+    fetch: deps.masterFetch ?? deps.fetch,
     now: deps.now,
     health: new StoreHealth({
       downWindowMs: config.kv.downWindowMs,

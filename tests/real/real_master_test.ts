@@ -2,10 +2,12 @@
  * The store client and the router against the real `mooncake_master` (the wheel's), filled by
  * real store clients as engines on 127.0.0.2 and 127.0.0.3 would fill it: batch queries and the
  * real answer's format, percent-encoded keys, 20,000 keys in one lookup, a hung master (SIGSTOP),
- * a killed one and its restart. The same scenarios run against the fake in tests/kv/.
+ * a killed one and its restart (the router's own client: its kept connections,
+ * src/kv/keep_alive_get.ts). The same scenarios run against the fake in tests/kv/.
  */
 import { assert, assertEquals } from "../assert.ts";
 import { MooncakeClient } from "../../src/kv/mooncake_client.ts";
+import { keepAliveGet } from "../../src/kv/keep_alive_get.ts";
 import { StoreHealth } from "../../src/kv/store_health.ts";
 import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
 import { eventually } from "../support/eventually.ts";
@@ -18,34 +20,42 @@ function jumpClock() {
   return { now: () => performance.now() + offset, jump: (ms: number) => (offset += ms) };
 }
 
-Deno.test("real mooncake_master: batch lookups find each key on the host that put it, encoded keys too, 20,000 at once", async () => {
+Deno.test("real mooncake_master: batch lookups find each key on the host that put it, encoded keys too, 20,000 at once, through fetch and the router's kept connections", async () => {
   const master = await startRealMaster();
   const a = await startStoreClient("127.0.0.2", master);
   const b = await startStoreClient("127.0.0.3", master);
+  const kept = keepAliveGet({ fallback: fetch });
   try {
     const plain = "tiny-qwen3@tp_rank:0@pcp0@dcp0@pp_rank:0@group:0@ab12";
     const odd = ["my model@ab12", "k/ey%25?&#", "ünï-çødé@1", "comma-free;semi"];
     await a.put([plain, ...odd]);
-    await b.put(["b-only_0"]);
-    const client = new MooncakeClient({ url: master.url, deadlineMs: 2_000 });
-    const result = await client.lookup([plain, ...odd, "b-only_0", "absent_0"]);
-    assertEquals(result.outcome, "ok");
-    assertEquals(result.locations.get(plain)?.memoryHosts, ["127.0.0.2"]);
-    for (const key of odd) assertEquals(result.locations.get(key)?.memoryHosts, ["127.0.0.2"], key);
-    assertEquals(result.locations.get("b-only_0")?.memoryHosts, ["127.0.0.3"]);
-    assertEquals(result.locations.get("absent_0")?.present, false);
-
     const many = Array.from({ length: 20_000 }, (_, i) => `many_${i}`);
-    await b.put(many);
-    const started = performance.now();
-    const all = await new MooncakeClient({ url: master.url, deadlineMs: 10_000 }).lookup(many);
-    console.log(
-      `20,000 keys: ${all.batches} batches in ${(performance.now() - started).toFixed(0)} ms`,
-    );
-    assertEquals(all.outcome, "ok");
-    assertEquals([...all.locations.values()].filter((l) => l.present).length, 20_000);
-    assert([...all.locations.values()].every((l) => l.memoryHosts.includes("127.0.0.3")));
+    await b.put(["b-only_0", ...many]);
+    for (const [name, client] of [["fetch", fetch], ["kept connections", kept.fetch]] as const) {
+      const store = new MooncakeClient({ url: master.url, deadlineMs: 2_000, fetch: client });
+      const result = await store.lookup([plain, ...odd, "b-only_0", "absent_0"]);
+      assertEquals(result.outcome, "ok", name);
+      assertEquals(result.locations.get(plain)?.memoryHosts, ["127.0.0.2"]);
+      for (const key of odd) {
+        assertEquals(result.locations.get(key)?.memoryHosts, ["127.0.0.2"], `${name}: ${key}`);
+      }
+      assertEquals(result.locations.get("b-only_0")?.memoryHosts, ["127.0.0.3"]);
+      assertEquals(result.locations.get("absent_0")?.present, false);
+
+      const started = performance.now();
+      const all = await new MooncakeClient({ url: master.url, deadlineMs: 10_000, fetch: client })
+        .lookup(many);
+      console.log(
+        `${name}, 20,000 keys: ${all.batches} batches in ${
+          (performance.now() - started).toFixed(0)
+        } ms`,
+      );
+      assertEquals(all.outcome, "ok", name);
+      assertEquals([...all.locations.values()].filter((l) => l.present).length, 20_000);
+      assert([...all.locations.values()].every((l) => l.memoryHosts.includes("127.0.0.3")));
+    }
   } finally {
+    kept.close();
     await Promise.all([a.close(), b.close()]);
     await master.stop();
   }
