@@ -11,7 +11,10 @@ export interface KeepAliveGetOptions {
   fallback: typeof fetch;
   /** Opens a TCP connection (default `Deno.connect`). */
   connect?: (address: { hostname: string; port: number }) => Promise<Deno.Conn>;
-  /** Idle connections kept per origin (default 16); more are closed once answered. */
+  /**
+   * Idle connections kept per origin (default 64: about as many lookups as a busy router has in
+   * flight, so it does not reopen them); more are closed once answered.
+   */
   maxIdlePerOrigin?: number;
   /** Bound of a response's head and body (default 16 MiB): past it the request fails. */
   maxResponseBytes?: number;
@@ -97,7 +100,7 @@ class KeptConnections {
   /** Keeps the connection for the next GET when it may carry one and the bound allows. */
   #finish(answer: Answer, host: string, conn: Deno.Conn): Response {
     const kept = this.#idle.get(host) ?? [];
-    if (answer.reusable && kept.length < (this.#options.maxIdlePerOrigin ?? 16)) {
+    if (answer.reusable && kept.length < (this.#options.maxIdlePerOrigin ?? 64)) {
       kept.push(conn);
       this.#idle.set(host, kept);
     } else closeQuietly(conn);
