@@ -68,12 +68,18 @@ export class HttpResponseReader {
     const lines = latin1.decode(this.#buffer.subarray(this.#start, end)).split("\r\n");
     this.#start = end + 4;
     const statusLine = STATUS_LINE.exec(lines[0]);
-    if (!statusLine) throw new Error(`not an HTTP/1.x status line: ${lines[0].slice(0, 80)}`);
+    if (!statusLine || Number(statusLine[2]) < 100) {
+      throw new Error(`not an HTTP/1.x status line: ${lines[0].slice(0, 80)}`);
+    }
     const headers: [string, string][] = [];
     for (const line of lines.slice(1)) {
       const colon = line.indexOf(":");
-      if (colon <= 0) throw new Error(`malformed response header: ${line.slice(0, 80)}`);
-      headers.push([line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()]);
+      const name = line.slice(0, colon);
+      // RFC 9112 §5.1: no whitespace between a field's name and its colon.
+      if (colon <= 0 || /\s/.test(name)) {
+        throw new Error(`malformed response header: ${line.slice(0, 80)}`);
+      }
+      headers.push([name.toLowerCase(), line.slice(colon + 1).trim()]);
     }
     return {
       minor: Number(statusLine[1]),
@@ -92,7 +98,7 @@ export class HttpResponseReader {
       : connection.includes("keep-alive");
     let body: Uint8Array<ArrayBuffer> | null;
     const lengths = new Set(values("content-length"));
-    if (head.status === 204 || head.status === 304) body = null;
+    if (head.status === 204 || head.status === 205 || head.status === 304) body = null;
     else if (values("transfer-encoding").join(",").toLowerCase().includes("chunked")) {
       body = await this.#chunked();
     } else if (lengths.size > 0) {
@@ -128,8 +134,9 @@ export class HttpResponseReader {
     let total = 0;
     for (;;) {
       const sizeLine = await this.#line();
-      const size = Number.parseInt(sizeLine.split(";")[0].trim(), 16);
-      if (!Number.isFinite(size) || size < 0) throw new Error(`bad chunk size: ${sizeLine}`);
+      const digits = sizeLine.split(";")[0].trim();
+      if (!/^[0-9a-fA-F]{1,12}$/.test(digits)) throw new Error(`bad chunk size: ${sizeLine}`);
+      const size = Number.parseInt(digits, 16);
       if (size === 0) break;
       total += size;
       if (total > this.#maxBytes) throw new Error(`response body over ${this.#maxBytes} bytes`);
@@ -184,15 +191,18 @@ export class HttpResponseReader {
     return -1;
   }
 
-  /** Room to read into: what is left moves to the front, and the buffer doubles when full. */
+  /**
+   * Room to read into: what is left moves to the front, and a full buffer doubles, up to the
+   * response's bound.
+   */
   #makeRoom(): void {
     const left = this.#buffer.subarray(this.#start, this.#end);
-    const size = left.length === this.#buffer.length
-      ? this.#buffer.length * 2
-      : this.#buffer.length;
-    if (size > this.#maxBytes + MAX_HEAD_BYTES) {
+    const cap = this.#maxBytes + MAX_HEAD_BYTES;
+    const full = left.length === this.#buffer.length;
+    if (full && this.#buffer.length >= cap) {
       throw new Error(`response over ${this.#maxBytes} bytes`);
     }
+    const size = full ? Math.min(this.#buffer.length * 2, cap) : this.#buffer.length;
     const next = size === this.#buffer.length ? this.#buffer : new Uint8Array(size);
     next.set(left, 0);
     this.#buffer = next;

@@ -48,6 +48,7 @@ class KeptConnections {
   readonly #options: KeepAliveGetOptions;
   readonly #idle = new Map<string, Deno.Conn[]>();
   readonly #origins = new Map<string, Origin>();
+  #closed = false;
 
   constructor(options: KeepAliveGetOptions) {
     this.#options = options;
@@ -67,7 +68,9 @@ class KeptConnections {
     }
   };
 
+  /** Closes the idle connections; those still answering close when done. */
   close(): void {
+    this.#closed = true;
     for (const conns of this.#idle.values()) for (const conn of conns) closeQuietly(conn);
     this.#idle.clear();
   }
@@ -80,7 +83,8 @@ class KeptConnections {
     if (pooled) {
       // A kept connection the master closed meanwhile fails before any answer: ask once more.
       const answer = await exchange(pooled, head, signal, maxBytes).catch((error) => {
-        if (signal.aborted || !(error instanceof StaleConnection)) throw error;
+        if (signal.aborted) throw signal.reason;
+        if (!(error instanceof StaleConnection)) throw error;
         return undefined;
       });
       if (answer) return this.#finish(answer, origin.host, pooled);
@@ -100,7 +104,9 @@ class KeptConnections {
   /** Keeps the connection for the next GET when it may carry one and the bound allows. */
   #finish(answer: Answer, host: string, conn: Deno.Conn): Response {
     const kept = this.#idle.get(host) ?? [];
-    if (answer.reusable && kept.length < (this.#options.maxIdlePerOrigin ?? 64)) {
+    if (
+      answer.reusable && !this.#closed && kept.length < (this.#options.maxIdlePerOrigin ?? 64)
+    ) {
       kept.push(conn);
       this.#idle.set(host, kept);
     } else closeQuietly(conn);
@@ -196,8 +202,10 @@ function untilAborted(opening: Promise<Deno.Conn>, signal: AbortSignal): Promise
     signal.addEventListener("abort", onAbort, { once: true });
     opening.then((conn) => {
       signal.removeEventListener("abort", onAbort);
-      if (signal.aborted) closeQuietly(conn);
-      else resolve(conn);
+      if (!signal.aborted) return resolve(conn);
+      // Aborted while it opened (maybe before the listener was added): rejected either way.
+      closeQuietly(conn);
+      reject(signal.reason);
     }, (error) => {
       signal.removeEventListener("abort", onAbort);
       reject(error);

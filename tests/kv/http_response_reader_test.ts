@@ -51,6 +51,20 @@ Deno.test("a chunked body is joined, its extensions and trailers dropped", async
   }
 });
 
+Deno.test("a body up to a bound that is no power of two is read; one byte more is refused", async () => {
+  const limit = 10 * 1024 * 1024 + 7;
+  const body = "x".repeat(limit);
+  const answer = await readAll(`HTTP/1.1 200 OK\r\n\r\n${body}`, 1 << 20, limit);
+  strictEqual(answer.body?.length, limit);
+  await rejects(readAll(`HTTP/1.1 200 OK\r\n\r\n${body}x`, 1 << 20, limit), /over 10485767/);
+});
+
+Deno.test("205 has no body, whatever its content-length says", async () => {
+  const answer = await readAll("HTTP/1.1 205 Reset Content\r\nContent-Length: 0\r\n\r\n", 4);
+  strictEqual(answer.status, 205);
+  strictEqual(answer.body, null);
+});
+
 Deno.test("interim 1xx answers are skipped; 204 has no body", async () => {
   const answer = await readAll("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", 3);
   strictEqual(answer.status, 204);
@@ -90,6 +104,10 @@ Deno.test("malformed, cut short or oversized answers are errors, not answers", a
     [`HTTP/1.1 200 OK\r\nX: ${"x".repeat(70_000)}`, /response head too large/],
     ["HTTP/1.1 200 OK\r\nContent-Le", /closed before the response's head/],
     ["HTTP/1.1 101 Switching Protocols\r\n\r\n", /switched protocols/],
+    ["HTTP/1.1 099 Odd\r\n\r\n", /not an HTTP\/1\.x status line/],
+    ["HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok", /malformed response header/],
+    ["HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x10\r\n", /bad chunk size/],
+    ["HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5zz\r\n", /bad chunk size/],
   ];
   for (const [text, error, maxBytes] of cases) {
     await rejects(readAll(text, 3, maxBytes), error, text.slice(0, 60));

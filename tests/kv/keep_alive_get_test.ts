@@ -1,4 +1,4 @@
-import { ok, rejects, strictEqual } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual, throws } from "node:assert/strict";
 import { keepAliveGet } from "../../src/kv/keep_alive_get.ts";
 
 const encoder = new TextEncoder();
@@ -69,6 +69,19 @@ function rawServer(answer: (head: string, n: number) => string | undefined | "ha
 
 const okAnswer = (body: string, extra = "") =>
   `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n${extra}\r\n${body}`;
+
+/** The promise's outcome, or a failure once `ms` pass: a GET that never settles fails the test. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 function unusedFallback(): typeof fetch {
   return () => Promise.reject(new Error("the fallback was not expected"));
@@ -227,4 +240,102 @@ Deno.test("a header fetch would refuse rejects the promise, as fetch's does", as
   const pending = client.fetch("http://127.0.0.1:1/x", { headers: { "x-bad": "a\r\nb: c" } });
   await rejects(pending, TypeError);
   client.close();
+});
+
+Deno.test("a chunked answer over a kept connection is joined, and the connection kept", async () => {
+  const chunked = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n" +
+    '3\r\n{"a\r\n4\r\n":1}\r\n0\r\n\r\n';
+  const server = rawServer(() => chunked);
+  const client = keepAliveGet({ fallback: unusedFallback() });
+  try {
+    for (let i = 0; i < 3; i++) {
+      deepStrictEqual(await (await client.fetch(`${server.url}/x`)).json(), { a: 1 });
+    }
+    strictEqual(server.accepted(), 1);
+  } finally {
+    client.close();
+    await server.close();
+  }
+});
+
+Deno.test("an aborted signal, before the GET or while its connection opens, rejects it", async () => {
+  const server = rawServer(() => okAnswer("{}"));
+  try {
+    const aborted = new AbortController();
+    aborted.abort();
+    const client = keepAliveGet({ fallback: unusedFallback() });
+    await rejects(
+      client.fetch(`${server.url}/x`, { signal: aborted.signal }),
+      (e: Error) => e.name === "AbortError",
+    );
+    strictEqual(server.accepted(), 0);
+    // The abort lands after the GET began to connect, before the connection is watched.
+    const controller = new AbortController();
+    const opened: Deno.Conn[] = [];
+    const racing = keepAliveGet({
+      fallback: unusedFallback(),
+      connect: async (address) => {
+        controller.abort();
+        const conn = await Deno.connect(address);
+        opened.push(conn);
+        return conn;
+      },
+    });
+    await rejects(
+      within(racing.fetch(`${server.url}/x`, { signal: controller.signal }), 5_000),
+      (e: Error) => e.name === "AbortError",
+    );
+    strictEqual(opened.length, 1);
+    // Closed by the client: using it again fails.
+    throws(() => opened[0].close(), Deno.errors.BadResource);
+    client.close();
+    racing.close();
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("an abort while a kept connection is read closes it; the next GET opens another", async () => {
+  const server = rawServer((_, n) => n === 0 ? okAnswer("{}") : "hang");
+  const client = keepAliveGet({ fallback: unusedFallback() });
+  try {
+    await (await client.fetch(`${server.url}/x`)).text();
+    await rejects(
+      client.fetch(`${server.url}/x`, { signal: AbortSignal.timeout(50) }),
+      (e: Error) => e.name === "TimeoutError",
+    );
+    strictEqual(await (await client.fetch(`${server.url}/x`)).text(), "{}");
+    strictEqual(server.accepted(), 2);
+  } finally {
+    client.close();
+    await server.close();
+  }
+});
+
+Deno.test("close() with a GET in flight: its connection closes once answered, not kept", async () => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  const serving = (async () => {
+    const conn = await listener.accept();
+    const buffer = new Uint8Array(4096);
+    await conn.read(buffer);
+    await released;
+    await conn.write(new TextEncoder().encode(okAnswer("{}")));
+    // The client closes its side once it has the answer: this read ends.
+    const after = await conn.read(buffer).catch(() => null);
+    conn.close();
+    return after;
+  })();
+  const client = keepAliveGet({ fallback: unusedFallback() });
+  try {
+    const pending = client.fetch(`http://127.0.0.1:${port}/x`);
+    client.close();
+    release();
+    strictEqual(await (await pending).text(), "{}");
+    strictEqual(await serving, null);
+  } finally {
+    listener.close();
+  }
 });
