@@ -13,7 +13,7 @@ const OURS = ["cache_aware", "kv_hit_len", "mooncake_ttft", "affinity_ttft"];
 const TRACE = new URL("../tests/data/conversation_trace.jsonl", import.meta.url);
 
 const USAGE = `Usage: deno task sim:grid [--quick] [--seeds LIST] [--requests N] [--candidate NAME]
-                          [--pool off|planned] [--out FILE]
+                          [--candidate-hold TOKENS] [--pool off|planned] [--out FILE]
 
 Replays every policy (peers: ${PEERS.join(", ")}; tidegate's: ${OURS.join(", ")}) on
 the policy grid: skewed documents (Zipf 0.8/1.1/1.4, 100 or 1,000 documents of 20k tokens, cache
@@ -28,6 +28,10 @@ the candidate (affinity_ttft). Takes about 12 minutes per seed on a quiet core; 
   --requests N     requests per cell (default 2000)
   --candidate NAME the policy judged (default affinity_ttft); NAME:key=value&key=value gives it
                    parameters (e.g. affinity_ttft:duplicationWeight=1)
+  --candidate-hold TOKENS
+                   the candidate with late binding: while every instance has more prefill
+                   tokens waiting than this, an arriving request is held and planned once one
+                   has room (src/scheduling/late_binding.ts; the peers as they run)
   --pool MODE      only the cells with the pool off, or planned (default both)
   --out FILE       also write the table there`;
 
@@ -36,6 +40,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
     quick: { type: "boolean" },
     seeds: { type: "string" },
     requests: { type: "string" },
+    "candidate-hold": { type: "string" },
     candidate: { type: "string" },
     pool: { type: "string" },
     out: { type: "string" },
@@ -46,12 +51,18 @@ export async function runSimGrid(args: string[]): Promise<number> {
   const seeds = (values.seeds ?? (quick ? "3" : "3,4,5")).split(",").map(Number);
   const requests = Number(values.requests ?? 2000);
   const candidate = values.candidate ?? "affinity_ttft";
+  const hold = values["candidate-hold"] === undefined
+    ? undefined
+    : Number(values["candidate-hold"]);
   const problems = [
     ...(seeds.every(Number.isInteger) ? [] : ["--seeds must be integers"]),
     ...(Number.isInteger(requests) && requests > 0
       ? []
       : ["--requests must be a positive integer"]),
     ...candidateProblems(candidate),
+    ...(hold === undefined || (Number.isInteger(hold) && hold >= 0)
+      ? []
+      : ["--candidate-hold must be an integer ≥ 0"]),
     ...([undefined, "off", "planned"].includes(values.pool)
       ? []
       : ["--pool must be off or planned"]),
@@ -68,6 +79,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
     policies,
     peers: PEERS,
     candidate,
+    candidateHoldAboveTokens: hold,
     instances: 8,
     requests,
     trace,

@@ -33,6 +33,8 @@ export interface GridOptions {
   peers: string[];
   /** The policy judged against the targets (a policy spec: `name[:key=value&...]`). */
   candidate: string;
+  /** The candidate with late binding at this bound (`PolicyRun.holdAboveTokens`); peers never. */
+  candidateHoldAboveTokens?: number;
   instances: number;
   requests: number;
   /** The recorded trace, for "trace" cells. */
@@ -132,7 +134,15 @@ export function runCell(cell: GridCell, options: GridOptions): CellResult {
     let floorHit = 0;
     for (const policy of options.policies) {
       const { name, params } = parsePolicySpec(policy);
-      const run = { label: policy, policy: name, params, admission: "off" as const };
+      const run = {
+        label: policy,
+        policy: name,
+        params,
+        admission: "off" as const,
+        holdAboveTokens: policy === options.candidate
+          ? options.candidateHoldAboveTokens
+          : undefined,
+      };
       const loaded = summarize(simulate(trace, config(speed), run), 30);
       const idle = summarize(simulate(trace, config(speed / 20), run), 30);
       if (idle.meanTtftS < floor) [floor, floorHit] = [idle.meanTtftS, idle.hitRatio];

@@ -24,6 +24,7 @@ import { simScheduleRequest } from "./schedule_request.ts";
 import { assignBands, type BandAssignment, type BandSpec, DEFAULT_BANDS } from "./sim_bands.ts";
 import { DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
 import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
+import { hasRoom } from "../scheduling/late_binding.ts";
 import type { TraceRequest } from "./trace.ts";
 
 /**
@@ -91,6 +92,12 @@ export interface PolicyRun {
    * (instead of `policy`), as a live split routes each request by its arm's policy.
    */
   arms?: { policies: { name: string; params?: Record<string, unknown> }[]; of: Int32Array };
+  /**
+   * Late binding (src/scheduling/late_binding.ts): while every instance has more prefill tokens
+   * waiting than this, an arriving request is held, first come first served, and planned once one
+   * has room. Unset: every request is planned and sent as it arrives.
+   */
+  holdAboveTokens?: number;
 }
 
 export interface SimResult {
@@ -112,6 +119,10 @@ export interface SimResult {
   tenant: Int32Array;
   /** Per request: seconds waited in the flow-control queue; NaN when it never waited. */
   queueWaitS: Float64Array;
+  /** Requests late binding held at arrival (0 without `holdAboveTokens`). */
+  heldRequests: number;
+  /** Per request: how long late binding held it; NaN where it was not held. */
+  heldS: Float64Array;
   /** Last arrival − first arrival (the span goodput is measured over). */
   arrivalSpanS: number;
   rejectedByReason: Record<string, number>;
@@ -178,6 +189,8 @@ class ClusterReplay {
   readonly #bands: BandAssignment;
   /** Only with the `queue` admission. */
   readonly #queue?: SimQueue;
+  /** Late binding's held requests, in arrival order. */
+  readonly #held: number[] = [];
   #nowS = 0;
   /** The last arrival or engine event (a stale TTL recheck does not end the run). */
   #endS = 0;
@@ -282,6 +295,16 @@ class ClusterReplay {
   /** Request `i` arrives: plan and admit it, then send it, queue it or refuse it. */
   #arrive(i: number): void {
     const plan = this.#plan(i);
+    const bound = this.#run.holdAboveTokens;
+    if (bound !== undefined && (this.#held.length > 0 || !hasRoom(plan.candidates, bound))) {
+      this.#result.heldRequests++;
+      this.#held.push(i);
+      return;
+    }
+    this.#admitAndSend(i, plan);
+  }
+
+  #admitAndSend(i: number, plan: Plan): void {
     const verdict = this.#admit(plan.predicted, plan.chosenId, plan.candidates);
     if (this.#queue) return this.#arriveQueued(this.#queue, i, plan, verdict);
     if (!verdict.admit) return this.#reject(verdict.reason);
@@ -307,6 +330,22 @@ class ClusterReplay {
     this.#events.push(deadline, { kind: "recheck" });
     // The router re-plans within recheckMs of a join; nothing else moves meanwhile here.
     this.#pumpQueue();
+  }
+
+  /**
+   * Late binding: held requests, first come first served, each planned against the cluster as it
+   * is now and sent while an instance has room (their prefill ends free it: a request always
+   * holds behind queued work, so this is reached).
+   */
+  #releaseHeld(): void {
+    const bound = this.#run.holdAboveTokens;
+    while (bound !== undefined && this.#held.length > 0) {
+      const plan = this.#plan(this.#held[0], "replan");
+      if (!hasRoom(plan.candidates, bound)) return;
+      const i = this.#held.shift()!;
+      this.#result.heldS[i] = this.#nowS - this.#arrivalS[i];
+      this.#admitAndSend(i, plan);
+    }
   }
 
   /** Re-plans waiting requests (from scratch: lookup, policy, admission) counting their wait. */
@@ -438,6 +477,7 @@ class ClusterReplay {
   #prefillDone(engine: number): void {
     for (const job of this.#engines[engine].finishIteration()) this.#finishPrefill(engine, job);
     this.#startPrefill(engine);
+    this.#releaseHeld();
     // Prefill capacity freed at the first token, when the router's load lease ends.
     this.#pumpQueue();
   }
@@ -550,6 +590,8 @@ function emptyResult(
     band: new Int32Array(n),
     tenant: new Int32Array(n),
     queueWaitS: new Float64Array(n).fill(NaN),
+    heldRequests: 0,
+    heldS: new Float64Array(n).fill(NaN),
     arrivalSpanS: 0,
     rejectedByReason: {},
     timeline: { periodS, waitingTokens: names.map(() => []) },
