@@ -48,6 +48,7 @@ import {
   worthQueueing,
 } from "../scheduling/queue_rules.ts";
 import type { AdmissionRefusal } from "../scheduling/admission.ts";
+import { hasRoom, heldRefusal, holdsOnArrival } from "../scheduling/late_binding.ts";
 import { systemTimers, type Timers } from "../cluster/timers.ts";
 import { parseRequest } from "./parse_request.ts";
 import type { RequestWorkerPool } from "./request_worker_pool.ts";
@@ -450,9 +451,16 @@ export class Gateway {
         priority: this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant),
         ttlS: queueTtlS(flight.request, queue.ttlS),
       };
-      if (!refusal.admit && this.#worthWaiting(flight, planned.plan, refusal)) {
+      const held = refusal.admit &&
+        holdsOnArrival(
+          planned.plan.candidates,
+          queue.holdAboveTokens,
+          this.#flow.waiting(flight.runtime!.config.name),
+        );
+      if (held || (!refusal.admit && this.#worthWaiting(flight, planned.plan, refusal))) {
         flight.prepared = planned.prepared;
-        const early = await this.#waitInQueue(flight, parsed, refusal, wait);
+        const why = refusal.admit ? heldRefusal(queue.holdAboveTokens!) : refusal;
+        const early = await this.#waitInQueue(flight, parsed, why, wait);
         if (early) return early;
       }
     }
@@ -617,8 +625,10 @@ export class Gateway {
       reserveIf: (plan: DispatchPlan) => {
         const sinceArrivalS = (this.#deps.now() - flight.record.startedAt) / 1000;
         const chosen = chosenPrefill(plan);
+        const bound = slo.queue.holdAboveTokens;
         goes = plan.admission.admit &&
-          admitsFromQueue(slo.queue.admitWhen, chosen, sinceArrivalS, slo.ttftS);
+          admitsFromQueue(slo.queue.admitWhen, chosen, sinceArrivalS, slo.ttftS) &&
+          (bound === undefined || hasRoom(plan.candidates, bound));
         return goes;
       },
     };

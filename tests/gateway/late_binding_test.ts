@@ -1,0 +1,72 @@
+/**
+ * Late binding through the router (`slo.queue.holdAboveTokens`, src/scheduling/late_binding.ts):
+ * a request admission admits still waits while every instance has more prefill waiting than the
+ * bound, first come first served, and is sent once one has room; without the bound it goes at once.
+ */
+import { assert, assertEquals } from "../assert.ts";
+import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
+
+/** One engine that never answers (each request holds its prefill lease until its client leaves). */
+async function cluster(holdAboveTokens?: number) {
+  const t = await startTestCluster({
+    engines: 1,
+    model: {
+      kv: { store: "none" },
+      prefillModel: { linear: 1, quadratic: 0, constant: 0 },
+      slo: { ttftS: 60, admission: true, queue: { enabled: true, ttlS: 30, holdAboveTokens } },
+    },
+  });
+  await t.engines[0].setFailure("hang", { allEndpoints: false });
+  const clients: AbortController[] = [];
+  const send = (first: number) => {
+    const abort = new AbortController();
+    clients.push(abort);
+    completion(t.url, { prompt: range(first, 1_000), max_tokens: 1 }, {}, abort.signal)
+      .catch(() => {});
+    return abort;
+  };
+  const received = () =>
+    t.engines[0].stats.requests.map((r) => (r.body as { prompt?: number[] })?.prompt?.[0]);
+  const waiting = () =>
+    [...(t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])].reduce((a, b) => a + b, 0);
+  const end = async () => {
+    for (const abort of clients) abort.abort();
+    await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
+    await t.close();
+  };
+  return { t, send, received, waiting, end };
+}
+
+Deno.test("late binding: admitted requests wait while the engine has prefill waiting, and go first come first served once it has room", async () => {
+  const c = await cluster(0);
+  try {
+    const a = c.send(1_000_000);
+    await eventually(() => c.received().includes(1_000_000), 10_000, "the first goes at once");
+    const b = c.send(2_000_000);
+    await eventually(() => c.waiting() === 1, 10_000, "the second is held");
+    c.send(3_000_000);
+    await eventually(() => c.waiting() === 2, 10_000, "the third is held behind it");
+    assertEquals(c.received(), [1_000_000]);
+    a.abort(); // its lease ends: the engine has room
+    await eventually(() => c.received().includes(2_000_000), 10_000, "the second goes");
+    assertEquals(c.waiting(), 1);
+    assert(!c.received().includes(3_000_000), "the third still waits: the second prefills");
+    b.abort();
+    await eventually(() => c.received().includes(3_000_000), 10_000, "then the third");
+    assertEquals(c.waiting(), 0);
+  } finally {
+    await c.end();
+  }
+});
+
+Deno.test("without holdAboveTokens admitted requests go at once, whatever is waiting", async () => {
+  const c = await cluster();
+  try {
+    for (const first of [1_000_000, 2_000_000, 3_000_000]) c.send(first);
+    await eventually(() => c.received().length === 3, 10_000, "all three reach the engine");
+    assertEquals(c.waiting(), 0);
+  } finally {
+    await c.end();
+  }
+});
