@@ -373,6 +373,9 @@ export const QueueSchema = z.strictObject({
    * queue's order once one has room, placed then. Unset: only refused requests wait.
    */
   holdAboveTokens: z.int().min(0).optional(),
+}).refine((q) => q.holdAboveTokens === undefined || q.enabled, {
+  message: "holdAboveTokens holds requests in the flow-control queue: set enabled: true",
+  path: ["holdAboveTokens"],
 });
 
 export const SloSchema = z.strictObject({
