@@ -369,8 +369,8 @@ export const QueueSchema = z.strictObject({
   admitWhen: z.enum(QUEUE_ADMIT_WHEN).default("fits"),
   /**
    * Late binding (src/scheduling/late_binding.ts): a request admission admits also waits while
-   * every instance has more prefill tokens waiting than this or anyone waits, and goes in the
-   * queue's order once one has room, placed then. Unset: only refused requests wait.
+   * every healthy instance has more prefill tokens waiting than this or others are held so, and
+   * goes in the queue's order once one has room, placed then. Unset: only refused requests wait.
    */
   holdAboveTokens: z.int().min(0).optional(),
 }).refine((q) => q.holdAboveTokens === undefined || q.enabled, {

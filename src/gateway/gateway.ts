@@ -48,7 +48,7 @@ import {
   worthQueueing,
 } from "../scheduling/queue_rules.ts";
 import type { AdmissionRefusal } from "../scheduling/admission.ts";
-import { hasRoom, heldRefusal, holdsOnArrival } from "../scheduling/late_binding.ts";
+import { heldRefusal, holdsOnArrival } from "../scheduling/late_binding.ts";
 import { systemTimers, type Timers } from "../cluster/timers.ts";
 import { parseRequest } from "./parse_request.ts";
 import type { RequestWorkerPool } from "./request_worker_pool.ts";
@@ -186,6 +186,8 @@ export class Gateway {
 
   readonly #tenants: TenantGate;
   readonly #flow: FlowControl;
+  /** Requests late binding holds, per model (they wait in `#flow` among the refused ones). */
+  readonly #held = new Map<string, number>();
   readonly #routeSupport: RouteSupport;
   readonly #storedResponses: StoredResponses;
   #trustedProxies: HostAllowList;
@@ -451,17 +453,18 @@ export class Gateway {
         priority: this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant),
         ttlS: queueTtlS(flight.request, queue.ttlS),
       };
-      const held = refusal.admit &&
-        holdsOnArrival(
-          planned.plan.candidates,
-          queue.holdAboveTokens,
-          this.#flow.waiting(flight.runtime!.config.name),
-        );
+      const held = refusal.admit && this.#holds(flight, planned.plan);
       if (held || (!refusal.admit && this.#worthWaiting(flight, planned.plan, refusal))) {
         flight.prepared = planned.prepared;
-        const why = refusal.admit ? heldRefusal(queue.holdAboveTokens!) : refusal;
-        const early = await this.#waitInQueue(flight, parsed, why, wait);
-        if (early) return early;
+        const why = held ? heldRefusal(queue.holdAboveTokens!) : refusal;
+        const model = flight.runtime!.config.name;
+        if (held) this.#held.set(model, (this.#held.get(model) ?? 0) + 1);
+        try {
+          const early = await this.#waitInQueue(flight, parsed, why as AdmissionRefusal, wait);
+          if (early) return early;
+        } finally {
+          if (held) this.#held.set(model, this.#held.get(model)! - 1);
+        }
       }
     }
     const verdict = flight.plan!.admission;
@@ -534,6 +537,17 @@ export class Gateway {
     flight.reservation = planned.reservation;
     flight.decodeReservation = planned.decodeReservation;
     flight.record.plan = planned.plan;
+  }
+
+  /**
+   * Late binding (src/scheduling/late_binding.ts): an admitted request waits while no prefill
+   * instance has room, or behind others held so (not behind requests admission refused: a
+   * newcomer that fits goes past those). A local prefill is the decode instance's: never held.
+   */
+  #holds(flight: InFlight, plan: DispatchPlan): boolean {
+    const { holdAboveTokens } = flight.runtime!.config.slo.queue;
+    const othersHeld = this.#held.get(flight.runtime!.config.name) ?? 0;
+    return holdsOnArrival(heldCandidates(plan), holdAboveTokens, othersHeld);
   }
 
   /**
@@ -625,10 +639,9 @@ export class Gateway {
       reserveIf: (plan: DispatchPlan) => {
         const sinceArrivalS = (this.#deps.now() - flight.record.startedAt) / 1000;
         const chosen = chosenPrefill(plan);
-        const bound = slo.queue.holdAboveTokens;
         goes = plan.admission.admit &&
           admitsFromQueue(slo.queue.admitWhen, chosen, sinceArrivalS, slo.ttftS) &&
-          (bound === undefined || hasRoom(plan.candidates, bound));
+          !holdsOnArrival(heldCandidates(plan), slo.queue.holdAboveTokens, 0);
         return goes;
       },
     };
@@ -824,4 +837,9 @@ function hasSglangEngines(model: Config["models"][number]): boolean {
 function pathOf(request: Request): string {
   const url = new URL(request.url);
   return url.pathname + url.search;
+}
+
+/** The prefill candidates late binding judges; none for a local prefill (never held). */
+function heldCandidates(plan: DispatchPlan): DispatchPlan["candidates"] {
+  return plan.decode?.localPrefill?.local ? [] : plan.candidates;
 }

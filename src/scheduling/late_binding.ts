@@ -16,14 +16,15 @@ export function hasRoom(candidates: readonly Candidate[], holdAboveTokens: numbe
 
 /**
  * Whether an admitted request is held on arrival: the bound is set and no instance has room, or
- * others are held already (first come first served).
+ * others are held already (first come first served). Never without a healthy instance: holding
+ * would only delay the answer that none can serve.
  */
 export function holdsOnArrival(
   candidates: readonly Candidate[],
   holdAboveTokens: number | undefined,
   othersHeld: number,
 ): boolean {
-  if (holdAboveTokens === undefined) return false;
+  if (holdAboveTokens === undefined || !candidates.some((c) => c.healthy)) return false;
   return othersHeld > 0 || !hasRoom(candidates, holdAboveTokens);
 }
 

@@ -4,25 +4,32 @@
  * bound, first come first served, and is sent once one has room; without the bound it goes at once.
  */
 import { assert, assertEquals } from "../assert.ts";
-import { completion, MODEL, range, startTestCluster } from "../support/harness.ts";
+import {
+  completion,
+  loadOnlyModel,
+  MODEL,
+  range,
+  startRouter,
+  startTestCluster,
+} from "../support/harness.ts";
 import { eventually } from "../support/eventually.ts";
 
 /** One engine that never answers (each request holds its prefill lease until its client leaves). */
-async function cluster(holdAboveTokens?: number) {
+async function cluster(holdAboveTokens?: number, ttlS = 30) {
   const t = await startTestCluster({
     engines: 1,
     model: {
       kv: { store: "none" },
       prefillModel: { linear: 1, quadratic: 0, constant: 0 },
-      slo: { ttftS: 60, admission: true, queue: { enabled: true, ttlS: 30, holdAboveTokens } },
+      slo: { ttftS: 60, admission: true, queue: { enabled: true, ttlS, holdAboveTokens } },
     },
   });
   await t.engines[0].setFailure("hang", { allEndpoints: false });
   const clients: AbortController[] = [];
-  const send = (first: number) => {
+  const send = (first: number, tokens = 1_000) => {
     const abort = new AbortController();
     clients.push(abort);
-    completion(t.url, { prompt: range(first, 1_000), max_tokens: 1 }, {}, abort.signal)
+    completion(t.url, { prompt: range(first, tokens), max_tokens: 1 }, {}, abort.signal)
       .catch(() => {});
     return abort;
   };
@@ -65,6 +72,55 @@ Deno.test("without holdAboveTokens admitted requests go at once, whatever is wai
   try {
     for (const first of [1_000_000, 2_000_000, 3_000_000]) c.send(first);
     await eventually(() => c.received().length === 3, 10_000, "all three reach the engine");
+    assertEquals(c.waiting(), 0);
+  } finally {
+    await c.end();
+  }
+});
+
+Deno.test("late binding holds no newcomer behind requests admission refused: one that fits goes", async () => {
+  // A bound no queue reaches: only the refused requests wait.
+  const c = await cluster(1_000_000_000);
+  try {
+    c.send(1_000_000, 20_000);
+    await eventually(() => c.received().includes(1_000_000), 10_000, "the first goes");
+    // 50k tokens each: 70 s predicted behind the first, past the 60 s SLO; 50 s idle: they wait.
+    for (let i = 0; i < 9; i++) c.send(2_000_000 + i * 100_000, 50_000);
+    await eventually(() => c.waiting() === 9, 10_000, "nine refused requests wait");
+    c.send(9_000_000);
+    await eventually(() => c.received().includes(9_000_000), 10_000, "the newcomer goes at once");
+    assertEquals(c.waiting(), 9);
+  } finally {
+    await c.end();
+  }
+});
+
+Deno.test("late binding holds nothing when no instance is healthy: 503 at once, as without it", async () => {
+  const { router, url } = await startRouter([loadOnlyModel("m", {
+    slo: { ttftS: 60, admission: true, queue: { enabled: true, holdAboveTokens: 0 } },
+    health: { failuresToOpen: 1, intervalMs: 60_000 },
+    instances: [{ id: "e0", url: "http://127.0.0.1:9" }],
+  })], { background: false });
+  try {
+    router.registry.runtime("m")!.cluster.get("e0")!.breaker.recordFailure("probe", "connect");
+    const response = await completion(url, { model: "m", prompt: [1, 2, 3] });
+    assertEquals(response.status, 503);
+    assertEquals((await response.json()).error.code, "no_healthy_instance");
+    assertEquals(router.gateway.queueLengths().get("m")?.size ?? 0, 0);
+  } finally {
+    await router.close();
+  }
+});
+
+Deno.test("a held request its TTL ends gets 429 queue_timeout with Retry-After", async () => {
+  const c = await cluster(0, 1);
+  try {
+    c.send(1_000_000);
+    await eventually(() => c.received().includes(1_000_000), 10_000, "the first goes");
+    const answer = await completion(c.t.url, { prompt: range(2_000_000, 1_000), max_tokens: 1 });
+    assertEquals(answer.status, 429);
+    assertEquals((await answer.json()).error.code, "queue_timeout");
+    assert(answer.headers.get("retry-after") !== null);
     assertEquals(c.waiting(), 0);
   } finally {
     await c.end();

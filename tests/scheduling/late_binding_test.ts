@@ -25,6 +25,9 @@ Deno.test("an admitted request is held without room or behind others held, never
   strictEqual(holdsOnArrival(busy, 0, 0), true);
   strictEqual(holdsOnArrival(busy, 800, 0), false);
   strictEqual(holdsOnArrival(busy, 800, 1), true, "first come first served");
+  const down = [candidate("a", 900, false)];
+  strictEqual(holdsOnArrival(down, 0, 3), false, "none healthy: nothing to wait for");
+  strictEqual(holdsOnArrival([], 0, 0), false);
   const refusal = heldRefusal(800);
   strictEqual(refusal.status, 429);
   strictEqual(refusal.reason, "load_threshold");
