@@ -60,7 +60,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
       ? []
       : ["--requests must be a positive integer"]),
     ...candidateProblems(candidate),
-    ...(hold === undefined || (Number.isInteger(hold) && hold >= 0)
+    ...(hold === undefined || /^\d+$/.test(values["candidate-hold"]!)
       ? []
       : ["--candidate-hold must be an integer ≥ 0"]),
     ...([undefined, "off", "planned"].includes(values.pool)

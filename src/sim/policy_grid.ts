@@ -144,7 +144,9 @@ export function runCell(cell: GridCell, options: GridOptions): CellResult {
           : undefined,
       };
       const loaded = summarize(simulate(trace, config(speed), run), 30);
-      const idle = summarize(simulate(trace, config(speed / 20), run), 30);
+      // The floor places on arrival: one floor per cell, whichever run is held.
+      const placed = { ...run, holdAboveTokens: undefined };
+      const idle = summarize(simulate(trace, config(speed / 20), placed), 30);
       if (idle.meanTtftS < floor) [floor, floorHit] = [idle.meanTtftS, idle.hitRatio];
       const sum = sums[policy] ??= { meanTtftS: 0, p99TtftS: 0, hitRatio: 0 };
       sum.meanTtftS += loaded.meanTtftS / options.seeds.length;

@@ -79,6 +79,24 @@ Deno.test("a grid cell runs a policy spec with its parameters", () => {
   assert(a.hitRatio > b.hitRatio, `${a.hitRatio} vs ${b.hitRatio}`);
 });
 
+Deno.test("a held candidate is judged against the same floor as one placing on arrival", () => {
+  const options = {
+    cells: [cell],
+    seeds: [1],
+    policies: ["round_robin", "kv_hit_len"],
+    peers: ["round_robin"],
+    candidate: "kv_hit_len",
+    instances: 4,
+    requests: 300,
+  };
+  const loaded = { ...cell, load: 2 };
+  const placed = runCell(loaded, options);
+  const held = runCell(loaded, { ...options, candidateHoldAboveTokens: 0 });
+  assertEquals(held.floorS, placed.floorS);
+  assertEquals(held.policies.round_robin, placed.policies.round_robin);
+  assert(held.policies.kv_hit_len.meanTtftS !== placed.policies.kv_hit_len.meanTtftS, "held");
+});
+
 Deno.test("the default grid covers every axis of the targets, with and without the pool", () => {
   const cells = defaultGrid(false);
   const values = (f: (c: typeof cells[number]) => unknown) => new Set(cells.map(f)).size;

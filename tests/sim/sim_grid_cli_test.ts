@@ -29,7 +29,7 @@ Deno.test("sim:grid refuses a candidate it cannot run before replaying anything"
 });
 
 Deno.test("sim:grid refuses a late-binding bound that is not a whole number of tokens", async () => {
-  for (const bad of ["-1", "1.5", "lots"]) {
+  for (const bad of ["-1", "1.5", "lots", ""]) {
     const refused = await run([`--candidate-hold=${bad}`]);
     assertEquals(refused.code, 2, bad);
     assertMatch(refused.stderr, /--candidate-hold must be an integer ≥ 0/);
