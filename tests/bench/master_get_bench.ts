@@ -10,6 +10,7 @@ import { MooncakeClient } from "../../src/kv/mooncake_client.ts";
 import { keepAliveGet } from "../../src/kv/keep_alive_get.ts";
 import { takeNoArguments } from "./bench_arguments.ts";
 import { benchKeys } from "./master_get_keys.ts";
+import { loadAverage } from "./overhead/procs.ts";
 
 const USAGE = `Usage: deno task bench:master-get
 
@@ -70,7 +71,7 @@ async function lookups(client: MooncakeClient, n: number): Promise<void> {
   }
 }
 
-/** This process's user + system CPU (ms), all threads. */
+/** This process's user + system CPU (ms), all threads; not procs.ts `cpuMs`, which adds the stub. */
 function cpuMs(): number {
   const fields = Deno.readTextFileSync("/proc/self/stat").split(") ")[1].split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]);
@@ -80,8 +81,4 @@ function cpuMs(): number {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
-}
-
-function loadAverage(): string {
-  return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
 }

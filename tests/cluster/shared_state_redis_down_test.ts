@@ -7,14 +7,7 @@ import { createRouter } from "../../routes/app.ts";
 import { resolveConfig } from "../../src/config/load.ts";
 import { startFakeEngine } from "../../src/fakes/fake_engine.ts";
 import { completion, loadOnlyModel } from "../support/harness.ts";
-
-function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
+import { within } from "../support/within.ts";
 
 Deno.test("a replica starts, serves and stops while its shared-state Redis is down", async () => {
   const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });

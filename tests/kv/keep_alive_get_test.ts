@@ -1,5 +1,6 @@
 import { deepStrictEqual, ok, rejects, strictEqual, throws } from "node:assert/strict";
 import { keepAliveGet } from "../../src/kv/keep_alive_get.ts";
+import { within } from "../support/within.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -69,19 +70,6 @@ function rawServer(answer: (head: string, n: number) => string | undefined | "ha
 
 const okAnswer = (body: string, extra = "") =>
   `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n${extra}\r\n${body}`;
-
-/** The promise's outcome, or a failure once `ms` pass: a GET that never settles fails the test. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function unusedFallback(): typeof fetch {
   return () => Promise.reject(new Error("the fallback was not expected"));
@@ -282,7 +270,7 @@ Deno.test("an aborted signal, before the GET or while its connection opens, reje
       },
     });
     await rejects(
-      within(racing.fetch(`${server.url}/x`, { signal: controller.signal }), 5_000),
+      within(5_000, "the GET", racing.fetch(`${server.url}/x`, { signal: controller.signal })),
       (e: Error) => e.name === "AbortError",
     );
     strictEqual(opened.length, 1);
