@@ -55,6 +55,11 @@ export interface ExecuteOptions {
   trace?: RequestTrace;
   /** Where failures after the answer began are reported. */
   log?: LogFn;
+  /**
+   * This request's prefill ended (its first token came, or its prefill leg answered): its instance
+   * has room for a request that waits (src/gateway/flow_control.ts) before this one ends.
+   */
+  onPrefillDone?: () => void;
 }
 
 export function clientGone(options: ExecuteOptions): Response {

@@ -312,6 +312,8 @@ export class Gateway {
         abort: this.shutdown.cutSignal,
       },
       responseHeaders: flight.responseHeaders,
+      // Late binding holds requests until an instance's prefill queue drains: it just did.
+      onPrefillDone: () => this.#flow.wake(flight.record.model),
       finish: (record) => {
         if (bytes instanceof UploadBody) bytes.discard();
         flight.runtime!.agreement.observe(record);

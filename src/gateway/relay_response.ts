@@ -37,6 +37,8 @@ export interface RelayOptions {
   stripStreamUsage?: boolean;
   /** Where a mid-stream engine failure is reported (one line each). */
   log?: LogFn;
+  /** The target's prefill ended (its first byte came; a disaggregated leg reports its own). */
+  onPrefillDone?: () => void;
 }
 
 /**
@@ -88,6 +90,7 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
   return {
     onFirstByte() {
       leases.held(target.id)?.lease.firstToken();
+      if (!options.prefillInstanceId) options.onPrefillDone?.();
       // A non-streamed answer's first byte comes after the whole generation: no TTFT.
       if (!sniffer.isStream) return;
       record.ttftS = (now() - record.startedAt) / 1000;

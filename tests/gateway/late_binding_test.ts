@@ -14,23 +14,36 @@ import {
 } from "../support/harness.ts";
 import { eventually } from "../support/eventually.ts";
 
-/** One engine that never answers (each request holds its prefill lease until its client leaves). */
-async function cluster(holdAboveTokens?: number, ttlS = 30) {
+interface ClusterOptions {
+  /** `hang` (default): no request ever gets a byte. `stall`: a stream gets its first token only. */
+  engine?: "hang" | "stall";
+  ttlS?: number;
+  recheckMs?: number;
+  stream?: boolean;
+}
+
+/** One engine that never ends an answer (each request holds its lease until its client leaves). */
+async function cluster(holdAboveTokens?: number, options: ClusterOptions = {}) {
+  const { ttlS = 30, recheckMs, stream = false } = options;
   const t = await startTestCluster({
     engines: 1,
     model: {
       kv: { store: "none" },
       prefillModel: { linear: 1, quadratic: 0, constant: 0 },
-      slo: { ttftS: 60, admission: true, queue: { enabled: true, ttlS, holdAboveTokens } },
+      slo: {
+        ttftS: 60,
+        admission: true,
+        queue: { enabled: true, ttlS, holdAboveTokens, recheckMs },
+      },
     },
   });
-  await t.engines[0].setFailure("hang", { allEndpoints: false });
+  await t.engines[0].setFailure(options.engine ?? "hang", { allEndpoints: false });
   const clients: AbortController[] = [];
   const send = (first: number, tokens = 1_000) => {
     const abort = new AbortController();
     clients.push(abort);
-    completion(t.url, { prompt: range(first, tokens), max_tokens: 1 }, {}, abort.signal)
-      .catch(() => {});
+    const body = { prompt: range(first, tokens), max_tokens: 1, stream };
+    completion(t.url, body, {}, abort.signal).catch(() => {}); // its body is read by nobody
     return abort;
   };
   const received = () =>
@@ -62,6 +75,21 @@ Deno.test("late binding: admitted requests wait while the engine has prefill wai
     b.abort();
     await eventually(() => c.received().includes(3_000_000), 10_000, "then the third");
     assertEquals(c.waiting(), 0);
+  } finally {
+    await c.end();
+  }
+});
+
+Deno.test("a held request goes when the first token of the one ahead comes, not when it ends", async () => {
+  // No recheck within the test: only the prefill's end can release the held requests.
+  const c = await cluster(0, { engine: "stall", recheckMs: 600_000, stream: true });
+  try {
+    for (const first of [1_000_000, 2_000_000, 3_000_000]) c.send(first);
+    // Each gets its first token and then stalls, holding its stream open: none ends.
+    await eventually(() => c.received().length === 3, 10_000, "all three reach the engine");
+    assertEquals(c.received(), [1_000_000, 2_000_000, 3_000_000]);
+    assertEquals(c.waiting(), 0);
+    assertEquals(c.t.router.gateway.inFlight, 3);
   } finally {
     await c.end();
   }
@@ -113,7 +141,7 @@ Deno.test("late binding holds nothing when no instance is healthy: 503 at once, 
 });
 
 Deno.test("a held request its TTL ends gets 429 queue_timeout with Retry-After", async () => {
-  const c = await cluster(0, 1);
+  const c = await cluster(0, { ttlS: 1 });
   try {
     c.send(1_000_000);
     await eventually(() => c.received().includes(1_000_000), 10_000, "the first goes");
