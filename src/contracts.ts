@@ -168,6 +168,11 @@ export interface QueueRecord {
   priority: number;
   waitedS: number;
   result: "admitted" | "full" | "pushed_out" | "expired" | "aborted" | "shutting_down" | "failed";
+  /**
+   * Why it waited: admission `refused` it (it waited to fit), or admission admitted it and late
+   * binding `held` it (slo.queue.holdAboveTokens) until an instance had room.
+   */
+  cause: "refused" | "held";
   /** The error code it was refused with (`queue_full`, `queue_timeout`, `router_shutting_down`). */
   code?: string;
 }

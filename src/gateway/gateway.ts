@@ -462,7 +462,10 @@ export class Gateway {
         const model = flight.runtime!.config.name;
         if (held) this.#held.set(model, (this.#held.get(model) ?? 0) + 1);
         try {
-          const early = await this.#waitInQueue(flight, parsed, why as AdmissionRefusal, wait);
+          const early = await this.#waitInQueue(flight, parsed, why as AdmissionRefusal, {
+            ...wait,
+            cause: held ? "held" : "refused",
+          });
           if (early) return early;
         } finally {
           if (held) this.#held.set(model, this.#held.get(model)! - 1);
@@ -568,7 +571,7 @@ export class Gateway {
     flight: InFlight,
     parsed: ParsedRequest,
     refusal: AdmissionRefusal,
-    wait: { priority: number; ttlS: number },
+    wait: { priority: number; ttlS: number; cause: QueueRecord["cause"] },
   ): Promise<Response | undefined> {
     const model = flight.runtime!.config.name;
     const queue = flight.runtime!.config.slo.queue;
@@ -590,7 +593,12 @@ export class Gateway {
     if (outcome.kind !== "admitted") this.#release(flight);
     const ended = this.#deps.now();
     const waitedS = (ended - started) / 1000;
-    const record: QueueRecord = { priority: wait.priority, waitedS, result: outcome.kind };
+    const record: QueueRecord = {
+      priority: wait.priority,
+      waitedS,
+      result: outcome.kind,
+      cause: wait.cause,
+    };
     flight.record.queue = record;
     flight.trace.queued?.(record, started, ended);
     switch (outcome.kind) {

@@ -214,14 +214,16 @@ export class GatewayMetrics {
       help:
         "Requests that left the flow-control queue (slo.queue) by band (priority) and result: " +
         "admitted, full, pushed_out (by a more urgent request), expired (429 queue_timeout), " +
-        "aborted, shutting_down, failed.",
-      labelNames: ["model", "priority", "result"],
+        "aborted, shutting_down, failed; cause: refused (by admission: it waited to fit) or held " +
+        "(admitted, held by late binding, slo.queue.holdAboveTokens).",
+      labelNames: ["model", "priority", "cause", "result"],
       registers,
     });
     this.queueWait = new client.Histogram({
       name: "tidegate_queue_wait_seconds",
-      help: "Time requests waited in the flow-control queue, by band (priority).",
-      labelNames: ["model", "priority"],
+      help: "Time requests waited in the flow-control queue, by band (priority) and cause " +
+        "(refused by admission, or held by late binding).",
+      labelNames: ["model", "priority", "cause"],
       buckets: LATENCY_BUCKETS,
       registers,
     });

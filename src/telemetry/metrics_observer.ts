@@ -22,7 +22,8 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
         metrics.tenantRequests.inc({ tenant: record.tenant, result });
       }
       if (record.queue) {
-        const queued = { model: labels.model, priority: String(record.queue.priority) };
+        const { priority, cause } = record.queue;
+        const queued = { model: labels.model, priority: String(priority), cause };
         metrics.queueExits.inc({ ...queued, result: record.queue.result });
         // A full queue refused it at once: it never waited.
         if (record.queue.result !== "full") metrics.queueWait.observe(queued, record.queue.waitedS);

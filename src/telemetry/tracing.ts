@@ -146,6 +146,7 @@ class RequestSpans implements RequestTrace {
     const q = this.#child("queue", startMs, endMs, {
       "tidegate.queue.priority": queue.priority,
       "tidegate.queue.result": queue.result,
+      "tidegate.queue.cause": queue.cause,
       "tidegate.queue.waited_s": queue.waitedS,
     });
     if (queue.result !== "admitted") {

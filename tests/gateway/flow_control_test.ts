@@ -118,12 +118,14 @@ Deno.test("a request admission refuses waits in the queue and reaches the engine
     assertMatch(
       after,
       new RegExp(
-        `tidegate_queue_exits_total\\{model="${MODEL}",priority="0",result="admitted"\\} 1`,
+        `tidegate_queue_exits_total\\{model="${MODEL}",priority="0",cause="refused",result="admitted"\\} 1`,
       ),
     );
     assertMatch(
       after,
-      new RegExp(`tidegate_queue_wait_seconds_count\\{model="${MODEL}",priority="0"\\} 1`),
+      new RegExp(
+        `tidegate_queue_wait_seconds_count\\{model="${MODEL}",priority="0",cause="refused"\\} 1`,
+      ),
     );
     assert(!/tidegate_queue_waiting\{[^}]*\} [1-9]/.test(after), "nobody waits any more");
     const hashed = after.match(/tidegate_stage_seconds_sum\{[^}]*stage="hash"[^}]*\} ([\d.e-]+)/);
@@ -257,7 +259,7 @@ Deno.test("past its TTL (the client's shorter one) a waiting request gets 429 qu
     const metrics = await (await fetch(`${held.t.url}/metrics`)).text();
     assertMatch(
       metrics,
-      /tidegate_queue_exits_total\{model="test-model",priority="0",result="expired"\} 1/,
+      /tidegate_queue_exits_total\{model="test-model",priority="0",cause="refused",result="expired"\} 1/,
     );
     assertMatch(
       metrics,
@@ -305,7 +307,7 @@ Deno.test("a full queue takes a more urgent request: the least urgent waiting on
     assertMatch(
       metrics,
       new RegExp(
-        `tidegate_queue_exits_total\\{model="${MODEL}",priority="5",result="pushed_out"\\} 1`,
+        `tidegate_queue_exits_total\\{model="${MODEL}",priority="5",cause="refused",result="pushed_out"\\} 1`,
       ),
     );
     assertMatch(

@@ -3,7 +3,7 @@
  * a request admission admits still waits while every instance has more prefill waiting than the
  * bound, first come first served, and is sent once one has room; without the bound it goes at once.
  */
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
 import {
   completion,
   loadOnlyModel,
@@ -13,6 +13,12 @@ import {
   startTestCluster,
 } from "../support/harness.ts";
 import { eventually } from "../support/eventually.ts";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import type { TracerProvider } from "@opentelemetry/api";
 
 interface ClusterOptions {
   /** `hang` (default): no request ever gets a byte. `stall`: a stream gets its first token only. */
@@ -20,6 +26,7 @@ interface ClusterOptions {
   ttlS?: number;
   recheckMs?: number;
   stream?: boolean;
+  tracerProvider?: TracerProvider;
 }
 
 /** One engine that never ends an answer (each request holds its lease until its client leaves). */
@@ -27,6 +34,7 @@ async function cluster(holdAboveTokens?: number, options: ClusterOptions = {}) {
   const { ttlS = 30, recheckMs, stream = false } = options;
   const t = await startTestCluster({
     engines: 1,
+    tracerProvider: options.tracerProvider,
     model: {
       kv: { store: "none" },
       prefillModel: { linear: 1, quadratic: 0, constant: 0 },
@@ -141,7 +149,11 @@ Deno.test("late binding holds nothing when no instance is healthy: 503 at once, 
 });
 
 Deno.test("a held request its TTL ends gets 429 queue_timeout with Retry-After", async () => {
-  const c = await cluster(0, { ttlS: 1 });
+  const exporter = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  });
+  const c = await cluster(0, { ttlS: 1, tracerProvider });
   try {
     c.send(1_000_000);
     await eventually(() => c.received().includes(1_000_000), 10_000, "the first goes");
@@ -150,6 +162,15 @@ Deno.test("a held request its TTL ends gets 429 queue_timeout with Retry-After",
     assertEquals((await answer.json()).error.code, "queue_timeout");
     assert(answer.headers.get("retry-after") !== null);
     assertEquals(c.waiting(), 0);
+    const metrics = await (await fetch(`${c.t.url}/metrics`)).text();
+    assertMatch(
+      metrics,
+      /tidegate_queue_exits_total\{model="test-model",priority="0",cause="held",result="expired"\} 1/,
+    );
+    assert(!/cause="refused"/.test(metrics), "admission refused nothing");
+    const queue = exporter.getFinishedSpans().find((span) => span.name === "queue");
+    assertEquals(queue?.attributes["tidegate.queue.cause"], "held");
+    assertEquals(queue?.attributes["tidegate.queue.result"], "expired");
   } finally {
     await c.end();
   }
