@@ -28,6 +28,11 @@ export interface PredictedWriter {
 interface Writer {
   host: string | undefined;
   expiresAt: number;
+  /**
+   * Dispatches vouching for the keys on this instance, not forgotten since: a cancelled one must
+   * not take back what another request sent there is still writing.
+   */
+  claims: number;
 }
 
 export class PredictedIndex implements KvIndex {
@@ -68,7 +73,9 @@ export class PredictedIndex implements KvIndex {
     for (const key of keys) {
       const writers = this.#entries.get(key) ?? new Map<string, Writer>();
       this.#entries.delete(key);
-      writers.set(writer.instanceId, { host, expiresAt });
+      const prior = writers.get(writer.instanceId);
+      const claims = prior && prior.expiresAt > now ? prior.claims + 1 : 1;
+      writers.set(writer.instanceId, { host, expiresAt, claims });
       this.#entries.set(key, writers);
     }
     this.#evict(now);
@@ -117,11 +124,17 @@ export class PredictedIndex implements KvIndex {
     });
   }
 
-  /** Forget that one instance writes `keys` (its attempt failed before it could write them). */
+  /**
+   * Takes back one `record` of `keys` on an instance (that dispatch will not write them): the
+   * prediction goes once no other recorded dispatch there vouches for it.
+   */
   forget(keys: readonly string[], instanceId: string): void {
     for (const key of keys) {
       const writers = this.#entries.get(key);
-      if (writers?.delete(instanceId) && writers.size === 0) this.#entries.delete(key);
+      const writer = writers?.get(instanceId);
+      if (!writers || !writer || --writer.claims > 0) continue;
+      writers.delete(instanceId);
+      if (writers.size === 0) this.#entries.delete(key);
     }
   }
 

@@ -35,8 +35,8 @@ async function cluster(holdAboveTokens?: number, options: ClusterOptions = {}) {
   const t = await startTestCluster({
     engines: 1,
     tracerProvider: options.tracerProvider,
+    kv: { store: "none" }, // only the router's own predictions: no lookup to wait on
     model: {
-      kv: { store: "none" },
       prefillModel: { linear: 1, quadratic: 0, constant: 0 },
       slo: {
         ttftS: 60,
@@ -98,6 +98,26 @@ Deno.test("a held request goes when the first token of the one ahead comes, not 
     assertEquals(c.received(), [1_000_000, 2_000_000, 3_000_000]);
     assertEquals(c.waiting(), 0);
     assertEquals(c.t.router.gateway.inFlight, 3);
+  } finally {
+    await c.end();
+  }
+});
+
+Deno.test("a held request still sees what the request ahead of it is prefilling (its own plan's prediction taken back, not that one's)", async () => {
+  const c = await cluster(0);
+  try {
+    const a = c.send(1_000_000); // a document
+    await eventually(() => c.received().length === 1, 10_000, "the first goes");
+    const b = c.send(1_000_000); // the same document again: planned, reserved, then held
+    await eventually(() => c.waiting() === 1, 10_000, "the second is held");
+    a.abort();
+    await eventually(() => c.received().length === 2, 10_000, "the second goes");
+    b.abort();
+    await eventually(() => c.t.router.gateway.inFlight === 0, 10_000, "both ended");
+    const [second, first] = c.t.router.decisions.recent(2);
+    assertEquals(first.candidates[0].localPrefixTokens, 0, "the first prefilled the document");
+    // 62 whole 16-token chunks of the 1,000-token prompt, predicted on the engine the first went to.
+    assertEquals(second.candidates[0].localPrefixTokens, 992);
   } finally {
     await c.end();
   }

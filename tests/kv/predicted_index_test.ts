@@ -112,3 +112,26 @@ Deno.test("forget() drops one writer of the given keys and keeps the others", ()
   now = 2_000;
   deepStrictEqual(index.peek("k1"), undefined);
 });
+
+Deno.test("forget() takes back one dispatch: another sent to the same instance still vouches for its keys", () => {
+  const time = clock();
+  const index = new PredictedIndex({ now: time.now, ttlMs: 1_000 });
+  const writer = { instanceId: "a", kvHost: "10.0.0.1" };
+  index.record(["doc", "first-question"], writer); // a request that went to "a"
+  index.record(["doc", "second-question"], writer); // one planned there, then held or retried
+  index.forget(["doc", "second-question"], "a");
+  deepStrictEqual(index.peek("doc")?.memoryHosts, ["10.0.0.1"]);
+  strictEqual(index.peek("second-question"), undefined);
+  index.forget(["doc", "first-question"], "a");
+  strictEqual(index.peek("doc"), undefined, "no dispatch vouches for it any more");
+});
+
+Deno.test("a dispatch recorded after its key's prediction expired counts alone", () => {
+  const time = clock();
+  const index = new PredictedIndex({ now: time.now, ttlMs: 1_000 });
+  index.record(["doc"], { instanceId: "a" });
+  time.advance(2_000);
+  index.record(["doc"], { instanceId: "a" });
+  index.forget(["doc"], "a");
+  strictEqual(index.peek("doc"), undefined);
+});
