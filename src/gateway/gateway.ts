@@ -440,22 +440,30 @@ export class Gateway {
    * it has one, and is answered 429 (503 at shutdown) itself when it is not admitted.
    */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
-    const context = this.#planContext(flight, parsed);
+    const queue = flight.runtime!.config.slo.queue;
+    // Load-routed requests and uploads are not queued: they are cheap, or their body streams.
+    const queues = queue.enabled && isInferenceEndpoint(parsed.endpoint);
+    // Decided in the plan's synchronous step: a request late binding holds reserves nothing (no
+    // lease, no predicted keys that other replicas would learn and never see taken back).
+    let held = false;
+    const context = {
+      ...this.#planContext(flight, parsed),
+      reserveIf: (plan: DispatchPlan) => {
+        held = queues && plan.admission.admit && this.#holds(flight, plan);
+        return !held;
+      },
+    };
     const planned = await planDispatch(flight.runtime!, parsed, context);
     this.#adopt(flight, planned);
     flight.trace.planned(planned.plan, flight.record);
     const refusal = planned.plan.admission;
-    const queue = flight.runtime!.config.slo.queue;
     if (!refusal.admit) this.#tenants.noteRefusal(flight.runtime!.config.name);
-    // Load-routed requests and uploads are not queued: they are cheap, or their body streams.
-    const queues = queue.enabled && isInferenceEndpoint(parsed.endpoint);
     if (queues) {
       // Read for every request of a queueing model, so a bad header is a 400 under any load.
       const wait = {
         priority: this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant),
         ttlS: queueTtlS(flight.request, queue.ttlS),
       };
-      const held = refusal.admit && this.#holds(flight, planned.plan);
       if (held || (!refusal.admit && this.#worthWaiting(flight, planned.plan, refusal))) {
         flight.prepared = planned.prepared;
         const why = held ? heldRefusal(queue.holdAboveTokens!) : refusal;
