@@ -1,36 +1,19 @@
 import { assert, assertAlmostEquals, assertEquals } from "../assert.ts";
-import { DEFAULT_DECODE_MODEL } from "../../src/scheduling/decode_model.ts";
-import { MOONCAKE_PREFILL_MODEL } from "../../src/scheduling/prefill_model.ts";
-import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import { type PolicyRun, type SimConfig, simulate } from "../../src/sim/simulator.ts";
-import { parseMooncakeTrace, type TraceRequest } from "../../src/sim/trace.ts";
+import type { TraceRequest } from "../../src/sim/trace.ts";
+import { conversationTrace, simTestConfig } from "./sim_test_config.ts";
 
-const CONVERSATIONS = parseMooncakeTrace(
-  await Deno.readTextFile(new URL("../data/conversation_trace.jsonl", import.meta.url)),
-  { limit: 400 },
-);
+const CONVERSATIONS = await conversationTrace(400);
 
 function config(overrides: Partial<SimConfig> = {}): SimConfig {
-  return {
+  return simTestConfig({
     instances: 2,
-    cacheBlocks: 6000,
-    chunkTokens: 8192,
-    blockTokens: 512,
-    speed: 1,
-    seed: 1,
-    sloTtftS: 30,
-    sloTbtS: 0.1,
     kvPool: "off",
-    ttft: resolveTtftParams(),
-    engineModel: MOONCAKE_PREFILL_MODEL,
-    heterogeneity: 0,
     refine: false,
-    decodeInstances: 0,
-    decodeModel: DEFAULT_DECODE_MODEL,
     loadThresholdTokens: 60_000,
     timelinePoints: 10,
     ...overrides,
-  };
+  });
 }
 
 const run = (holdAboveTokens?: number): PolicyRun => ({

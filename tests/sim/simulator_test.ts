@@ -1,38 +1,12 @@
 import { assert, assertEquals, assertNotEquals } from "../assert.ts";
 import { DEFAULT_DECODE_MODEL } from "../../src/scheduling/decode_model.ts";
-import { MOONCAKE_PREFILL_MODEL } from "../../src/scheduling/prefill_model.ts";
-import { resolveTtftParams } from "../../src/scheduling/registry.ts";
-import { type PolicyRun, type SimConfig, simulate } from "../../src/sim/simulator.ts";
+import { type PolicyRun, simulate } from "../../src/sim/simulator.ts";
 import { summarize } from "../../src/sim/summary.ts";
-import { parseMooncakeTrace } from "../../src/sim/trace.ts";
+import { conversationTrace, simTestConfig } from "./sim_test_config.ts";
 
-const TRACE = parseMooncakeTrace(
-  await Deno.readTextFile(new URL("../data/conversation_trace.jsonl", import.meta.url)),
-  { limit: 500 },
-);
+const TRACE = await conversationTrace(500);
 
-function config(overrides: Partial<SimConfig> = {}): SimConfig {
-  return {
-    instances: 8,
-    cacheBlocks: 6000,
-    chunkTokens: 8192,
-    blockTokens: 512,
-    speed: 1,
-    seed: 1,
-    sloTtftS: 30,
-    sloTbtS: 0.1,
-    kvPool: "planned",
-    ttft: resolveTtftParams(),
-    engineModel: MOONCAKE_PREFILL_MODEL,
-    heterogeneity: 0,
-    refine: true,
-    decodeInstances: 0,
-    decodeModel: DEFAULT_DECODE_MODEL,
-    loadThresholdTokens: 240_000,
-    timelinePoints: 50,
-    ...overrides,
-  };
-}
+const config = simTestConfig;
 
 const run = (policy: string, admission: PolicyRun["admission"] = "off"): PolicyRun => ({
   label: policy,
