@@ -23,6 +23,11 @@ Deno.test("bench:policies arms may set the router's workers and listener after @
     server: "deno",
     workers: 1,
   });
+  assertEquals(armSettings("affinity_ttft@hold=0"), {
+    policy: "affinity_ttft",
+    holdAboveTokens: 0,
+  });
   assertThrows(() => armSettings("affinity_ttft@threads=1"), Error, "is not workers=N");
+  assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "or hold=N");
   assertThrows(() => armSettings("affinity_ttft@server=bun"), Error, "is not workers=N");
 });

@@ -60,7 +60,7 @@ import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
   "[--concurrency C] [--documents D] [--seed S] " +
-  "[--policies a,b:param=N,c@workers=N@server=deno,smg:P] [--kv store|local] " +
+  "[--policies a,b:param=N,c@workers=N@server=deno@hold=N,smg:P] [--kv store|local] " +
   "[--warmup N] [--engine-cores own|shared] [--model tiny|prefill] [--out FILE] " +
   "[--in-process] [--decisions FILE] [--reference DIR]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
@@ -202,18 +202,22 @@ export interface ArmSettings {
   workers?: number;
   /** `listen.server`: node:http or Deno.serve. */
   server?: "node" | "deno";
+  /** `hold=N`: late binding, `slo.queue.holdAboveTokens` N (docs/flow_control.md). */
+  holdAboveTokens?: number;
 }
 
-/** `P`, or `P@key=value@...` with the keys of `ArmSettings`. */
+/** `P`, or `P@key=value@...`: `workers=N`, `server=node|deno`, `hold=N`. */
 export function armSettings(arm: string): ArmSettings {
   const [policy, ...pairs] = arm.split("@");
   const settings: ArmSettings = { policy };
   for (const pair of pairs) {
     const workers = pair.match(/^workers=(\d+)$/)?.[1];
     const server = pair.match(/^server=(node|deno)$/)?.[1] as "node" | "deno" | undefined;
+    const hold = pair.match(/^hold=(\d+)$/)?.[1];
     if (workers !== undefined) settings.workers = Number(workers);
     else if (server !== undefined) settings.server = server;
-    else throw new Error(`arm ${arm}: "${pair}" is not workers=N or server=node|deno`);
+    else if (hold !== undefined) settings.holdAboveTokens = Number(hold);
+    else throw new Error(`arm ${arm}: "${pair}" is not workers=N, server=node|deno or hold=N`);
   }
   return settings;
 }
@@ -229,7 +233,7 @@ function rawRouterConfig(
   arm: string,
   port: number,
 ) {
-  const { policy, workers, server } = armSettings(arm);
+  const { policy, workers, server, holdAboveTokens } = armSettings(arm);
   const keys = {
     hash: "sha256", // vLLM's default --prefix-caching-hash-algo
     chunkSize: CPU_BLOCK_SIZE,
@@ -251,6 +255,10 @@ function rawRouterConfig(
       tokenizer: { path: REAL.model },
       kv,
       policy: armPolicy(policy),
+      // A held request waits as long as the bench's client does (its TTL ends no wait here).
+      ...(holdAboveTokens === undefined
+        ? {}
+        : { slo: { queue: { enabled: true, holdAboveTokens, ttlS: 120, maxRequests: 1_024 } } }),
       health: { intervalMs: 1_000, timeoutMs: 2_000 },
       instances: engines.map((e, i) => ({ id: `v${i}`, url: e.url, kvHost: HOSTS[i] })),
     }],
