@@ -3,6 +3,7 @@ import { assert, assertEquals } from "../assert.ts";
 import { loadOnlyModel } from "../support/harness.ts";
 import { eventually, waitFor } from "../support/eventually.ts";
 import { startRouterProcess } from "../support/router_process.ts";
+import { freePort } from "../support/free_port.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const SECRET = "sk-start-log-test-0042";
@@ -51,14 +52,6 @@ Deno.test("start at the default level writes one access line per request, withou
   }
 });
 
-/** A port free a moment ago (the router must be told it: at warn it logs no listening line). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
 function whenServing(url: string, timeoutMs: number): Promise<void> {
   return eventually(
     async () => {
@@ -76,7 +69,7 @@ function whenServing(url: string, timeoutMs: number): Promise<void> {
 }
 
 Deno.test("start --log-level warn writes no info lines: no access log", async () => {
-  const port = freePort();
+  const port = freePort(); // told to the router: at warn it logs no listening line
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",

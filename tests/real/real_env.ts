@@ -39,13 +39,7 @@ function exists(path: string): boolean {
   }
 }
 
-/** A free TCP port on 127.0.0.1 (bound, read, released). */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
+export { freePort } from "../support/free_port.ts";
 
 /** Waits until `url` answers 200; fails when the process dies or `timeoutMs` passes. */
 export async function waitForOk(

@@ -124,21 +124,7 @@ export function loadAverage(): string {
   }
 }
 
-/** A port free right now on 127.0.0.1, and not one this process handed out before. */
-export function freePort(): number {
-  for (;;) {
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const port = (listener.addr as Deno.NetAddr).port;
-    listener.close();
-    // The kernel may hand a port just closed out again: two stubs then fail on one port.
-    if (handedOut.has(port)) continue;
-    handedOut.add(port);
-    return port;
-  }
-}
-
-/** Every port `freePort` returned in this process. */
-const handedOut = new Set<number>();
+export { freePort } from "../../support/free_port.ts";
 
 /** Polls `url` until `ok(status)`: true, or false once `timeoutMs` passed. */
 export async function waitFor(
