@@ -9,7 +9,13 @@ import type {
   ForwardTarget,
 } from "../proxy/forward.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
-import { decodeLease, forgetPredictions, type Reservation, reserve } from "./reservation.ts";
+import {
+  decodeLease,
+  forgetPredictions,
+  type Reservation,
+  reserve,
+  type Reserved,
+} from "./reservation.ts";
 
 /** A `not_served` attempt is no failure of the engine: it is left out. */
 const BREAKER_KIND: Record<Exclude<AttemptFailure, "not_served">, FailureKind> = {
@@ -25,6 +31,8 @@ export interface HeldAttempt {
   lease: LoadLease;
   /** Marks the request finished on the instance (draining, admin view). */
   end: () => void;
+  /** When the attempt's KV writes were predicted (undefined: they were not). */
+  predictedAt?: number;
 }
 
 /**
@@ -50,9 +58,9 @@ export class AttemptLeases {
     readonly leg?: "prefill" | "decode",
   ) {}
 
-  #lease(instanceId: string): LoadLease {
+  #lease(instanceId: string): Reserved {
     return this.leg === "decode"
-      ? decodeLease(this.runtime, instanceId, this.plan.sequences)
+      ? { lease: decodeLease(this.runtime, instanceId, this.plan.sequences) }
       : reserve(this.runtime, this.plan, instanceId, this.now());
   }
 
@@ -118,14 +126,12 @@ export class AttemptLeases {
       this.upstreamHeaders,
       this.leg,
     );
-    const reserved = this.reservation?.instanceId === target.id
-      ? this.reservation.take()
-      : undefined;
-    this.#held.set(target.id, {
-      permit,
-      lease: reserved ?? this.#lease(target.id),
-      end: cluster.begin(target.id),
-    });
+    const reservation = this.reservation?.instanceId === target.id ? this.reservation : undefined;
+    const taken = reservation?.take();
+    const { lease, predictedAt } = taken
+      ? { lease: taken, predictedAt: reservation!.predictedAt }
+      : this.#lease(target.id);
+    this.#held.set(target.id, { permit, lease, end: cluster.begin(target.id), predictedAt });
     return true;
   }
 
@@ -146,7 +152,9 @@ export class AttemptLeases {
       if (judgedLater) this.#pendingErrors.push({ permit: held.permit, kind, detail });
       else held.permit.failure(kind, detail);
       this.release(target.id);
-      if (this.leg !== "decode") forgetPredictions(this.runtime, this.plan, target.id);
+      if (this.leg !== "decode") {
+        forgetPredictions(this.runtime, this.plan, target.id, held.predictedAt);
+      }
     } else if (attempt.status === undefined) {
       held.permit.release(); // the client left: no verdict on the instance
       this.release(target.id);

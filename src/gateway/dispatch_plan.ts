@@ -40,8 +40,9 @@ export interface PlanContext {
   /** Sent whole to one instance even on a disaggregated model (a load-routed request). */
   whole?: boolean;
   /**
-   * Reserve only a plan this accepts (called in the decision's synchronous step): a waiting
-   * request's re-plan that stays must leave no lease and no recorded prefill size behind.
+   * Reserve only a plan this accepts (called in the decision's synchronous step): a request late
+   * binding holds, or a waiting request's re-plan that stays, must leave no lease and no recorded
+   * prefill size behind.
    */
   reserveIf?: (plan: DispatchPlan) => boolean;
   /** Hashes a long prompt's keys off the main loop (request_worker_pool.ts); absent: inline. */

@@ -56,8 +56,9 @@ export interface ExecuteOptions {
   /** Where failures after the answer began are reported. */
   log?: LogFn;
   /**
-   * This request's prefill ended (its first token came, or its prefill leg answered): its instance
-   * has room for a request that waits (src/gateway/flow_control.ts) before this one ends.
+   * This request's prefill ended (its first byte came: a stream's first token, a whole answer's
+   * end; or its prefill leg answered): a request that waits (src/gateway/flow_control.ts) may fit
+   * its instance now, before this one ends.
    */
   onPrefillDone?: () => void;
 }

@@ -1,9 +1,10 @@
 /**
- * The flow-control queues, one per model (docs/flow_control.md): a request admission refused
- * waits here and is re-planned in the queue's order (up to REPLAN_WINDOW a pass, so one that does
- * not fit holds nobody back) whenever a request or its prefill ends and every `recheckMs`, until
- * it is admitted, its deadline passes, its client leaves or the router drains. The order is the
- * pure FlowQueue's (src/scheduling/flow_queue.ts); this file owns the timers and the waiting.
+ * The flow-control queues, one per model (docs/flow_control.md): a request admission refused, or
+ * late binding held, waits here and is re-planned in the queue's order (up to REPLAN_WINDOW a
+ * pass, so one that does not fit holds nobody back) whenever a request or its prefill ends and
+ * every `recheckMs`, until it is admitted, its deadline passes, its client leaves or the router
+ * drains. The order is the pure FlowQueue's (src/scheduling/flow_queue.ts); this file owns the
+ * timers and the waiting.
  */
 import type { Timers } from "../cluster/timers.ts";
 import type { QueueConfig } from "../config/schema.ts";

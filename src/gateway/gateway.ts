@@ -436,8 +436,9 @@ export class Gateway {
   }
 
   /**
-   * Plans the request; a request admission refuses waits in the model's flow-control queue when
-   * it has one, and is answered 429 (503 at shutdown) itself when it is not admitted.
+   * Plans the request; a request admission refuses, or late binding holds, waits in the model's
+   * flow-control queue when it has one, and is answered 429 (503 at shutdown) itself when it is
+   * not admitted.
    */
   async #plan(flight: InFlight, parsed: ParsedRequest): Promise<Response | undefined> {
     const queue = flight.runtime!.config.slo.queue;

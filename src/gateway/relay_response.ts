@@ -37,7 +37,7 @@ export interface RelayOptions {
   stripStreamUsage?: boolean;
   /** Where a mid-stream engine failure is reported (one line each). */
   log?: LogFn;
-  /** The target's prefill ended (its first byte came; a disaggregated leg reports its own). */
+  /** The target's prefill ended (its first byte came); not called for a decode instance's relay. */
   onPrefillDone?: () => void;
 }
 

@@ -15,7 +15,16 @@ export class Reservation {
   /** A decode slot's request has reached the decode instance (its prefill ended). Idempotent. */
   arrived: () => void = () => {};
 
-  constructor(readonly instanceId: string, lease: LoadLease, forget: () => void) {
+  /**
+   * `predictedAt`: when the plan's keys were recorded as being written there (undefined: they were
+   * not), for the attempt that takes the lease and may have to take them back.
+   */
+  constructor(
+    readonly instanceId: string,
+    lease: LoadLease,
+    forget: () => void,
+    readonly predictedAt?: number,
+  ) {
     this.#lease = lease;
     this.#forget = forget;
   }
@@ -44,11 +53,9 @@ export function reserveFirstChoice(
 ): Reservation | undefined {
   const first = plan.decision.ranking[0];
   if (!plan.admission.admit || first === undefined) return undefined;
-  return new Reservation(
-    first,
-    reserve(runtime, plan, first, at),
-    () => forgetPredictions(runtime, plan, first),
-  );
+  const { lease, predictedAt } = reserve(runtime, plan, first, at);
+  const forget = () => forgetPredictions(runtime, plan, first, predictedAt);
+  return new Reservation(first, lease, forget, predictedAt);
 }
 
 /**
@@ -64,16 +71,12 @@ export function reserveLocalPrefill(
   const verdict = plan.decode?.localPrefill;
   if (!plan.admission.admit || id === undefined || !verdict?.local) return undefined;
   runtime.cluster.recentPrefill.record(verdict.uncachedTokens, at);
-  if (plan.keys.length > 0 && runtime.predicted) {
-    runtime.predicted.record(plan.keys, {
-      instanceId: id,
-      kvHost: plan.entries.get(id)?.config.kvHost,
-    });
-  }
+  const predictedAt = predictWrites(runtime, plan, id);
   const lease = runtime.cluster.account.lease(id, verdict.uncachedTokens, {
     sequences: plan.sequences,
   });
-  return new Reservation(id, lease, () => forgetPredictions(runtime, plan, id));
+  const forget = () => forgetPredictions(runtime, plan, id, predictedAt);
+  return new Reservation(id, lease, forget, predictedAt);
 }
 
 /**
@@ -102,6 +105,12 @@ export function decodeLease(runtime: ModelRuntime, instanceId: string, sequences
   return lease;
 }
 
+/** A lease on an instance, and when its KV writes were predicted (undefined: they were not). */
+export interface Reserved {
+  lease: LoadLease;
+  predictedAt?: number;
+}
+
 /**
  * Leases the instance's share of the prompt and predicts its KV writes: both must be visible to
  * the very next decision, before any byte is sent.
@@ -111,25 +120,39 @@ export function reserve(
   plan: DispatchPlan,
   instanceId: string,
   at: number,
-): LoadLease {
+): Reserved {
   const uncached = uncachedTokens(plan, instanceId);
   runtime.cluster.recentPrefill.record(uncached, at);
-  if (plan.keys.length > 0 && runtime.predicted) {
-    runtime.predicted.record(plan.keys, {
-      instanceId,
-      kvHost: plan.entries.get(instanceId)?.config.kvHost,
-    });
-  }
-  return runtime.cluster.account.lease(instanceId, uncached, { sequences: plan.sequences });
+  const predictedAt = predictWrites(runtime, plan, instanceId);
+  const lease = runtime.cluster.account.lease(instanceId, uncached, { sequences: plan.sequences });
+  return { lease, predictedAt };
 }
 
-/** An instance that will not write this prompt's KV: followers must not be sent after it. */
+/** Records that the instance is writing the plan's keys; when, or undefined when nothing was. */
+function predictWrites(
+  runtime: ModelRuntime,
+  plan: DispatchPlan,
+  instanceId: string,
+): number | undefined {
+  if (plan.keys.length === 0 || !runtime.predicted) return undefined;
+  return runtime.predicted.record(plan.keys, {
+    instanceId,
+    kvHost: plan.entries.get(instanceId)?.config.kvHost,
+  });
+}
+
+/**
+ * An instance that will not write this prompt's KV: the prediction recorded at `predictedAt` is
+ * taken back, so followers are not sent after it.
+ */
 export function forgetPredictions(
   runtime: ModelRuntime,
   plan: DispatchPlan,
   instanceId: string,
+  predictedAt: number | undefined,
 ): void {
-  if (plan.keys.length > 0) runtime.predicted?.forget(plan.keys, instanceId);
+  if (predictedAt === undefined || plan.keys.length === 0) return;
+  runtime.predicted?.forget(plan.keys, instanceId, predictedAt);
 }
 
 /** Prompt tokens the chosen instance has to compute, given what the policy planned to reuse. */

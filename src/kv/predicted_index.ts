@@ -30,9 +30,15 @@ interface Writer {
   expiresAt: number;
   /**
    * Dispatches vouching for the keys on this instance, not forgotten since: a cancelled one must
-   * not take back what another request sent there is still writing.
+   * not take back what another request sent there is still writing. Another replica's (silent)
+   * records count too; they are never forgotten here.
    */
   claims: number;
+  /**
+   * When the claims were last counted from 1 (the first record, or one after the prediction
+   * expired or was dropped): a dispatch recorded before that has no claim left to take back.
+   */
+  since: number;
 }
 
 export class PredictedIndex implements KvIndex {
@@ -58,12 +64,15 @@ export class PredictedIndex implements KvIndex {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Record that `writer` is writing `keys` (call right after dispatch). */
+  /**
+   * Record that `writer` is writing `keys` (call right after dispatch); returns the record's time,
+   * which `forget` takes to know whether that record still counts.
+   */
   record(
     keys: readonly string[],
     writer: PredictedWriter,
     options: { silent?: boolean } = {},
-  ): void {
+  ): number {
     if (!options.silent) { for (const listener of this.#listeners) listener(keys, writer); }
     const now = this.#now();
     const host = writer.kvHost === undefined || writer.kvHost.trim() === ""
@@ -74,11 +83,17 @@ export class PredictedIndex implements KvIndex {
       const writers = this.#entries.get(key) ?? new Map<string, Writer>();
       this.#entries.delete(key);
       const prior = writers.get(writer.instanceId);
-      const claims = prior && prior.expiresAt > now ? prior.claims + 1 : 1;
-      writers.set(writer.instanceId, { host, expiresAt, claims });
+      const live = prior !== undefined && prior.expiresAt > now;
+      writers.set(writer.instanceId, {
+        host,
+        expiresAt,
+        claims: live ? prior.claims + 1 : 1,
+        since: live ? prior.since : now,
+      });
       this.#entries.set(key, writers);
     }
     this.#evict(now);
+    return now;
   }
 
   /** The prediction for one key, or undefined when nobody is writing it (synchronous). */
@@ -125,23 +140,17 @@ export class PredictedIndex implements KvIndex {
   }
 
   /**
-   * Takes back one `record` of `keys` on an instance (that dispatch will not write them): the
-   * prediction goes once no other recorded dispatch there vouches for it.
+   * Takes back the `record` of `keys` on an instance made at `recordedAt` (that dispatch will not
+   * write them): the prediction goes once no other recorded dispatch there vouches for it. A key
+   * whose claims were counted afresh after `recordedAt` holds no claim of that dispatch.
    */
-  forget(keys: readonly string[], instanceId: string): void {
+  forget(keys: readonly string[], instanceId: string, recordedAt: number): void {
     for (const key of keys) {
       const writers = this.#entries.get(key);
       const writer = writers?.get(instanceId);
-      if (!writers || !writer || --writer.claims > 0) continue;
+      if (!writers || !writer || writer.since > recordedAt || --writer.claims > 0) continue;
       writers.delete(instanceId);
       if (writers.size === 0) this.#entries.delete(key);
-    }
-  }
-
-  /** Forget everything an instance was writing (it failed, or the request was cancelled early). */
-  forgetInstance(instanceId: string): void {
-    for (const [key, writers] of this.#entries) {
-      if (writers.delete(instanceId) && writers.size === 0) this.#entries.delete(key);
     }
   }
 

@@ -27,6 +27,8 @@ interface ClusterOptions {
   recheckMs?: number;
   stream?: boolean;
   tracerProvider?: TracerProvider;
+  /** The fake engine's time scale (default the harness's 0.001: a prefill in well under 1 ms). */
+  timeScale?: number;
 }
 
 /** One engine that never ends an answer (each request holds its lease until its client leaves). */
@@ -35,6 +37,7 @@ async function cluster(holdAboveTokens?: number, options: ClusterOptions = {}) {
   const t = await startTestCluster({
     engines: 1,
     tracerProvider: options.tracerProvider,
+    engine: options.timeScale === undefined ? undefined : { timeScale: options.timeScale },
     kv: { store: "none" }, // only the router's own predictions: no lookup to wait on
     model: {
       prefillModel: { linear: 1, quadratic: 0, constant: 0 },
@@ -58,12 +61,18 @@ async function cluster(holdAboveTokens?: number, options: ClusterOptions = {}) {
     t.engines[0].stats.requests.map((r) => (r.body as { prompt?: number[] })?.prompt?.[0]);
   const waiting = () =>
     [...(t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])].reduce((a, b) => a + b, 0);
-  const end = async () => {
+  const leave = async () => {
     for (const abort of clients) abort.abort();
     await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
-    await t.close();
   };
-  return { t, send, received, waiting, end };
+  const end = async () => {
+    try {
+      await leave();
+    } finally {
+      await t.close();
+    }
+  };
+  return { t, send, received, waiting, leave, end };
 }
 
 Deno.test("late binding: admitted requests wait while the engine has prefill waiting, and go first come first served once it has room", async () => {
@@ -90,14 +99,24 @@ Deno.test("late binding: admitted requests wait while the engine has prefill wai
 
 Deno.test("a held request goes when the first token of the one ahead comes, not when it ends", async () => {
   // No recheck within the test: only the prefill's end can release the held requests.
-  const c = await cluster(0, { engine: "stall", recheckMs: 600_000, stream: true });
+  // Each 1,000-token prefill takes about 350 ms: the two behind the first are held meanwhile.
+  const c = await cluster(0, { engine: "stall", recheckMs: 600_000, stream: true, timeScale: 3 });
   try {
-    for (const first of [1_000_000, 2_000_000, 3_000_000]) c.send(first);
+    c.send(1_000_000);
+    await eventually(() => c.received().length === 1, 10_000, "the first goes");
+    c.send(2_000_000);
+    c.send(3_000_000);
+    await eventually(() => c.waiting() === 2, 10_000, "the other two are held");
     // Each gets its first token and then stalls, holding its stream open: none ends.
     await eventually(() => c.received().length === 3, 10_000, "all three reach the engine");
-    assertEquals(c.received(), [1_000_000, 2_000_000, 3_000_000]);
     assertEquals(c.waiting(), 0);
     assertEquals(c.t.router.gateway.inFlight, 3);
+    await c.leave();
+    const metrics = await (await fetch(`${c.t.url}/metrics`)).text();
+    assertMatch(
+      metrics,
+      /tidegate_queue_exits_total\{model="test-model",priority="0",cause="held",result="admitted"\} 2/,
+    );
   } finally {
     await c.end();
   }

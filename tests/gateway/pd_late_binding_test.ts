@@ -53,7 +53,10 @@ Deno.test("P/D late binding: a held request goes when a prefill leg answers, not
     assertEquals(t.router.gateway.inFlight, 3, "the first two still decode");
   } finally {
     for (const client of clients) client.abort();
-    await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
-    await t.close();
+    try {
+      await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
+    } finally {
+      await t.close();
+    }
   }
 });

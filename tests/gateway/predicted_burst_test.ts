@@ -69,3 +69,42 @@ Deno.test("with cache_aware a burst's followers see the prefix on the instances 
   assertEquals(on.filter((l) => l.hitTokens === 8192).length, 20 - writers, JSON.stringify(on));
   assert(off.every((l) => l.hitTokens === 0));
 });
+
+Deno.test("an attempt that fails takes back its own prediction only: a request already prefilling the prefix there still counts", async () => {
+  const t = await startTestCluster({
+    engines: 2,
+    model: { policy: "kv_hit_len" },
+    kv: { chunkSize: 256, store: "none" }, // the router's own predictions only
+  });
+  const prompt = (question: number) => [...PREFIX, ...range(question, 64)];
+  const first = new AbortController();
+  try {
+    // The first request prefills the prefix and keeps its stream open (its first token sent).
+    for (const engine of t.engines) await engine.setFailure("stall", { allEndpoints: false });
+    const open = await completion(
+      t.url,
+      { prompt: prompt(1_000_000), stream: true },
+      {},
+      first.signal,
+    );
+    assertEquals(open.status, 200);
+    const holder = open.headers.get("x-tidegate-instance")!;
+    const other = holder === "e0" ? "e1" : "e0";
+    await t.engines.find((e) => e.id === holder)!.setFailure("http500", { allEndpoints: false });
+    await t.engines.find((e) => e.id === other)!.setFailure("none");
+    // The second follows it there, gets a 500 and is retried on the other instance.
+    const retried = await completion(t.url, { prompt: prompt(2_000_000), max_tokens: 2 });
+    assertEquals(retried.status, 200, await retried.text());
+    assertEquals(retried.headers.get("x-tidegate-instance"), other);
+    const [decision] = t.router.decisions.recent(1);
+    assertEquals(decision.attempts.map((a) => a.instance), [holder, other]);
+    const third = await completion(t.url, { prompt: prompt(3_000_000), max_tokens: 2 });
+    await third.body?.cancel();
+    const [last] = t.router.decisions.recent(1);
+    const onHolder = last.candidates.find((c) => c.id === holder);
+    assertEquals(onHolder?.localPrefixTokens, 8192, "the first request's prediction stands");
+  } finally {
+    first.abort();
+    await t.close();
+  }
+});

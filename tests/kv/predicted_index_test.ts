@@ -87,15 +87,6 @@ Deno.test("PredictedIndex vouches for the pool but no host when the writer has n
   strictEqual(index.peek("k")?.present, true);
 });
 
-Deno.test("PredictedIndex.forgetInstance() removes only that instance's predictions", () => {
-  const index = new PredictedIndex({ now: () => 0 });
-  index.record(["k1", "k2"], { instanceId: "a", kvHost: "h1" });
-  index.record(["k2"], { instanceId: "b", kvHost: "h2" });
-  index.forgetInstance("a");
-  strictEqual(index.peek("k1"), undefined);
-  deepStrictEqual(index.peek("k2")?.memoryHosts, ["h2"]);
-});
-
 Deno.test("PredictedIndex.lookup() of no keys is skipped", async () => {
   const index = new PredictedIndex({ now: () => 0 });
   strictEqual((await index.lookup([])).outcome, "skipped");
@@ -104,9 +95,9 @@ Deno.test("PredictedIndex.lookup() of no keys is skipped", async () => {
 Deno.test("forget() drops one writer of the given keys and keeps the others", () => {
   let now = 0;
   const index = new PredictedIndex({ now: () => now, ttlMs: 1_000 });
-  index.record(["k1", "k2"], { instanceId: "a", kvHost: "10.0.0.1" });
+  const at = index.record(["k1", "k2"], { instanceId: "a", kvHost: "10.0.0.1" });
   index.record(["k1"], { instanceId: "b", kvHost: "10.0.0.2" });
-  index.forget(["k1", "k2"], "a");
+  index.forget(["k1", "k2"], "a", at);
   deepStrictEqual(index.peek("k1")?.memoryHosts, ["10.0.0.2"]);
   deepStrictEqual(index.peek("k2"), undefined);
   now = 2_000;
@@ -117,12 +108,13 @@ Deno.test("forget() takes back one dispatch: another sent to the same instance s
   const time = clock();
   const index = new PredictedIndex({ now: time.now, ttlMs: 1_000 });
   const writer = { instanceId: "a", kvHost: "10.0.0.1" };
-  index.record(["doc", "first-question"], writer); // a request that went to "a"
-  index.record(["doc", "second-question"], writer); // one planned there, then held or retried
-  index.forget(["doc", "second-question"], "a");
+  const first = index.record(["doc", "first-question"], writer); // a request that went to "a"
+  time.advance(10);
+  const second = index.record(["doc", "second-question"], writer); // one whose attempt failed
+  index.forget(["doc", "second-question"], "a", second);
   deepStrictEqual(index.peek("doc")?.memoryHosts, ["10.0.0.1"]);
   strictEqual(index.peek("second-question"), undefined);
-  index.forget(["doc", "first-question"], "a");
+  index.forget(["doc", "first-question"], "a", first);
   strictEqual(index.peek("doc"), undefined, "no dispatch vouches for it any more");
 });
 
@@ -131,7 +123,25 @@ Deno.test("a dispatch recorded after its key's prediction expired counts alone",
   const index = new PredictedIndex({ now: time.now, ttlMs: 1_000 });
   index.record(["doc"], { instanceId: "a" });
   time.advance(2_000);
-  index.record(["doc"], { instanceId: "a" });
-  index.forget(["doc"], "a");
+  const fresh = index.record(["doc"], { instanceId: "a" });
+  index.forget(["doc"], "a", fresh);
   strictEqual(index.peek("doc"), undefined);
+});
+
+Deno.test("a dispatch whose prediction expired before it failed takes back nothing a later one made", () => {
+  const time = clock();
+  const index = new PredictedIndex({ now: time.now, ttlMs: 5_000 });
+  const slow = index.record(["doc"], { instanceId: "a" }); // its attempt fails 8 s later
+  time.advance(6_000);
+  index.record(["doc"], { instanceId: "a" }); // prefilling the document now
+  time.advance(2_000);
+  index.forget(["doc"], "a", slow);
+  deepStrictEqual(index.peek("doc")?.memoryHosts, []);
+  // Also when the expired prediction was swept (read, or evicted) before the new one came.
+  const early = index.record(["other"], { instanceId: "a" });
+  time.advance(6_000);
+  strictEqual(index.peek("other"), undefined);
+  index.record(["other"], { instanceId: "a" });
+  index.forget(["other"], "a", early);
+  deepStrictEqual(index.peek("other")?.memoryHosts, []);
 });
