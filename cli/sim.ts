@@ -66,6 +66,8 @@ Usage: deno task sim --trace FILE [options]
   --prefill-model a,b[,r[,c]] prefill-time coefficients (default 0.1157,0.000775,0.00264,0)
   --refine on|off            refine per-instance prefill models online (default on)
   --heterogeneity H          instance slowdowns uniform in [1-H, 1+H] (default 0)
+  --engine-step-ms MS        what each engine iteration costs besides its tokens, however many
+                             prompts it batches (default 0; a CPU engine's step overhead)
   --decode-instances N       also simulate N decode instances (default 0: prefill only)
   --load-threshold-tokens N  load admission baseline (default: tokens the model prefills in the SLO)
   --load-filter-tokens N     Llumnix load filter for cache_aware / kv_hit_len (default off)
@@ -301,6 +303,7 @@ function settingsTable(
     "balancing threshold": config.ttft.balancingThreshold,
     "online refinement": config.refine,
     heterogeneity: config.heterogeneity,
+    "engine step (ms)": (config.engineStepS ?? 0) * 1000,
     "decode instances": config.decodeInstances,
     "load admission threshold (tokens)": config.loadThresholdTokens,
     ...(options.runs.some((run) => run.admission === "queue") ? queueSettings(config) : {}),
@@ -570,6 +573,7 @@ function simConfigOf(
     }),
     engineModel: parsed.prefillModel,
     heterogeneity: num("heterogeneity", 0, (v) => v >= 0 && v < 1, "in [0, 1)"),
+    engineStepS: num("engine-step-ms", 0, (v) => v >= 0, "a non-negative number") / 1000,
     refine: parsed.refine,
     decodeInstances: num(
       "decode-instances",

@@ -53,6 +53,12 @@ export interface PrefillEngineOptions {
   chunkTokens: number;
   /** Without chunking: an iteration computes one whole prompt, however long (default false). */
   unchunked?: boolean;
+  /**
+   * Seconds each iteration costs besides its tokens, however many requests it batches (default 0:
+   * a batch costs the sum of its prompts). A CPU engine's step overhead makes a batch of short
+   * prefills much cheaper than the same prompts one by one.
+   */
+  stepS?: number;
   blockTokens: number;
   kvBytesPerToken: number;
   transferBytesPerS: number;
@@ -108,7 +114,7 @@ export class SimPrefillEngine {
     const o = this.#options;
     const m = o.model;
     let budget = o.unchunked ? Number.POSITIVE_INFINITY : o.chunkTokens;
-    let costS = 0;
+    let costS = (o.stepS ?? 0) * o.slowdown;
     this.#iteration = [];
     for (
       let i = this.#head;

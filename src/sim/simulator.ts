@@ -61,6 +61,8 @@ export interface SimConfig {
   engineModel: PrefillModelCoefficients;
   /** Per-instance compute slowdowns drawn uniformly from [1 − h, 1 + h] (0: identical). */
   heterogeneity: number;
+  /** Seconds each engine iteration costs however many prompts it batches (default 0). */
+  engineStepS?: number;
   /** Refine each instance's prefill model online from the prefills it completes. */
   refine: boolean;
   /** 0: prefill only (TTFT); N: also N decode instances (TBT admission, TPOT). */
@@ -548,6 +550,7 @@ export function prefillEngines(
     | "cacheBlocks"
     | "engineModel"
     | "heterogeneity"
+    | "engineStepS"
     | "chunkTokens"
     | "blockTokens"
     | "ttft"
@@ -565,6 +568,7 @@ export function prefillEngines(
       kvBytesPerToken: config.ttft.kvBytesPerToken,
       transferBytesPerS: config.ttft.transferBytesPerS,
       ...(options.unchunked ? { unchunked: true } : {}),
+      ...(config.engineStepS ? { stepS: config.engineStepS } : {}),
     }, poolPrefix)
   );
 }

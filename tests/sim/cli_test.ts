@@ -17,6 +17,8 @@ Deno.test("runSimCli() writes results.json, the Markdown table and both SVG char
         "4",
         "--policies",
         "random,mooncake_ttft:ttft",
+        "--engine-step-ms",
+        "20",
         "--out",
         out,
       ])
@@ -24,6 +26,7 @@ Deno.test("runSimCli() writes results.json, the Markdown table and both SVG char
     assertEquals(code, 0);
     const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
     assertEquals(Object.keys(results.policies), ["random", "mooncake_ttft:ttft"]);
+    assertEquals(results.settings["engine step (ms)"], 20);
     for (
       const key of [
         "meanTtftS",
@@ -60,11 +63,18 @@ Deno.test("runSimCli() lists every bad option and exits 2", async () => {
       "-1",
       "--frobnicate",
       "1",
+      "--engine-step-ms",
+      "-5",
     ])
   );
   assertEquals(code, 2);
   for (
-    const part of ['unknown policy "fastest"', "--speed must be", "unknown option --frobnicate"]
+    const part of [
+      'unknown policy "fastest"',
+      "--speed must be",
+      "unknown option --frobnicate",
+      "--engine-step-ms must be a non-negative number",
+    ]
   ) {
     assert(errors.includes(part), `${part} missing from: ${errors}`);
   }

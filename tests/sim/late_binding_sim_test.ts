@@ -73,3 +73,16 @@ Deno.test("late binding: a request held while its document is prefilled goes whe
   // Released at the first prefill's end (its arrival was 0.5 s in).
   assertAlmostEquals(held.heldS[2] + 0.5, Math.min(held.ttftS[0], held.ttftS[1]), 1e-9);
 });
+
+Deno.test("late binding: free where a batch costs the sum of its prompts, dear where each engine step has a cost of its own", () => {
+  // Twelve new 512-token prompts a millisecond apart on one engine.
+  const burst = range(0, 12).map((i) => request(i, [1_000 + i]));
+  const meanTtft = (engineStepS: number, hold?: number) => {
+    const result = simulate(burst, config({ instances: 1, engineStepS }), run(hold));
+    return result.ttftS.reduce((a, b) => a + b, 0) / burst.length;
+  };
+  // Without a step cost one by one finishes most of them sooner than one batch of eleven does.
+  assert(meanTtft(0, 0) < 0.7 * meanTtft(0));
+  // With 100 ms a step (a CPU engine's overhead), one by one pays it twelve times, batched twice.
+  assert(meanTtft(0.1, 0) > 1.1 * meanTtft(0.1));
+});
