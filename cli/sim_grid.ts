@@ -13,7 +13,8 @@ const OURS = ["cache_aware", "kv_hit_len", "mooncake_ttft", "affinity_ttft"];
 const TRACE = new URL("../tests/data/conversation_trace.jsonl", import.meta.url);
 
 const USAGE = `Usage: deno task sim:grid [--quick] [--seeds LIST] [--requests N] [--candidate NAME]
-                          [--candidate-hold TOKENS] [--pool off|planned] [--out FILE]
+                          [--candidate-hold TOKENS] [--pool off|planned] [--engine-step-ms MS]
+                          [--out FILE]
 
 Replays every policy (peers: ${PEERS.join(", ")}; tidegate's: ${OURS.join(", ")}) on
 the policy grid: skewed documents (Zipf 0.8/1.1/1.4, 100 or 1,000 documents of 20k tokens, cache
@@ -33,6 +34,9 @@ the candidate (affinity_ttft). Takes about 12 minutes per seed on a quiet core; 
                    tokens waiting than this, an arriving request is held and planned once one
                    has room (src/scheduling/late_binding.ts; the peers as they run)
   --pool MODE      only the cells with the pool off, or planned (default both)
+  --engine-step-ms MS
+                   what each engine iteration costs besides its tokens, however many prompts
+                   it batches (default 0; docs/sim/README.md)
   --out FILE       also write the table there`;
 
 export async function runSimGrid(args: string[]): Promise<number> {
@@ -43,6 +47,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
     "candidate-hold": { type: "string" },
     candidate: { type: "string" },
     pool: { type: "string" },
+    "engine-step-ms": { type: "string" },
     out: { type: "string" },
   }, USAGE);
   if (parsed.exit !== undefined) return parsed.exit;
@@ -54,6 +59,8 @@ export async function runSimGrid(args: string[]): Promise<number> {
   const hold = values["candidate-hold"] === undefined
     ? undefined
     : Number(values["candidate-hold"]);
+  const stepText = values["engine-step-ms"];
+  const stepMs = stepText === undefined || stepText.trim() === "" ? NaN : Number(stepText);
   const problems = [
     ...(seeds.every(Number.isInteger) ? [] : ["--seeds must be integers"]),
     ...(Number.isInteger(requests) && requests > 0
@@ -66,6 +73,9 @@ export async function runSimGrid(args: string[]): Promise<number> {
     ...([undefined, "off", "planned"].includes(values.pool)
       ? []
       : ["--pool must be off or planned"]),
+    ...(stepText === undefined || (Number.isFinite(stepMs) && stepMs >= 0)
+      ? []
+      : ["--engine-step-ms must be a number ≥ 0"]),
   ];
   if (problems.length) {
     console.error(`${problems.join("\n")}\n\n${USAGE}`);
@@ -80,6 +90,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
     peers: PEERS,
     candidate,
     candidateHoldAboveTokens: hold,
+    engineStepS: stepText === undefined ? 0 : stepMs / 1000,
     instances: 8,
     requests,
     trace,

@@ -35,6 +35,8 @@ export interface GridOptions {
   candidate: string;
   /** The candidate with late binding at this bound (`PolicyRun.holdAboveTokens`); peers never. */
   candidateHoldAboveTokens?: number;
+  /** What each engine iteration costs besides its tokens (`SimConfig.engineStepS`, default 0). */
+  engineStepS?: number;
   instances: number;
   requests: number;
   /** The recorded trace, for "trace" cells. */
@@ -76,7 +78,7 @@ export function noCacheCapacityRps(trace: readonly TraceRequest[], instances: nu
 export function cellConfig(
   cell: GridCell,
   trace: readonly TraceRequest[],
-  options: { instances: number; seed: number; speed: number },
+  options: { instances: number; seed: number; speed: number; engineStepS?: number },
 ): SimConfig {
   const workingSetBlocks = new Set(trace.flatMap((r) => r.hashIds)).size;
   const cacheBlocks = Math.max(
@@ -96,6 +98,7 @@ export function cellConfig(
     ttft: resolveTtftParams({ prefillModel: MOONCAKE_PREFILL_MODEL }),
     engineModel: MOONCAKE_PREFILL_MODEL,
     heterogeneity: 0,
+    ...(options.engineStepS ? { engineStepS: options.engineStepS } : {}),
     refine: true,
     decodeInstances: 0,
     decodeModel: { ...DEFAULT_DECODE_MODEL },

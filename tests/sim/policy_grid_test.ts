@@ -97,6 +97,22 @@ Deno.test("a held candidate is judged against the same floor as one placing on a
   assert(held.policies.kv_hit_len.meanTtftS !== placed.policies.kv_hit_len.meanTtftS, "held");
 });
 
+Deno.test("a grid's engine step cost reaches every run of the cell, and slows it", () => {
+  const options = {
+    cells: [cell],
+    seeds: [1],
+    policies: ["round_robin"],
+    peers: ["round_robin"],
+    candidate: "round_robin",
+    instances: 4,
+    requests: 300,
+  };
+  const free = runCell(cell, options);
+  const stepped = runCell(cell, { ...options, engineStepS: 0.05 });
+  assert(stepped.floorS > free.floorS, "the floor pays the steps too");
+  assert(stepped.policies.round_robin.meanTtftS > free.policies.round_robin.meanTtftS);
+});
+
 Deno.test("the default grid covers every axis of the targets, with and without the pool", () => {
   const cells = defaultGrid(false);
   const values = (f: (c: typeof cells[number]) => unknown) => new Set(cells.map(f)).size;

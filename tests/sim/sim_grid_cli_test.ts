@@ -35,3 +35,11 @@ Deno.test("sim:grid refuses a late-binding bound that is not a whole number of t
     assertMatch(refused.stderr, /--candidate-hold must be an integer ≥ 0/);
   }
 });
+
+Deno.test("sim:grid refuses an engine step cost that is not a number of milliseconds ≥ 0", async () => {
+  for (const bad of ["-1", "lots", ""]) {
+    const refused = await run([`--engine-step-ms=${bad}`]);
+    assertEquals(refused.code, 2, bad);
+    assertMatch(refused.stderr, /--engine-step-ms must be a number ≥ 0/);
+  }
+});
