@@ -67,7 +67,8 @@ Usage: deno task sim --trace FILE [options]
   --refine on|off            refine per-instance prefill models online (default on)
   --heterogeneity H          instance slowdowns uniform in [1-H, 1+H] (default 0)
   --engine-step-ms MS        what each engine iteration costs besides its tokens, however many
-                             prompts it batches (default 0; a CPU engine's step overhead)
+                             prompts it batches (default 0; a CPU engine's step overhead; not in
+                             P/D mode)
   --decode-instances N       also simulate N decode instances (default 0: prefill only)
   --load-threshold-tokens N  load admission baseline (default: tokens the model prefills in the SLO)
   --load-filter-tokens N     Llumnix load filter for cache_aware / kv_hit_len (default off)
@@ -431,6 +432,10 @@ function parseArgs(args: string[]): CliOptions | "help" {
     (experiment === undefined ? "random,least_load,cache_aware,mooncake_ttft" : "");
   const pd = parsePdOptions(values, num, problems);
   if (pd && experiment !== undefined) problems.push("--experiment does not combine with P/D mode");
+  // The P/D simulator's engines have no step cost (src/sim/pd_simulator.ts): refused, not ignored.
+  if (pd && values.has("engine-step-ms")) {
+    problems.push("--engine-step-ms does not combine with P/D mode");
+  }
   if (values.has("drop") && experiment !== undefined) {
     problems.push("--drop does not combine with --experiment (its arms are drawn by index)");
   }

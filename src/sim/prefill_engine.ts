@@ -55,8 +55,8 @@ export interface PrefillEngineOptions {
   unchunked?: boolean;
   /**
    * Seconds each iteration costs besides its tokens, however many requests it batches (default 0:
-   * a batch costs the sum of its prompts). A CPU engine's step overhead makes a batch of short
-   * prefills much cheaper than the same prompts one by one.
+   * a batch costs the sum of its prompts), scaled by `slowdown` like the compute. A CPU engine's
+   * step overhead makes a batch of short prefills much cheaper than the same prompts one by one.
    */
   stepS?: number;
   blockTokens: number;
@@ -114,7 +114,9 @@ export class SimPrefillEngine {
     const o = this.#options;
     const m = o.model;
     let budget = o.unchunked ? Number.POSITIVE_INFINITY : o.chunkTokens;
-    let costS = (o.stepS ?? 0) * o.slowdown;
+    // Every job in the iteration waits through its step: the router's measured prefill includes it.
+    const stepS = (o.stepS ?? 0) * o.slowdown;
+    let costS = stepS;
     this.#iteration = [];
     for (
       let i = this.#head;
@@ -127,7 +129,7 @@ export class SimPrefillEngine {
       const k = n / 1000;
       const context = (job.cachedTokens + job.doneTokens) / 1000;
       const sliceS = (m.linear * k + m.quadratic * k * (k + 2 * context)) * o.slowdown;
-      job.computeS += sliceS;
+      job.computeS += sliceS + stepS;
       costS += sliceS;
       job.doneTokens += n;
       budget -= n;

@@ -156,3 +156,11 @@ Deno.test("runSimCli() --decode-kv runs each view on P/D clusters, named in the 
     assertEquals(results.runs["2P+2D mooncake_ttft early kv-guess"].decodeKv, "guess");
   });
 });
+
+Deno.test("runSimCli() refuses an engine step cost in P/D mode, whose engines have none", async () => {
+  const { value: code, errors } = await quietly(() =>
+    runSimCli(["--trace", TRACE, "--prefill", "2", "--decode", "2", "--engine-step-ms", "30"])
+  );
+  assertEquals(code, 2);
+  assert(errors.includes("--engine-step-ms does not combine with P/D mode"), errors);
+});

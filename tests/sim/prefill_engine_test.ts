@@ -76,7 +76,8 @@ Deno.test("SimPrefillEngine loads a pool prefix only when told to, paying the tr
 Deno.test("a step cost is paid once per iteration, however many prompts it batches", () => {
   const stepS = 0.05;
   const batched = new SimPrefillEngine("p0", new BlockCache(100), { ...options, stepS }, () => 0);
-  for (let i = 0; i < 4; i++) batched.enqueue(newPrefillJob(i, 256, [100 + i], false));
+  const jobs = [0, 1, 2, 3].map((i) => newPrefillJob(i, 256, [100 + i], false));
+  for (const job of jobs) batched.enqueue(job);
   const together = runToIdle(batched); // 1,024 tokens: one 2,048-token iteration
   const alone = new SimPrefillEngine("p1", new BlockCache(100), { ...options, stepS }, () => 0);
   alone.enqueue(newPrefillJob(0, 256, [200], false));
@@ -85,4 +86,6 @@ Deno.test("a step cost is paid once per iteration, however many prompts it batch
   assertAlmostEquals(one[0].at, stepS + compute, 1e-9);
   assertEquals(new Set(together.map((f) => f.at)).size, 1, "one iteration");
   assertAlmostEquals(together[0].at, stepS + 4 * compute, 1e-9);
+  // What the router learns a prefill took includes the step each job waited through.
+  for (const job of jobs) assertAlmostEquals(job.computeS, stepS + compute, 1e-9);
 });

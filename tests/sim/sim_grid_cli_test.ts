@@ -1,15 +1,18 @@
-import { assertEquals, assertMatch } from "../assert.ts";
+import { assert, assertEquals, assertMatch } from "../assert.ts";
 import { runSimGrid } from "../../cli/sim_grid.ts";
 
-/** runSimGrid's exit code and what it printed to stderr. */
-async function run(args: string[]): Promise<{ code: number; stderr: string }> {
+/** runSimGrid's exit code and what it printed to stderr and stdout. */
+async function run(args: string[]): Promise<{ code: number; stderr: string; stdout: string }> {
   const printed: string[] = [];
-  const original = console.error;
+  const table: string[] = [];
+  const [error, log] = [console.error, console.log];
   console.error = (...parts: unknown[]) => printed.push(parts.join(" "));
+  console.log = (...parts: unknown[]) => table.push(parts.join(" "));
   try {
-    return { code: await runSimGrid(args), stderr: printed.join("\n") };
+    const code = await runSimGrid(args);
+    return { code, stderr: printed.join("\n"), stdout: table.join("\n") };
   } finally {
-    console.error = original;
+    [console.error, console.log] = [error, log];
   }
 }
 
@@ -42,4 +45,19 @@ Deno.test("sim:grid refuses an engine step cost that is not a number of millisec
     assertEquals(refused.code, 2, bad);
     assertMatch(refused.stderr, /--engine-step-ms must be a number ≥ 0/);
   }
+});
+
+Deno.test("sim:grid --engine-step-ms reaches the cells: every floor rises", async () => {
+  const tiny = ["--quick", "--seeds", "3", "--requests", "40", "--pool", "off"];
+  const floors = (stdout: string) =>
+    stdout.split("\n").filter((line) => line.startsWith("| docs")).map((line) =>
+      Number(line.split("|")[2])
+    );
+  const free = await run(tiny);
+  const stepped = await run([...tiny, "--engine-step-ms", "200"]);
+  assertEquals([free.code, stepped.code], [0, 0]);
+  const [before, after] = [floors(free.stdout), floors(stepped.stdout)];
+  assertEquals(before.length, 4);
+  assertEquals(after.length, 4);
+  after.forEach((floor, i) => assert(floor > before[i], `cell ${i}: ${floor} vs ${before[i]}`));
 });
