@@ -457,32 +457,12 @@ export class Gateway {
     const planned = await planDispatch(flight.runtime!, parsed, context);
     this.#adopt(flight, planned);
     flight.trace.planned(planned.plan, flight.record);
-    const refusal = planned.plan.admission;
-    if (!refusal.admit) this.#tenants.noteRefusal(flight.runtime!.config.name);
+    if (!planned.plan.admission.admit) this.#tenants.noteRefusal(flight.runtime!.config.name);
     if (queues) {
-      // Read for every request of a queueing model, so a bad header is a 400 under any load.
-      const wait = {
-        priority: this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant),
-        ttlS: queueTtlS(flight.request, queue.ttlS),
-      };
-      if (held || (!refusal.admit && this.#worthWaiting(flight, planned.plan, refusal))) {
-        flight.prepared = planned.prepared;
-        const why = held ? heldRefusal(queue.holdAboveTokens!) : refusal;
-        const model = flight.runtime!.config.name;
-        if (held) this.#held.set(model, (this.#held.get(model) ?? 0) + 1);
-        try {
-          const early = await this.#waitInQueue(flight, parsed, why as AdmissionRefusal, {
-            ...wait,
-            cause: held ? "held" : "refused",
-          });
-          if (early) return early;
-        } finally {
-          if (held) this.#held.set(model, this.#held.get(model)! - 1);
-        }
-      }
+      const early = await this.#waitIfQueued(flight, parsed, planned, held);
+      if (early) return early;
     }
     const verdict = flight.plan!.admission;
-    const model = flight.runtime!.config.name;
     if (!verdict.admit) {
       flight.responseHeaders.set("retry-after", String(verdict.retryAfterS));
       const error = new HttpError(verdict.status, verdict.message, {
@@ -491,6 +471,44 @@ export class Gateway {
       });
       return this.#answer(flight, error, "rejected");
     }
+    this.#admitted(flight, context.extraKeys);
+    return undefined;
+  }
+
+  /**
+   * A request late binding holds, or one admission refused that an idle instance could still
+   * serve in time, waits in the model's queue: a response when its wait ended other than admitted
+   * (then `flight.plan` is the admitting plan).
+   */
+  async #waitIfQueued(
+    flight: InFlight,
+    parsed: ParsedRequest,
+    planned: PlannedDispatch & { prepared: PreparedPrompt },
+    held: boolean,
+  ): Promise<Response | undefined> {
+    const queue = flight.runtime!.config.slo.queue;
+    const refusal = planned.plan.admission;
+    // Read for every request of a queueing model, so a bad header is a 400 under any load.
+    const wait = {
+      priority: this.#tenants.priorityOf(flight.request, parsed, flight.record.tenant),
+      ttlS: queueTtlS(flight.request, queue.ttlS),
+      cause: held ? "held" as const : "refused" as const,
+    };
+    if (!held && (refusal.admit || !this.#worthWaiting(flight, planned.plan, refusal))) return;
+    flight.prepared = planned.prepared;
+    const why = held ? heldRefusal(queue.holdAboveTokens!) : refusal;
+    const model = flight.runtime!.config.name;
+    if (held) this.#held.set(model, (this.#held.get(model) ?? 0) + 1);
+    try {
+      return await this.#waitInQueue(flight, parsed, why as AdmissionRefusal, wait);
+    } finally {
+      if (held) this.#held.set(model, this.#held.get(model)! - 1);
+    }
+  }
+
+  /** An admitted request's tenant share, and its prompt kept for key detection. */
+  #admitted(flight: InFlight, extraKeys: ExtraKeys | undefined): void {
+    const model = flight.runtime!.config.name;
     if (flight.record.tenant) {
       // Given back when the request finishes; checked once the prompt was counted.
       const share = this.#tenants.holdShare(model, flight.record.tenant, flight.plan!.promptTokens);
@@ -498,10 +516,9 @@ export class Gateway {
     }
     // Extra keys change every hash: such prompts would only confuse key detection.
     const { tokens } = flight.plan!;
-    if (tokens && !context.extraKeys?.loraName && !context.extraKeys?.cacheSalt) {
+    if (tokens && !extraKeys?.loraName && !extraKeys?.cacheSalt) {
       flight.runtime!.recentPrompts.add(tokens);
     }
-    return undefined;
   }
 
   #planContext(flight: InFlight, parsed: ParsedRequest): PlanContext {
