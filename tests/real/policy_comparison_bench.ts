@@ -15,7 +15,7 @@
  * Per arm: client TTFT (the first content byte), the engines' `cached_tokens` over their
  * `prompt_tokens`, the hit tidegate predicted, how the requests split over the engines (their own
  * counters), and tidegate's experiment verdict of the first arm (by default its default policy)
- * against every other arm.
+ * against every other arm, also with each arm's places pooled when an arm is listed twice.
  * docs/real_policy_comparison.md has runs and what they do and do not show.
  *
  * usage: deno task bench:policies [--requests N] [--concurrency C] [--seed S]
@@ -703,16 +703,45 @@ async function enginesServed(engines: VllmEngine[]): Promise<number[]> {
  * the first arm against every other arm on client TTFT, clustered by document.
  */
 export function verdictLines(results: PolicyResult[]): string[] {
-  const tallied = results.map((r) => {
-    const tally = new ArmTally();
-    for (const s of r.samples) tally.record(observation(r.policy, s));
-    return { report: armReport({ name: r.policy, policy: r.policy, weight: 1 }, tally), tally };
-  });
+  const tallied = results.map((r) => tallyOf(r.policy, r.samples));
   const [arm, ...controls] = tallied;
   if (controls.length === 0) return ["(one arm in this run: no verdict)"];
   return controls.map((control) =>
     verdictLine(compareArms(arm, control), arm.report, control.report)
   );
+}
+
+/**
+ * The same verdict with each arm's places in the run pooled (an arm listed twice counts all its
+ * requests): an arm's place moves it (docs/real_policy_comparison.md, "Late binding on real
+ * engines"), and arms that take turns share that out. Empty when no arm is listed twice.
+ */
+export function pooledVerdictLines(results: PolicyResult[]): string[] {
+  const byArm = new Map<string, Sample[]>();
+  for (const r of results) byArm.set(r.policy, [...byArm.get(r.policy) ?? [], ...r.samples]);
+  if (byArm.size === results.length) return [];
+  const [arm, ...controls] = [...byArm].map(([policy, samples]) => tallyOf(policy, samples));
+  return controls.map((control) =>
+    verdictLine(compareArms(arm, control), arm.report, control.report)
+  );
+}
+
+function tallyOf(policy: string, samples: readonly Sample[]) {
+  const tally = new ArmTally();
+  for (const s of samples) tally.record(observation(policy, s));
+  return { report: armReport({ name: policy, policy, weight: 1 }, tally), tally };
+}
+
+/** The pooled verdict's lines in the report, when an arm was listed more than once. */
+function pooledSection(results: PolicyResult[]): string[] {
+  const lines = pooledVerdictLines(results);
+  if (lines.length === 0) return [];
+  return [
+    `The same, each arm's places in the run pooled, ${results[0].policy} against each arm:`,
+    "",
+    ...lines.map((line) => `- ${line}`),
+    "",
+  ];
 }
 
 function observation(arm: string, s: Sample): ArmObservation {
@@ -875,6 +904,7 @@ async function main(): Promise<void> {
     "",
     ...verdictLines(results).map((line) => `- ${line}`),
     "",
+    ...pooledSection(results),
   ].join("\n");
   console.log(report);
   if (options.out) await Deno.writeTextFile(options.out, report);

@@ -1,5 +1,10 @@
 import { assert, assertEquals, assertMatch } from "../assert.ts";
-import { type PolicyResult, type Sample, verdictLines } from "./policy_comparison_bench.ts";
+import {
+  type PolicyResult,
+  pooledVerdictLines,
+  type Sample,
+  verdictLines,
+} from "./policy_comparison_bench.ts";
 
 /** An arm whose requests over 40 documents all took `ttftMs` (a tenth slower on even ones). */
 function arm(policy: string, ttftMs: number): PolicyResult {
@@ -34,4 +39,17 @@ Deno.test("bench:policies' verdict compares the first arm with every other arm",
 
 Deno.test("bench:policies gives no verdict for a run of one arm", () => {
   assertEquals(verdictLines([arm("affinity_ttft", 100)]), ["(one arm in this run: no verdict)"]);
+});
+
+Deno.test("bench:policies pools an arm's places in the run when it is listed more than once", () => {
+  const lines = pooledVerdictLines([
+    arm("affinity_ttft", 100),
+    arm("smg:cache_aware", 200),
+    arm("affinity_ttft", 120),
+    arm("smg:cache_aware", 150),
+  ]);
+  assertEquals(lines.length, 1);
+  assertMatch(lines[0], /^arm affinity_ttft is \d+% faster than smg:cache_aware/);
+  assertMatch(lines[0], /n=800 vs 800/);
+  assertEquals(pooledVerdictLines([arm("a", 100), arm("b", 100)]), [], "nothing repeated");
 });
