@@ -9,13 +9,7 @@ import type {
   ForwardTarget,
 } from "../proxy/forward.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
-import {
-  decodeLease,
-  forgetPredictions,
-  type Reservation,
-  reserve,
-  type Reserved,
-} from "./reservation.ts";
+import { decodeLease, type Reservation, reserve, type Reserved } from "./reservation.ts";
 
 /** A `not_served` attempt is no failure of the engine: it is left out. */
 const BREAKER_KIND: Record<Exclude<AttemptFailure, "not_served">, FailureKind> = {
@@ -31,8 +25,8 @@ export interface HeldAttempt {
   lease: LoadLease;
   /** Marks the request finished on the instance (draining, admin view). */
   end: () => void;
-  /** When the attempt's KV writes were predicted (undefined: they were not). */
-  predictedAt?: number;
+  /** Takes back the attempt's predicted KV writes (it failed before it could write them). */
+  forget: () => void;
 }
 
 /**
@@ -60,7 +54,7 @@ export class AttemptLeases {
 
   #lease(instanceId: string): Reserved {
     return this.leg === "decode"
-      ? { lease: decodeLease(this.runtime, instanceId, this.plan.sequences) }
+      ? { lease: decodeLease(this.runtime, instanceId, this.plan.sequences), forget: () => {} }
       : reserve(this.runtime, this.plan, instanceId, this.now());
   }
 
@@ -126,12 +120,11 @@ export class AttemptLeases {
       this.upstreamHeaders,
       this.leg,
     );
-    const reservation = this.reservation?.instanceId === target.id ? this.reservation : undefined;
-    const taken = reservation?.take();
-    const { lease, predictedAt } = taken
-      ? { lease: taken, predictedAt: reservation!.predictedAt }
-      : this.#lease(target.id);
-    this.#held.set(target.id, { permit, lease, end: cluster.begin(target.id), predictedAt });
+    const reserved = this.reservation?.instanceId === target.id
+      ? this.reservation.take()
+      : undefined;
+    const { lease, forget } = reserved ?? this.#lease(target.id);
+    this.#held.set(target.id, { permit, lease, end: cluster.begin(target.id), forget });
     return true;
   }
 
@@ -152,9 +145,7 @@ export class AttemptLeases {
       if (judgedLater) this.#pendingErrors.push({ permit: held.permit, kind, detail });
       else held.permit.failure(kind, detail);
       this.release(target.id);
-      if (this.leg !== "decode") {
-        forgetPredictions(this.runtime, this.plan, target.id, held.predictedAt);
-      }
+      if (this.leg !== "decode") held.forget(); // a decode slot's undo is its arrival
     } else if (attempt.status === undefined) {
       held.permit.release(); // the client left: no verdict on the instance
       this.release(target.id);

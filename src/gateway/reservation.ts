@@ -15,33 +15,25 @@ export class Reservation {
   /** A decode slot's request has reached the decode instance (its prefill ended). Idempotent. */
   arrived: () => void = () => {};
 
-  /**
-   * `predictedAt`: when the plan's keys were recorded as being written there (undefined: they were
-   * not), for the attempt that takes the lease and may have to take them back.
-   */
-  constructor(
-    readonly instanceId: string,
-    lease: LoadLease,
-    forget: () => void,
-    readonly predictedAt?: number,
-  ) {
+  /** `forget` takes back what the reservation predicted (an attempt that fails calls it too). */
+  constructor(readonly instanceId: string, lease: LoadLease, forget: () => void) {
     this.#lease = lease;
     this.#forget = forget;
   }
 
-  /** The lease, for the attempt on `instanceId`; undefined once taken or cancelled. */
-  take(): LoadLease | undefined {
+  /** The lease and its predictions' undo, for the attempt on `instanceId`; once. */
+  take(): Reserved | undefined {
     const lease = this.#lease;
     this.#lease = undefined;
-    return lease;
+    return lease && { lease, forget: this.#forget };
   }
 
   /** The instance will not compute this prompt: its load and predicted KV are given back. */
   cancel(): void {
-    const lease = this.take();
-    if (!lease) return;
-    lease.release();
-    this.#forget();
+    const taken = this.take();
+    if (!taken) return;
+    taken.lease.release();
+    taken.forget();
   }
 }
 
@@ -53,9 +45,8 @@ export function reserveFirstChoice(
 ): Reservation | undefined {
   const first = plan.decision.ranking[0];
   if (!plan.admission.admit || first === undefined) return undefined;
-  const { lease, predictedAt } = reserve(runtime, plan, first, at);
-  const forget = () => forgetPredictions(runtime, plan, first, predictedAt);
-  return new Reservation(first, lease, forget, predictedAt);
+  const { lease, forget } = reserve(runtime, plan, first, at);
+  return new Reservation(first, lease, forget);
 }
 
 /**
@@ -71,12 +62,11 @@ export function reserveLocalPrefill(
   const verdict = plan.decode?.localPrefill;
   if (!plan.admission.admit || id === undefined || !verdict?.local) return undefined;
   runtime.cluster.recentPrefill.record(verdict.uncachedTokens, at);
-  const predictedAt = predictWrites(runtime, plan, id);
+  const forget = predictWrites(runtime, plan, id);
   const lease = runtime.cluster.account.lease(id, verdict.uncachedTokens, {
     sequences: plan.sequences,
   });
-  const forget = () => forgetPredictions(runtime, plan, id, predictedAt);
-  return new Reservation(id, lease, forget, predictedAt);
+  return new Reservation(id, lease, forget);
 }
 
 /**
@@ -105,10 +95,10 @@ export function decodeLease(runtime: ModelRuntime, instanceId: string, sequences
   return lease;
 }
 
-/** A lease on an instance, and when its KV writes were predicted (undefined: they were not). */
+/** A lease on an instance, and what takes back its predicted KV writes. */
 export interface Reserved {
   lease: LoadLease;
-  predictedAt?: number;
+  forget: () => void;
 }
 
 /**
@@ -123,36 +113,25 @@ export function reserve(
 ): Reserved {
   const uncached = uncachedTokens(plan, instanceId);
   runtime.cluster.recentPrefill.record(uncached, at);
-  const predictedAt = predictWrites(runtime, plan, instanceId);
+  const forget = predictWrites(runtime, plan, instanceId);
   const lease = runtime.cluster.account.lease(instanceId, uncached, { sequences: plan.sequences });
-  return { lease, predictedAt };
-}
-
-/** Records that the instance is writing the plan's keys; when, or undefined when nothing was. */
-function predictWrites(
-  runtime: ModelRuntime,
-  plan: DispatchPlan,
-  instanceId: string,
-): number | undefined {
-  if (plan.keys.length === 0 || !runtime.predicted) return undefined;
-  return runtime.predicted.record(plan.keys, {
-    instanceId,
-    kvHost: plan.entries.get(instanceId)?.config.kvHost,
-  });
+  return { lease, forget };
 }
 
 /**
- * An instance that will not write this prompt's KV: the prediction recorded at `predictedAt` is
- * taken back, so followers are not sent after it.
+ * Records that the instance is writing the plan's keys; returns what takes that record back (the
+ * instance will not write them after all), so followers are not sent after it.
  */
-export function forgetPredictions(
-  runtime: ModelRuntime,
-  plan: DispatchPlan,
-  instanceId: string,
-  predictedAt: number | undefined,
-): void {
-  if (predictedAt === undefined || plan.keys.length === 0) return;
-  runtime.predicted?.forget(plan.keys, instanceId, predictedAt);
+function predictWrites(runtime: ModelRuntime, plan: DispatchPlan, instanceId: string): () => void {
+  const predicted = runtime.predicted;
+  if (plan.keys.length === 0 || !predicted) return () => {};
+  const writer = { instanceId, kvHost: plan.entries.get(instanceId)?.config.kvHost };
+  const recordedAt = predicted.record(plan.keys, writer);
+  let forgotten = false; // once: each forget takes back one claim
+  return () => {
+    if (!forgotten) predicted.forget(plan.keys, instanceId, recordedAt);
+    forgotten = true;
+  };
 }
 
 /** Prompt tokens the chosen instance has to compute, given what the policy planned to reuse. */
