@@ -215,7 +215,7 @@ export async function createRouter(
     responseHomes,
   });
   built.registry = parts.registry;
-  for (const runtime of runtimes.values()) attachShared(shared, runtime);
+  for (const runtime of runtimes.values()) attach(shared, parts.gateway, runtime);
   shared?.attachHomes(responseHomes);
   shared?.start();
   const app = createApp(parts, deps);
@@ -251,8 +251,14 @@ export async function createRouter(
   return routerLifecycle(parts, app, { background, shapeChecks, loopLag }, { ...deps, shared });
 }
 
-function attachShared(shared: SharedState | undefined, runtime: ModelRuntime): ModelRuntime {
+/** A runtime's leases and predictions shared with other replicas, its prefill ends waking the queue. */
+function attach(
+  shared: SharedState | undefined,
+  gateway: Gateway,
+  runtime: ModelRuntime,
+): ModelRuntime {
   shared?.attach(runtime.config.name, runtime.cluster.account, runtime.predicted);
+  gateway.wakeOnPrefillEnds(runtime);
   return runtime;
 }
 
@@ -408,7 +414,7 @@ function routerLifecycle(
           },
           background,
           buildRuntime: async (model) =>
-            attachShared(deps.shared, await ModelRuntime.create(model, deps)),
+            attach(deps.shared, gateway, await ModelRuntime.create(model, deps)),
           validate: experimentProblems,
           log: deps.log,
         }, next)

@@ -358,7 +358,6 @@ class PdRun {
   #prefillDone(legs: Legs, prefillId: string, started: number, answered: boolean): void {
     legs.prefill.held(prefillId)?.lease.firstToken();
     legs.prefill.release(prefillId);
-    this.#options.onPrefillDone?.();
     this.#options.decodeReservation?.arrived();
     if (answered && this.#options.plan.decode!.protocol === "vllm-nixl") {
       observePrefill(

@@ -55,12 +55,6 @@ export interface ExecuteOptions {
   trace?: RequestTrace;
   /** Where failures after the answer began are reported. */
   log?: LogFn;
-  /**
-   * This request's prefill ended (its first byte came: a stream's first token, a whole answer's
-   * end; or its prefill leg answered): a request that waits (src/gateway/flow_control.ts) may fit
-   * its instance now, before this one ends.
-   */
-  onPrefillDone?: () => void;
 }
 
 export function clientGone(options: ExecuteOptions): Response {

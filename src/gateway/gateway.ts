@@ -312,8 +312,6 @@ export class Gateway {
         abort: this.shutdown.cutSignal,
       },
       responseHeaders: flight.responseHeaders,
-      // Late binding holds requests until an instance's prefill queue drains: it just did.
-      onPrefillDone: () => this.#flow.wake(flight.record.model),
       finish: (record) => {
         if (bytes instanceof UploadBody) bytes.discard();
         flight.runtime!.agreement.observe(record);
@@ -828,6 +826,22 @@ export class Gateway {
       { code: "router_overloaded" },
     );
     return this.#answer(flight, error, "rejected");
+  }
+
+  /**
+   * Wakes the model's flow-control queue whenever a prefill on one of its instances ends (a lease's
+   * first token: a stream's first token, a whole answer's end, a prefill leg's answer), so a request
+   * that waits may go before the one ahead of it ends. Called for every runtime built.
+   */
+  wakeOnPrefillEnds(runtime: ModelRuntime): void {
+    const model = runtime.config.name;
+    runtime.cluster.account.observe({
+      leased() {},
+      released() {},
+      firstToken: (lease) => {
+        if (lease.prefillTokens > 0) this.#flow.wake(model);
+      },
+    });
   }
 
   /** Ends the trace and tells every observer; an observer that throws is logged, not fatal. */

@@ -37,8 +37,6 @@ export interface RelayOptions {
   stripStreamUsage?: boolean;
   /** Where a mid-stream engine failure is reported (one line each). */
   log?: LogFn;
-  /** The target's prefill ended (its first byte came); not called for a decode instance's relay. */
-  onPrefillDone?: () => void;
 }
 
 /**
@@ -90,7 +88,6 @@ function bodyObserver(options: RelayOptions): Parameters<typeof observeBody>[1] 
   return {
     onFirstByte() {
       leases.held(target.id)?.lease.firstToken();
-      if (!options.prefillInstanceId) options.onPrefillDone?.();
       // A non-streamed answer's first byte comes after the whole generation: no TTFT.
       if (!sniffer.isStream) return;
       record.ttftS = (now() - record.startedAt) / 1000;

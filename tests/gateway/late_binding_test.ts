@@ -97,26 +97,48 @@ Deno.test("late binding: admitted requests wait while the engine has prefill wai
   }
 });
 
+/**
+ * Three streamed requests on an engine that stalls after each first token (about 350 ms of prefill
+ * each), no recheck within the test: only a prefill's end can release the two held ones.
+ */
+async function heldUntilFirstTokens(c: Awaited<ReturnType<typeof cluster>>): Promise<void> {
+  c.send(1_000_000);
+  await eventually(() => c.received().length === 1, 10_000, "the first goes");
+  c.send(2_000_000);
+  c.send(3_000_000);
+  await eventually(() => c.waiting() === 2, 10_000, "the other two are held");
+  // Each gets its first token and then stalls, holding its stream open: none ends.
+  await eventually(() => c.received().length === 3, 10_000, "all three reach the engine");
+  assertEquals(c.waiting(), 0);
+  assertEquals(c.t.router.gateway.inFlight, 3);
+  await c.leave();
+  const metrics = await (await fetch(`${c.t.url}/metrics`)).text();
+  assertMatch(
+    metrics,
+    /tidegate_queue_exits_total\{model="test-model",priority="0",cause="held",result="admitted"\} 2/,
+  );
+}
+
+const stalling = { engine: "stall", recheckMs: 600_000, stream: true, timeScale: 3 } as const;
+
 Deno.test("a held request goes when the first token of the one ahead comes, not when it ends", async () => {
-  // No recheck within the test: only the prefill's end can release the held requests.
-  // Each 1,000-token prefill takes about 350 ms: the two behind the first are held meanwhile.
-  const c = await cluster(0, { engine: "stall", recheckMs: 600_000, stream: true, timeScale: 3 });
+  const c = await cluster(0, stalling);
   try {
-    c.send(1_000_000);
-    await eventually(() => c.received().length === 1, 10_000, "the first goes");
-    c.send(2_000_000);
-    c.send(3_000_000);
-    await eventually(() => c.waiting() === 2, 10_000, "the other two are held");
-    // Each gets its first token and then stalls, holding its stream open: none ends.
-    await eventually(() => c.received().length === 3, 10_000, "all three reach the engine");
-    assertEquals(c.waiting(), 0);
-    assertEquals(c.t.router.gateway.inFlight, 3);
-    await c.leave();
-    const metrics = await (await fetch(`${c.t.url}/metrics`)).text();
-    assertMatch(
-      metrics,
-      /tidegate_queue_exits_total\{model="test-model",priority="0",cause="held",result="admitted"\} 2/,
-    );
+    await heldUntilFirstTokens(c);
+  } finally {
+    await c.end();
+  }
+});
+
+Deno.test("after a reload rebuilds the model's runtime, a prefill's end still releases the held", async () => {
+  const c = await cluster(0, stalling);
+  try {
+    const config = c.t.router.config;
+    const [model] = config.models;
+    const prefillModel = { linear: 1, quadratic: 0, constant: 0.001 }; // was constant 0
+    const result = await c.t.router.reload({ ...config, models: [{ ...model, prefillModel }] });
+    assert(result.ok && result.plan.rebuild.includes(MODEL), JSON.stringify(result));
+    await heldUntilFirstTokens(c);
   } finally {
     await c.end();
   }
