@@ -246,6 +246,8 @@ Deno.test("a client that leaves before the first byte: the engine's request is c
       signal: client.signal,
     }).catch((error) => error);
     await eventually(() => account.load("e0").prefillRequests === 1, 5_000, "dispatched");
+    // The lease is taken at the decision, before the request is sent: wait until the engine has it.
+    await eventually(() => t.engines[0].stats.requests.length === 1, 5_000, "the engine has it");
     client.abort();
     await pending;
     await eventually(
