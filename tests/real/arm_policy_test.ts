@@ -27,7 +27,13 @@ Deno.test("bench:policies arms may set the router's workers and listener after @
     policy: "affinity_ttft",
     holdAboveTokens: 0,
   });
+  assertEquals(armSettings("affinity_ttft@events@hold=0"), {
+    policy: "affinity_ttft",
+    events: true,
+    holdAboveTokens: 0,
+  });
   assertThrows(() => armSettings("affinity_ttft@threads=1"), Error, "is not workers=N");
-  assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "or hold=N");
+  assertThrows(() => armSettings("affinity_ttft@event"), Error, "hold=N or events");
+  assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "hold=N or events");
   assertThrows(() => armSettings("affinity_ttft@server=bun"), Error, "is not workers=N");
 });

@@ -56,12 +56,13 @@ import {
 import { waitFor } from "../support/eventually.ts";
 import { type RealMaster, startRealMaster } from "./mooncake_master.ts";
 import { freePort, REAL, requireRealPrograms } from "./real_env.ts";
-import { CPU_BLOCK_SIZE, startVllm, type VllmEngine } from "./vllm_engine.ts";
+import { CPU_BLOCK_SIZE, kvEventEndpoints, startVllm, type VllmEngine } from "./vllm_engine.ts";
 
 const USAGE = "usage: deno task bench:policies [--requests N] " +
   "[--concurrency C] [--documents D] [--seed S] " +
   "[--policies a,b:param=N,c@workers=N@server=deno@hold=N,smg:P] [--kv store|local] " +
-  "[--warmup N] [--engine-cores own|shared] [--model tiny|prefill] [--out FILE] " +
+  "[--warmup N] [--engine-cores own|shared] [--model tiny|prefill] [--cache-blocks N] " +
+  "[--out FILE] " +
   "[--in-process] [--decisions FILE] [--reference DIR]\n" +
   "  tidegate runs as its own process (`cli/main.ts start`), like SMG; --in-process runs it in " +
   "the benchmark's process instead (--decisions, its decision logs, implies it)\n" +
@@ -72,6 +73,11 @@ const USAGE = "usage: deno task bench:policies [--requests N] " +
   "  --model prefill (the default): the engines serve a larger random model (4 layers, hidden " +
   "size 256), where a 2k-token prefill takes several times a cached prompt's TTFT; tiny: the " +
   "real-engine suite's model\n" +
+  "  --cache-blocks N: each engine's KV cache holds N blocks of 128 tokens " +
+  "(`--num-gpu-blocks-override`; default what 1 GiB holds, which no run fills), so that " +
+  "documents are evicted\n" +
+  "  an arm named `P@events` subscribes tidegate to the engines' KV events (the engines then " +
+  "publish them), so that it sees what they evict\n" +
   "  an arm named direct sends every request to the first engine, without a router: the floor " +
   "a router's added latency is read against (with --concurrency 1)\n" +
   "  --reference DIR: arms named `ref:P` run tidegate from the checkout at DIR (e.g. a git " +
@@ -118,6 +124,8 @@ interface Options {
   engineCores: "own" | "shared";
   /** The engines' model: the tiny one, or the larger one where prefill dominates the TTFT. */
   model: "tiny" | "prefill";
+  /** Each engine's KV cache in blocks (`--num-gpu-blocks-override`); default what 1 GiB holds. */
+  cacheBlocks?: number;
 }
 
 function parseArgs(args: string[]): Options {
@@ -154,6 +162,7 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--out") options.out = value;
     else if (flag === "--decisions") options.decisions = value;
     else if (flag === "--warmup") options.warmup = intAtLeast(flag, value, 0);
+    else if (flag === "--cache-blocks") options.cacheBlocks = positiveInt(flag, value);
     else if (flag === "--reference") options.reference = value.replace(/\/?$/, "/");
     else if (flag === "--model") {
       if (value !== "tiny" && value !== "prefill") throw new Error(`--model takes tiny or prefill`);
@@ -204,9 +213,11 @@ export interface ArmSettings {
   server?: "node" | "deno";
   /** `hold=N`: late binding, `slo.queue.holdAboveTokens` N (docs/flow_control.md). */
   holdAboveTokens?: number;
+  /** `events`: the router follows each engine's own cache by its KV events (`kvEvents`). */
+  events?: boolean;
 }
 
-/** `P`, or `P@key=value@...`: `workers=N`, `server=node|deno`, `hold=N`. */
+/** `P`, or `P@key=value@...`: `workers=N`, `server=node|deno`, `hold=N`, `events`. */
 export function armSettings(arm: string): ArmSettings {
   const [policy, ...pairs] = arm.split("@");
   const settings: ArmSettings = { policy };
@@ -217,7 +228,12 @@ export function armSettings(arm: string): ArmSettings {
     if (workers !== undefined) settings.workers = Number(workers);
     else if (server !== undefined) settings.server = server;
     else if (hold !== undefined) settings.holdAboveTokens = Number(hold);
-    else throw new Error(`arm ${arm}: "${pair}" is not workers=N, server=node|deno or hold=N`);
+    else if (pair === "events") settings.events = true;
+    else {
+      throw new Error(
+        `arm ${arm}: "${pair}" is not workers=N, server=node|deno, hold=N or events`,
+      );
+    }
   }
   return settings;
 }
@@ -233,7 +249,7 @@ function rawRouterConfig(
   arm: string,
   port: number,
 ) {
-  const { policy, workers, server, holdAboveTokens } = armSettings(arm);
+  const { policy, workers, server, holdAboveTokens, events } = armSettings(arm);
   const keys = {
     hash: "sha256", // vLLM's default --prefix-caching-hash-algo
     chunkSize: CPU_BLOCK_SIZE,
@@ -243,9 +259,13 @@ function rawRouterConfig(
   };
   const kv = master
     ? { ...keys, store: "mooncake", url: master.url, timeoutMs: 2_000 }
-    // No store: the router's own dispatches are all it knows; the engines' caches (524k tokens
-    // each of the prefill model, 2M of the tiny one) evict nothing in a run, so those
-    // predictions are kept for the whole run.
+    // With the engines' events the router's own dispatches bridge only until their events come
+    // (the predicted index's default lifetime).
+    : events
+    ? { ...keys, store: "none" }
+    // No store: the router's own dispatches are all it knows; with the engines' default caches
+    // (524k tokens each of the prefill model, 2M of the tiny one) nothing is evicted in a run,
+    // so those predictions are kept for the whole run.
     : { ...keys, store: "none", predictedIndex: { ttlMs: 3_600_000 } };
   return {
     listen: { host: "127.0.0.1", port, ...(server === undefined ? {} : { server }) },
@@ -260,9 +280,19 @@ function rawRouterConfig(
         ? {}
         : { slo: { queue: { enabled: true, holdAboveTokens, ttlS: 120, maxRequests: 1_024 } } }),
       health: { intervalMs: 1_000, timeoutMs: 2_000 },
-      instances: engines.map((e, i) => ({ id: `v${i}`, url: e.url, kvHost: HOSTS[i] })),
+      instances: engines.map((e, i) => ({
+        id: `v${i}`,
+        url: e.url,
+        kvHost: HOSTS[i],
+        ...(events ? { kvEvents: eventsOf(e, arm) } : {}),
+      })),
     }],
   };
+}
+
+function eventsOf(engine: VllmEngine, arm: string) {
+  if (!engine.kvEvents) throw new Error(`arm ${arm}: the engines publish no KV events`);
+  return engine.kvEvents;
 }
 
 export interface Sample {
@@ -803,11 +833,21 @@ async function main(): Promise<void> {
   const decisions: Record<string, unknown> = {};
   try {
     progress("starting 2 vLLM engines");
+    // The engines publish KV events when an arm follows them (`P@events`).
+    const publish = options.policies.some((arm) => armSettings(arm).events);
+    const ends = publish ? await Promise.all(HOSTS.map(() => kvEventEndpoints())) : undefined;
+    const cacheArgs = options.cacheBlocks === undefined
+      ? []
+      : ["--num-gpu-blocks-override", String(options.cacheBlocks)];
     engines.push(
       ...await Promise.all(
         HOSTS.map((kvHost, i) =>
           startVllm({
             ...(master ? { mooncakeMaster: master.rpcAddress, kvHost } : {}),
+            ...(ends
+              ? { kvEventsEndpoint: ends[i].pub, kvEventsReplayEndpoint: ends[i].replay }
+              : {}),
+            args: cacheArgs,
             model,
             ...(options.engineCores === "own"
               ? { cpus: String(i % navigator.hardwareConcurrency) }
@@ -856,6 +896,11 @@ async function main(): Promise<void> {
     `at end \`${loadEnd}\``,
     `- cluster: 2 × vLLM 0.32.0 CPU (${options.model} Qwen3, ${CPU_BLOCK_SIZE}-token blocks, ` +
     "prefix caching" +
+    (options.cacheBlocks === undefined
+      ? ""
+      : `, a KV cache of ${options.cacheBlocks} blocks (${
+        options.cacheBlocks * CPU_BLOCK_SIZE
+      } tokens) each`) +
     (options.engineCores === "own"
       ? "; each engine pinned to a core of its own, the router on either)"
       : "; both engines on every core)") +
@@ -863,7 +908,9 @@ async function main(): Promise<void> {
       ? " + MooncakeStoreConnector into one mooncake_master (local_first), the router reading " +
         "the master; prefix caches and store emptied before each policy"
       : ", no KV connector: each engine its own prefix cache, the router with `kv.store: " +
-        '"none"` (its own dispatches only); prefix caches emptied before each policy'),
+        '"none"` (its own dispatches only; an `@events` arm follows the engines\' KV events ' +
+        "and keeps its own dispatches for the predicted index's default 5 s, the others for the " +
+        "whole run); prefix caches emptied before each policy"),
     `- workload: ${workload.requests.length} streamed chats, concurrency ${options.concurrency}, ` +
     `seed ${options.seed}; ${options.documents} documents of ${
       Math.min(...workload.documentTokens)

@@ -49,6 +49,8 @@ export interface VllmEngine {
   /** The model directory it serves (its path is part of the store's keys). */
   readonly model: string;
   readonly process: RealProcess;
+  /** Where it publishes its KV events (a router's `kvEvents`), when it does. */
+  readonly kvEvents?: { endpoint: string; replayEndpoint?: string };
   stop(): Promise<void>;
 }
 
@@ -125,7 +127,10 @@ export async function startVllm(options: VllmOptions = {}): Promise<VllmEngine> 
     await process.stop();
     throw new Error(`${(error as Error).message}\n--- vllm log (${process.logPath}) ---\n${tail}`);
   }
-  return { url, port, model, process, stop: () => process.stop() };
+  const kvEvents = options.kvEventsEndpoint
+    ? { endpoint: options.kvEventsEndpoint, replayEndpoint: options.kvEventsReplayEndpoint }
+    : undefined;
+  return { url, port, model, process, kvEvents, stop: () => process.stop() };
 }
 
 function kvEventsConfig(options: VllmOptions): string {
