@@ -1,5 +1,5 @@
 import { assertEquals, assertThrows } from "../assert.ts";
-import { armPolicy, armSettings } from "./policy_comparison_bench.ts";
+import { armPolicy, armSettings, smgArm } from "./policy_comparison_bench.ts";
 
 Deno.test("bench:policies arms name a policy, or a policy with parameters as the config takes it", () => {
   // The spec's syntax is tested in tests/scheduling/policy_spec_test.ts; here, the config's shape.
@@ -36,4 +36,14 @@ Deno.test("bench:policies arms may set the router's workers and listener after @
   assertThrows(() => armSettings("affinity_ttft@event"), Error, "hold=N or events");
   assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "hold=N or events");
   assertThrows(() => armSettings("affinity_ttft@server=bun"), Error, "is not workers=N");
+});
+
+Deno.test("bench:policies smg arms may add flags to SMG's launch after @", () => {
+  assertEquals(smgArm("smg:round_robin"), { policy: "round_robin", flags: [] });
+  assertEquals(smgArm("smg:cache_aware@max-tree-size=400000@eviction-interval-secs=1"), {
+    policy: "cache_aware",
+    flags: ["--max-tree-size", "400000", "--eviction-interval-secs", "1"],
+  });
+  assertThrows(() => smgArm("smg:cache_aware@--x=1"), Error, "is not flag=value");
+  assertThrows(() => smgArm("smg:cache_aware@max-tree-size"), Error, "is not flag=value");
 });

@@ -78,6 +78,7 @@ const USAGE = "usage: deno task bench:policies [--requests N] " +
   "documents are evicted\n" +
   "  an arm named `P@events` subscribes tidegate to the engines' KV events (the engines then " +
   "publish them), so that it sees what they evict\n" +
+  "  an arm named `smg:P@flag=value` adds `--flag value` to SMG's launch\n" +
   "  an arm named direct sends every request to the first engine, without a router: the floor " +
   "a router's added latency is read against (with --concurrency 1)\n" +
   "  --reference DIR: arms named `ref:P` run tidegate from the checkout at DIR (e.g. a git " +
@@ -699,13 +700,13 @@ async function runSmgArm(
   engines: VllmEngine[],
   measure: Measure,
 ): Promise<PolicyResult> {
-  const policy = arm.slice("smg:".length) as SmgPolicy;
+  const { policy, flags } = smgArm(arm);
   const port = freePort();
   const workers = engines.map((e) => e.url);
   const smg = startRealProcess(
     "smg",
     SMG_PATH,
-    smgLaunchArgs({ port, metricsPort: freePort(), workers, policy }),
+    [...smgLaunchArgs({ port, metricsPort: freePort(), workers, policy }), ...flags],
   );
   try {
     const url = `http://127.0.0.1:${port}`;
@@ -717,6 +718,20 @@ async function runSmgArm(
   } finally {
     await smg.stop();
   }
+}
+
+/**
+ * An `smg:P` arm, or `smg:P@flag=value@...`: SMG's policy P with `--flag value` added to its
+ * launch (e.g. `smg:cache_aware@max-tree-size=400000@eviction-interval-secs=1`).
+ */
+export function smgArm(arm: string): { policy: SmgPolicy; flags: string[] } {
+  const [policy, ...pairs] = arm.slice("smg:".length).split("@");
+  const flags = pairs.flatMap((pair) => {
+    const [, flag, value] = pair.match(/^([a-z][a-z-]*)=([\w.]+)$/) ?? [];
+    if (flag === undefined) throw new Error(`arm ${arm}: "${pair}" is not flag=value`);
+    return [`--${flag}`, value];
+  });
+  return { policy: policy as SmgPolicy, flags };
 }
 
 /** Requests each engine has finished so far (`vllm:request_success_total`, all labels). */
@@ -834,7 +849,9 @@ async function main(): Promise<void> {
   try {
     progress("starting 2 vLLM engines");
     // The engines publish KV events when an arm follows them (`P@events`).
-    const publish = options.policies.some((arm) => armSettings(arm).events);
+    const publish = options.policies.some((arm) =>
+      !arm.startsWith("smg:") && armSettings(arm).events
+    );
     const ends = publish ? await Promise.all(HOSTS.map(() => kvEventEndpoints())) : undefined;
     const cacheArgs = options.cacheBlocks === undefined
       ? []
