@@ -1,7 +1,8 @@
 /**
  * Engine KV events from real vLLM publishers (#25): the router's mirror of an engine's own prefix
  * cache (src/kv/events/), fed by the real ZMQ publisher and its replay socket, survives a late
- * start, lost messages and an engine restart; and a router with `kvEvents` and no other source of
+ * start, lost messages and an engine restart, and drops what the engine evicts to make room; and
+ * a router with `kvEvents` and no other source of
  * hits (no store, no predicted index) sends a follow-up to the engine holding its prefix,
  * predicting exactly the engine's `cached_tokens`.
  */
@@ -112,6 +113,39 @@ Deno.test("real vLLM KV events: the mirror survives a late start, lost messages 
   } finally {
     await feed?.stop();
     await engine?.stop();
+  }
+});
+
+Deno.test("real vLLM KV events: blocks the engine evicts for new prompts leave the mirror", async () => {
+  // 24 blocks: five prompts of six blocks each cannot all stay, so the first is evicted.
+  const ends = await kvEventEndpoints();
+  const engine = await startVllm({
+    kvEventsEndpoint: ends.pub,
+    kvEventsReplayEndpoint: ends.replay,
+    args: ["--num-gpu-blocks-override", "24", "--max-model-len", "2048"],
+    startTimeoutMs: 600_000,
+  });
+  const index = new EngineBlockIndex();
+  const feed = feedOn(ends, index);
+  try {
+    const [a, ...others] = [1, 2, 3, 4, 5].map((n) => prompt(20 + n, 5));
+    await complete(engine.url, a);
+    await eventually(() => index.prefixBlocks(blockIds(a)) === 5, 30_000, "A stored");
+    for (const other of others) await complete(engine.url, other);
+    // The last prompt's blocks are stored after the evictions that made room for them.
+    const last = others[others.length - 1];
+    await eventually(
+      () => index.prefixBlocks(blockIds(last)) === 5,
+      30_000,
+      () => `the last prompt stored (${JSON.stringify(index.counters)})`,
+    );
+    const left = index.prefixBlocks(blockIds(a)) ?? -1;
+    assert(left < 5, `A's blocks evicted from the mirror: ${left} of 5 left`);
+    // What the mirror still says of A is what the engine reuses of it.
+    assertEquals(await cachedTokens(engine.url, [...a, 7, 8, 9]), left * CPU_BLOCK_SIZE);
+  } finally {
+    await feed.stop();
+    await engine.stop();
   }
 });
 
