@@ -2,9 +2,8 @@
  * Engine KV events from real vLLM publishers (#25): the router's mirror of an engine's own prefix
  * cache (src/kv/events/), fed by the real ZMQ publisher and its replay socket, survives a late
  * start, lost messages and an engine restart, and drops what the engine evicts to make room; and
- * a router with `kvEvents` and no other source of
- * hits (no store, no predicted index) sends a follow-up to the engine holding its prefix,
- * predicting exactly the engine's `cached_tokens`.
+ * a router with `kvEvents` and no other source of hits (no store, no predicted index) sends a
+ * follow-up to the engine holding its prefix, predicting exactly the engine's `cached_tokens`.
  */
 import { assert, assertEquals } from "../assert.ts";
 import { systemTimers } from "../../src/cluster/timers.ts";
