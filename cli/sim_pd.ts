@@ -22,6 +22,7 @@ import { pdResultsMarkdown } from "../src/sim/pd_report.ts";
 import { type PdSummary, summarizePd, topologyLabel } from "../src/sim/pd_summary.ts";
 import { describeModel, rounded } from "../src/sim/results_markdown.ts";
 import type { SimConfig } from "../src/sim/simulator.ts";
+import { DEFAULT_SIM_QUEUE } from "../src/sim/sim_queue.ts";
 import type { TraceRequest } from "../src/sim/trace.ts";
 
 /** The router's defaults (src/config/model_schema.ts), which the simulator's follow. */
@@ -62,6 +63,10 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
                              judgments take the decode model's KV tokens per request; or the
                              request's own prompt and the engines' batch cap; or that with each
                              decode engine's own KV per request for its batch (default guess)
+  --pd-queue LIST            off | on, comma-separated, each its own run: a request admission
+                             refuses at arrival waits in the router's flow-control queue (its
+                             default TTL and bounds) instead (default: not modelled, refused;
+                             not with --local-prefill)
 `;
 
 export interface PdCliOptions {
@@ -79,6 +84,8 @@ export interface PdCliOptions {
   localPrefills: LocalPrefillSetting[];
   /** What the router's decode judgments know of KV, one run each; empty: the guess, as before. */
   decodeKvViews: DecodeKvView[];
+  /** With and/or without the flow-control queue, one run each; empty: without, as before. */
+  queues: ("off" | "on")[];
 }
 
 /** Reads a numeric option (or its fallback), adding a problem when the value fails `check`. */
@@ -113,6 +120,12 @@ export function parsePdOptions(
   const decodeKvViews = values.has("decode-kv")
     ? parseNames(values, "decode-kv", DECODE_KV_VIEWS, "guess", problems)
     : [];
+  const queues = values.has("pd-queue")
+    ? parseNames(values, "pd-queue", ["off", "on"] as const, "off", problems)
+    : [];
+  if (queues.includes("on") && localPrefills.some((l) => l.mode !== "off")) {
+    problems.push("--pd-queue on is not modelled with --local-prefill");
+  }
   const maxBatchRaw = values.get("decode-max-batch");
   const transferRaw = values.get("pd-transfer-gbps");
   return {
@@ -132,6 +145,7 @@ export function parsePdOptions(
     decodeLoads,
     localPrefills,
     decodeKvViews,
+    queues,
   };
 }
 
@@ -292,7 +306,16 @@ export function pdRuns(pd: PdCliOptions): PdRun[] {
       runs.push({ ...run, label: `${run.label} local-${localPrefill.mode}`, localPrefill });
     }
   }
-  return runs.flatMap((run) => decodeKvRuns(run, pd.decodeKvViews));
+  return runs.flatMap((run) => decodeKvRuns(run, pd.decodeKvViews))
+    .flatMap((run) => queueRuns(run, pd.queues));
+}
+
+/** `run` without and/or with the flow-control queue (named in the label); as it is without the flag. */
+function queueRuns(run: PdRun, queues: readonly ("off" | "on")[]): PdRun[] {
+  if (queues.length === 0) return [run];
+  return queues.map((q) =>
+    q === "off" ? run : { ...run, label: `${run.label} queue`, queue: DEFAULT_SIM_QUEUE }
+  );
 }
 
 /** `run` once per `--decode-kv` view, named in the label; as it is without the flag. */
@@ -398,6 +421,12 @@ function pdSettings(
     "pool transfer (GB/s)": pdConfig.ttft.transferBytesPerS / 1e9,
     "router's first mean decode guess (s)": pdConfig.meanDecodeS,
     "online refinement": pdConfig.refine,
+    ...(pd.queues.includes("on")
+      ? {
+        "flow-control queue (the router's defaults: TTL s, max requests, admit when)":
+          `${DEFAULT_SIM_QUEUE.ttlS}, ${DEFAULT_SIM_QUEUE.maxRequests}, ${DEFAULT_SIM_QUEUE.admitWhen}`,
+      }
+      : {}),
     ...(pd.localPrefills.length > 0
       ? {
         "local prefill (modes, max uncached tokens)": `${

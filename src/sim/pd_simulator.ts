@@ -41,6 +41,8 @@ import {
   redundantPrefillTokens,
 } from "./decode_prefill.ts";
 import { EventQueue } from "./event_queue.ts";
+import { SimQueue, type SimQueueConfig } from "./sim_queue.ts";
+import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
 import { GapHistogram } from "./gap_histogram.ts";
 import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { SimNeutralEngine } from "./neutral_engine.ts";
@@ -119,6 +121,12 @@ export interface PdRun {
    * batch cap); `reported` (that, with the batch at each decode engine's own KV per request).
    */
   decodeKv?: DecodeKvView;
+  /**
+   * The flow-control queue (src/sim/sim_queue.ts, the router's rules): a request admission
+   * refuses at arrival waits while an idle instance could still serve it within the TTFT SLO,
+   * and goes once a re-plan admits it. Absent: refused at once. Not with local prefill.
+   */
+  queue?: SimQueueConfig;
 }
 
 export const DECODE_KV_VIEWS = ["guess", "prompt", "reported"] as const;
@@ -148,6 +156,8 @@ export interface PdResult {
   /** Decode instance (P/D), −1 when none. */
   decodeInstance: Int32Array;
   rejectedByReason: Record<string, number>;
+  /** With the queue: per request, seconds waited in it; NaN when it never waited. */
+  queueWaitS?: Float64Array;
   /** Refusals after a completed prefill (the baseline's). */
   rejectedAfterPrefill: number;
   /** Prompt tokens computed for requests refused afterwards. */
@@ -188,7 +198,8 @@ type PdEvent =
   | { kind: "prefill"; engine: number }
   | { kind: "decode"; engine: number }
   | { kind: "neutral"; engine: number }
-  | { kind: "join"; engine: number; job: DecodeJob; hashIds: readonly number[] };
+  | { kind: "join"; engine: number; job: DecodeJob; hashIds: readonly number[] }
+  | { kind: "recheck" };
 
 /** Replays `trace` through one policy and admission mode on a P/D or neutral cluster. */
 export function simulatePd(
@@ -209,6 +220,9 @@ interface PrefillPlan {
   /** Prompt tokens the estimate reuses (not leased as prefill work). */
   reusedTokens: number;
   predictedTtftS: number;
+  /** What the policy judged: for the queue's idle estimate and its admission after a wait. */
+  request: ScheduleRequest;
+  candidates: Candidate[];
 }
 
 interface DecodeSlot {
@@ -225,6 +239,12 @@ class PdReplay {
   readonly #pd: boolean;
   readonly #policy: Policy;
   readonly #random: () => number;
+  /** Re-plans from the queue draw from their own stream, so arrivals see the same draws. */
+  readonly #replanRandom: () => number;
+  #replanSequence = 0;
+  readonly #queue?: SimQueue;
+  /** Expiries and displacements already counted as refusals. */
+  #queueOutSeen = { expired: 0, displaced: 0 };
   readonly #account: LoadAccount;
   readonly #outlook: DecodeOutlook;
   readonly #names: string[];
@@ -269,6 +289,13 @@ class PdReplay {
       paramsFor(run.policy, { ...config.ttft, loadFilterTokens: config.loadFilterTokens }),
     );
     this.#random = seededRandom(config.seed);
+    this.#replanRandom = seededRandom(config.seed ^ 0x51ed);
+    if (run.queue) {
+      if (run.localPrefill && run.localPrefill.mode !== "off") {
+        throw new Error("the P/D simulator does not model the queue with local prefill");
+      }
+      this.#queue = new SimQueue(n, run.queue, config.sloTtftS);
+    }
     const nowMs = () => this.#nowS * 1000;
     this.#account = new LoadAccount({ now: nowMs, expireAfterMs: Number.POSITIVE_INFINITY });
     this.#outlook = new DecodeOutlook({ meanDecodeS: config.meanDecodeS, now: nowMs });
@@ -328,16 +355,18 @@ class PdReplay {
     result.endS = this.#nowS;
     result.busyS = this.#prefill.map((e) => e.busyS);
     result.evictions = this.#prefill.reduce((sum, e) => sum + e.cache.evictions, 0);
+    if (this.#queue) result.queueWaitS = this.#queue.waitS;
     return result;
   }
 
   #handle(event: PdEvent): void {
     switch (event.kind) {
       case "prefill": {
-        for (const job of this.#prefill[event.engine].finishIteration()) {
-          this.#finishPrefill(event.engine, job);
-        }
+        const finished = this.#prefill[event.engine].finishIteration();
+        for (const job of finished) this.#finishPrefill(event.engine, job);
         this.#startPrefill(event.engine);
+        // A prefill's end frees its instance (and, for a refused one, its decode slot).
+        if (finished.length > 0) this.#pumpQueue();
         return;
       }
       case "decode": {
@@ -345,6 +374,7 @@ class PdReplay {
         for (const job of prefilled) this.#finishLocalPrefill(event.engine, job);
         for (const job of decoded) this.#decoded(job);
         this.#startDecode(event.engine);
+        if (prefilled.length + decoded.length > 0) this.#pumpQueue();
         return;
       }
       case "neutral": {
@@ -352,8 +382,11 @@ class PdReplay {
         for (const job of prefilled) this.#finishPrefill(event.engine, job);
         for (const job of decoded) this.#decoded(job);
         this.#startNeutral(event.engine);
+        if (prefilled.length + decoded.length > 0) this.#pumpQueue();
         return;
       }
+      case "recheck":
+        return this.#pumpQueue();
       case "join": {
         const d = event.engine;
         this.#incoming[d]--;
@@ -389,27 +422,68 @@ class PdReplay {
     }
   }
 
-  /** Request `i` arrives: lookup, prefill-side policy, decode choice, admission, queueing. */
+  /** Request `i` arrives: it is sent, waits in the queue (when the run has one) or is refused. */
   #dispatch(i: number): void {
+    const prompt = this.#trace[i].inputLength;
+    this.#result.promptTokens[i] = prompt;
+    const refusal = this.#send(i, "arrival");
+    if (refusal === undefined) return;
+    if (!this.#queue || !refusal.mayWait) return this.#reject(refusal.reason);
+    const deadline = this.#queue.push(
+      { index: i, priority: 0, tenant: "all", promptTokens: prompt },
+      this.#nowS,
+    );
+    if (deadline === undefined) return this.#reject("queue_full");
+    this.#events.push(deadline, { kind: "recheck" });
+  }
+
+  /**
+   * Re-plans the waiting requests in the queue's order (from scratch, as the router does), sends
+   * those that fit, and counts the ones whose deadline passed (or a more urgent one displaced).
+   */
+  #pumpQueue(): void {
+    const queue = this.#queue;
+    if (!queue || queue.size === 0) return;
+    queue.pump(this.#nowS, (i, waitedS) => this.#send(i, "replan", waitedS) === undefined);
+    const seen = this.#queueOutSeen;
+    for (; seen.expired < queue.expired.length; seen.expired++) this.#reject("queue_timeout");
+    for (; seen.displaced < queue.displaced.length; seen.displaced++) this.#reject("queue_full");
+  }
+
+  /**
+   * Plans request `i` (lookup, prefill-side policy, decode choice, admission) and sends it;
+   * otherwise why not, and whether it may wait (an idle instance could still serve it within the
+   * TTFT SLO). From the queue (`waitedS`), it goes only once its TTFT fits what the wait left.
+   */
+  #send(
+    i: number,
+    kind: "arrival" | "replan",
+    waitedS?: number,
+  ): { reason: string; mayWait: boolean } | undefined {
     const request = this.#trace[i];
     const prompt = request.inputLength;
-    this.#result.promptTokens[i] = prompt;
-    const plan = this.#planPrefill(i);
+    const plan = this.#planPrefill(i, kind);
     this.#result.predictedTtftS[i] = plan.predictedTtftS;
 
     // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
     let decodeIds: string[] = [];
     if (this.#pd) {
       decodeIds = this.#rankDecode(i);
-      if (decodeIds.length === 0) return this.#reject("no_decode_instance");
+      if (decodeIds.length === 0) return { reason: "no_decode_instance", mayWait: false };
     }
     const decodeId: string | undefined = decodeIds[0];
     const verdict = this.#admitAtArrival(plan.predictedTtftS, plan.prefillId, decodeIds, prompt);
     // Prefilled where it decodes, a request is judged on the local plan (as the router does).
     const local = decodeId !== undefined &&
       this.#prefillLocally(i, decodeId, plan.predictedTtftS, verdict);
-    if (local) return;
-    if (!verdict.admit) return this.#reject(verdict.reason);
+    if (local) return undefined;
+    if (!verdict.admit) {
+      const idle = idleTtftS(plan.request, plan.candidates, this.#config.ttft);
+      return { reason: verdict.reason, mayWait: worthQueueing(idle, this.#config.sloTtftS) };
+    }
+    if (waitedS !== undefined && !this.#fitsAfterWait(plan, waitedS)) {
+      return { reason: "queued", mayWait: true };
+    }
 
     const k = plan.engine;
     this.#prefillLeases[i] = this.#account.lease(plan.prefillId, prompt - plan.reusedTokens);
@@ -419,13 +493,24 @@ class PdReplay {
     this.#result.instance[i] = k;
     this.#prefill[k].enqueue(newPrefillJob(i, prompt, request.hashIds, plan.usePool));
     this.#startPrefill(k);
+    return undefined;
+  }
+
+  /** The queue's admission after a wait (src/scheduling/queue_rules.ts `admitsFromQueue`). */
+  #fitsAfterWait(plan: PrefillPlan, waitedS: number): boolean {
+    const chosen = {
+      predictedTtftS: plan.predictedTtftS,
+      waitingPrefillTokens: plan.candidates.find((c) => c.id === plan.prefillId)
+        ?.waitingPrefillTokens,
+    };
+    return admitsFromQueue(this.#run.queue!.admitWhen, chosen, waitedS, this.#config.sloTtftS);
   }
 
   /**
    * The prefill side of request `i`, as the router decides it: the prefix lookup, the policy's
    * choice among the candidates, whether the pool is used, and the TTFT it predicts.
    */
-  #planPrefill(i: number): PrefillPlan {
+  #planPrefill(i: number, kind: "arrival" | "replan"): PrefillPlan {
     const config = this.#config;
     const request = this.#trace[i];
     const prompt = request.inputLength;
@@ -436,11 +521,12 @@ class PdReplay {
       blockTokens: config.blockTokens,
       poolOff: config.kvPool === "off",
     });
+    const arrival = kind === "arrival";
     const choice = choosePrefill(scheduleRequest, candidates, this.#policy, {
-      random: this.#random,
-      sequence: this.#sequence++,
+      random: arrival ? this.#random : this.#replanRandom,
+      sequence: arrival ? this.#sequence++ : this.#replanSequence++,
     }, { ttft: config.ttft, poolUse: poolUseOf(config.kvPool) });
-    this.#keepExampleDecision(i, scheduleRequest, candidates, choice.decision);
+    if (arrival) this.#keepExampleDecision(i, scheduleRequest, candidates, choice.decision);
     const prefillId = choice.decision.ranking[0];
     return {
       prefillId,
@@ -448,6 +534,8 @@ class PdReplay {
       usePool: choice.usePool,
       reusedTokens: choice.reusedTokens,
       predictedTtftS: choice.predictedTtftS!,
+      request: scheduleRequest,
+      candidates,
     };
   }
 

@@ -31,6 +31,8 @@ export interface PdSummary extends PolicySummary {
   meanBatchKvTokens: number;
   /** Conditional disaggregation's figures, for runs that set `--local-prefill` (any mode). */
   localPrefill?: LocalPrefillSummary;
+  /** The flow-control queue's figures, for runs with it (`--pd-queue on`). */
+  queue?: PdQueueSummary;
   /**
    * The pools' load over time (pd_simulator.ts `load`): mean, coefficient of variation, and the
    * correlation of the two series (negative: anti-phase).
@@ -42,6 +44,14 @@ export interface PdSummary extends PolicySummary {
     decodeCv: number;
     correlation: number;
   };
+}
+
+export interface PdQueueSummary {
+  /** Requests that waited in the queue, and of them those served (the rest timed out). */
+  waited: number;
+  servedAfterWait: number;
+  /** Mean seconds waited by those served after a wait. */
+  meanWaitServedS: number;
 }
 
 export interface LocalPrefillSummary {
@@ -94,6 +104,7 @@ export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number)
     withinBothSlos: withinBoth,
     meanBatchKvTokens: result.batchKv.sum / result.batchKv.count,
     ...(result.localPrefill ? { localPrefill: localPrefillSummary(result, withinBoth) } : {}),
+    ...(result.queueWaitS ? { queue: queueSummary(result.queueWaitS, result.ttftS) } : {}),
     load: {
       prefillMean: prefill.mean,
       prefillCv: prefill.cv,
@@ -101,6 +112,22 @@ export function summarizePd(result: PdResult, sloTtftS: number, sloTbtS: number)
       decodeCv: decode.cv,
       correlation: correlation(result.load.prefill, result.load.decode),
     },
+  };
+}
+
+function queueSummary(waitS: Float64Array, ttftS: Float64Array): PdQueueSummary {
+  let waited = 0, served = 0, servedWaitS = 0;
+  waitS.forEach((wait, i) => {
+    if (Number.isNaN(wait)) return;
+    waited++;
+    if (Number.isNaN(ttftS[i])) return;
+    served++;
+    servedWaitS += wait;
+  });
+  return {
+    waited,
+    servedAfterWait: served,
+    meanWaitServedS: served === 0 ? NaN : servedWaitS / served,
   };
 }
 

@@ -157,6 +157,41 @@ Deno.test("runSimCli() --decode-kv runs each view on P/D clusters, named in the 
   });
 });
 
+Deno.test("runSimCli() --pd-queue runs without and with the flow-control queue, named in the label", async () => {
+  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "early"];
+  await withPdRun([...flags, "--pd-queue", "off,on"], async (out) => {
+    const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+    assertEquals(Object.keys(results.runs), [
+      "2P+2D mooncake_ttft early",
+      "2P+2D mooncake_ttft early queue",
+    ]);
+    assertEquals(results.runs["2P+2D mooncake_ttft early"].queue, undefined);
+    const queue = results.runs["2P+2D mooncake_ttft early queue"].queue;
+    assert(queue.waited >= queue.servedAfterWait, JSON.stringify(queue));
+    assert(
+      Object.keys(results.settings).some((key) => key.startsWith("flow-control queue")),
+      JSON.stringify(results.settings),
+    );
+  });
+  const { value: code, errors } = await quietly(() =>
+    runSimCli([
+      "--trace",
+      TRACE,
+      "--prefill",
+      "2",
+      "--decode",
+      "2",
+      "--pd-queue",
+      "on,maybe",
+      "--local-prefill",
+      "threshold",
+    ])
+  );
+  assertEquals(code, 2);
+  assert(errors.includes('--pd-queue: "maybe" is not one of off, on'), errors);
+  assert(errors.includes("--pd-queue on is not modelled with --local-prefill"), errors);
+});
+
 Deno.test("runSimCli() refuses an engine step cost in P/D mode, whose engines have none", async () => {
   const { value: code, errors } = await quietly(() =>
     runSimCli(["--trace", TRACE, "--prefill", "2", "--decode", "2", "--engine-step-ms", "30"])
