@@ -43,6 +43,10 @@ import {
 import { EventQueue } from "./event_queue.ts";
 import { SimQueue, type SimQueueConfig } from "./sim_queue.ts";
 import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
+import { QueueSchema } from "../config/schema.ts";
+
+/** The router's re-plan period for waiting requests (`slo.queue.recheckMs`'s default). */
+const RECHECK_S = QueueSchema.parse({}).recheckMs / 1000;
 import { GapHistogram } from "./gap_histogram.ts";
 import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { SimNeutralEngine } from "./neutral_engine.ts";
@@ -199,7 +203,8 @@ type PdEvent =
   | { kind: "decode"; engine: number }
   | { kind: "neutral"; engine: number }
   | { kind: "join"; engine: number; job: DecodeJob; hashIds: readonly number[] }
-  | { kind: "recheck" };
+  | { kind: "recheck" }
+  | { kind: "tick" };
 
 /** Replays `trace` through one policy and admission mode on a P/D or neutral cluster. */
 export function simulatePd(
@@ -245,6 +250,8 @@ class PdReplay {
   readonly #queue?: SimQueue;
   /** Expiries and displacements already counted as refusals. */
   #queueOutSeen = { expired: 0, displaced: 0 };
+  /** A periodic re-plan is scheduled (the router's `recheckMs` while anyone waits). */
+  #tickArmed = false;
   readonly #account: LoadAccount;
   readonly #outlook: DecodeOutlook;
   readonly #names: string[];
@@ -257,7 +264,7 @@ class PdReplay {
   readonly #decoders: SimDecodeEngine[];
   /** Each decode instance with its prefix cache and local prefill (decode_prefill.ts). */
   readonly #decodeSides: SimNeutralEngine[];
-  /** Prompt tokens the chosen decode instance held when each request arrived. */
+  /** Prompt tokens the chosen decode instance held at each request's last plan. */
   readonly #heldByDecode: Float64Array;
   /** Requests in transfer to each decoder and their KV tokens. */
   readonly #incoming: number[];
@@ -335,6 +342,8 @@ class PdReplay {
     const n = this.#trace.length;
     const events = this.#events;
     let next = 0;
+    // The last arrival or engine event: a stale queue deadline or re-plan does not end the run.
+    let endS = 0;
     while (next < n || events.size > 0) {
       const eventS = events.peekTime();
       const arriveS = next < n ? this.#arrivalS[next] : Number.POSITIVE_INFINITY;
@@ -343,8 +352,9 @@ class PdReplay {
         const event = events.pop()!;
         this.#nowS = event.time;
         this.#handle(event.value);
+        if (event.value.kind !== "recheck" && event.value.kind !== "tick") endS = this.#nowS;
       } else {
-        this.#nowS = arriveS;
+        this.#nowS = endS = arriveS;
         this.#dispatch(next++);
       }
     }
@@ -352,7 +362,7 @@ class PdReplay {
     // Refusals after the last sample (at the last arrival) go to it.
     const rejected = result.load.rejected;
     if (rejected.length > 0) rejected[rejected.length - 1] += this.#rejectedInPeriod;
-    result.endS = this.#nowS;
+    result.endS = endS;
     result.busyS = this.#prefill.map((e) => e.busyS);
     result.evictions = this.#prefill.reduce((sum, e) => sum + e.cache.evictions, 0);
     if (this.#queue) result.queueWaitS = this.#queue.waitS;
@@ -387,6 +397,10 @@ class PdReplay {
       }
       case "recheck":
         return this.#pumpQueue();
+      case "tick":
+        this.#tickArmed = false;
+        this.#pumpQueue();
+        return this.#armTick();
       case "join": {
         const d = event.engine;
         this.#incoming[d]--;
@@ -435,6 +449,17 @@ class PdReplay {
     );
     if (deadline === undefined) return this.#reject("queue_full");
     this.#events.push(deadline, { kind: "recheck" });
+    this.#armTick();
+  }
+
+  /**
+   * While anyone waits, a re-plan every `recheckMs` as the router's queue does: between events
+   * the decode forecast still moves with the clock (decode_outlook.ts).
+   */
+  #armTick(): void {
+    if (this.#tickArmed || !this.#queue || this.#queue.size === 0) return;
+    this.#tickArmed = true;
+    this.#events.push(this.#nowS + RECHECK_S, { kind: "tick" });
   }
 
   /**
@@ -463,7 +488,8 @@ class PdReplay {
     const request = this.#trace[i];
     const prompt = request.inputLength;
     const plan = this.#planPrefill(i, kind);
-    this.#result.predictedTtftS[i] = plan.predictedTtftS;
+    // From arrival, as the TTFT is measured: a wait so far counts.
+    this.#result.predictedTtftS[i] = (waitedS ?? 0) + plan.predictedTtftS;
 
     // The decode side, as the router plans it (pd_plan.ts): the pair is chosen at arrival.
     let decodeIds: string[] = [];
@@ -477,10 +503,7 @@ class PdReplay {
     const local = decodeId !== undefined &&
       this.#prefillLocally(i, decodeId, plan.predictedTtftS, verdict);
     if (local) return undefined;
-    if (!verdict.admit) {
-      const idle = idleTtftS(plan.request, plan.candidates, this.#config.ttft);
-      return { reason: verdict.reason, mayWait: worthQueueing(idle, this.#config.sloTtftS) };
-    }
+    if (!verdict.admit) return { reason: verdict.reason, mayWait: this.#mayWait(plan) };
     if (waitedS !== undefined && !this.#fitsAfterWait(plan, waitedS)) {
       return { reason: "queued", mayWait: true };
     }
@@ -494,6 +517,13 @@ class PdReplay {
     this.#prefill[k].enqueue(newPrefillJob(i, prompt, request.hashIds, plan.usePool));
     this.#startPrefill(k);
     return undefined;
+  }
+
+  /** A refused request waits when the run has a queue and an idle instance could serve it in time. */
+  #mayWait(plan: PrefillPlan): boolean {
+    if (!this.#queue) return false;
+    const idle = idleTtftS(plan.request, plan.candidates, this.#config.ttft);
+    return worthQueueing(idle, this.#config.sloTtftS);
   }
 
   /** The queue's admission after a wait (src/scheduling/queue_rules.ts `admitsFromQueue`). */

@@ -47,7 +47,10 @@ export interface PdSummary extends PolicySummary {
 }
 
 export interface PdQueueSummary {
-  /** Requests that waited in the queue, and of them those served (the rest timed out). */
+  /**
+   * Requests that waited in the queue, and of them those served (the rest timed out, or, with
+   * the baseline, were refused after their prefill).
+   */
   waited: number;
   servedAfterWait: number;
   /** Mean seconds waited by those served after a wait. */

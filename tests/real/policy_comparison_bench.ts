@@ -73,11 +73,11 @@ const USAGE = "usage: deno task bench:policies [--requests N] " +
   "  --model prefill (the default): the engines serve a larger random model (4 layers, hidden " +
   "size 256), where a 2k-token prefill takes several times a cached prompt's TTFT; tiny: the " +
   "real-engine suite's model\n" +
-  "  --cache-blocks N: each engine's KV cache holds N blocks of 128 tokens " +
+  "  --cache-blocks N (at least 64): each engine's KV cache holds N blocks of 128 tokens " +
   "(`--num-gpu-blocks-override`; default what 1 GiB holds, which no run fills), so that " +
   "documents are evicted\n" +
   "  an arm named `P@events` subscribes tidegate to the engines' KV events (the engines then " +
-  "publish them), so that it sees what they evict\n" +
+  "publish them, for every arm of the run), so that it sees what they evict\n" +
   "  an arm named `smg:P@flag=value` adds `--flag value` to SMG's launch\n" +
   "  an arm named direct sends every request to the first engine, without a router: the floor " +
   "a router's added latency is read against (with --concurrency 1)\n" +
@@ -163,7 +163,8 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--out") options.out = value;
     else if (flag === "--decisions") options.decisions = value;
     else if (flag === "--warmup") options.warmup = intAtLeast(flag, value, 0);
-    else if (flag === "--cache-blocks") options.cacheBlocks = positiveInt(flag, value);
+    // vLLM refuses a cache smaller than one request of --max-model-len (8192 tokens).
+    else if (flag === "--cache-blocks") options.cacheBlocks = intAtLeast(flag, value, 64);
     else if (flag === "--reference") options.reference = value.replace(/\/?$/, "/");
     else if (flag === "--model") {
       if (value !== "tiny" && value !== "prefill") throw new Error(`--model takes tiny or prefill`);

@@ -167,7 +167,7 @@ Deno.test("runSimCli() --pd-queue runs without and with the flow-control queue, 
     ]);
     assertEquals(results.runs["2P+2D mooncake_ttft early"].queue, undefined);
     const queue = results.runs["2P+2D mooncake_ttft early queue"].queue;
-    assert(queue.waited >= queue.servedAfterWait, JSON.stringify(queue));
+    assert(queue.waited > 0 && queue.waited >= queue.servedAfterWait, JSON.stringify(queue));
     assert(
       Object.keys(results.settings).some((key) => key.startsWith("flow-control queue")),
       JSON.stringify(results.settings),

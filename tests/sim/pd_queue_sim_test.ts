@@ -46,6 +46,7 @@ Deno.test("P/D queue: requests refused at a peak wait and are served within both
     const ttft = queued.result.ttftS[i];
     if (!Number.isNaN(ttft)) assert(ttft >= wait, `request ${i}: TTFT ${ttft} < wait ${wait}`);
   });
+  // With early rejection nothing is refused after its prefill: who waited was served or timed out.
   assertEquals(
     queued.result.rejectedByReason.queue_timeout,
     stats.waited - stats.servedAfterWait,
@@ -54,12 +55,22 @@ Deno.test("P/D queue: requests refused at a peak wait and are served within both
     Object.values(queued.result.rejectedByReason).reduce((a, b) => a + b, 0),
     queued.summary.rejected,
   );
+  // Nobody is left waiting when the trace ends.
+  assertEquals(queued.summary.served + queued.summary.rejected, SLICE.length);
+  // Sent from the queue only when its predicted TTFT, counted from arrival, fits the SLO.
+  waits.forEach((wait, i) => {
+    if (Number.isNaN(wait) || Number.isNaN(queued.result.ttftS[i])) return;
+    const predicted = queued.result.predictedTtftS[i];
+    assert(predicted >= wait && predicted <= 10 + 1e-9, `request ${i}: predicted ${predicted}`);
+  });
 });
 
-Deno.test("P/D queue: a request waits no longer than its TTL, and the run is deterministic", () => {
+Deno.test("P/D queue: a request leaves at its TTL, and the run is deterministic", () => {
   const short = run(true, 0.5);
+  // A request served after a wait went before its TTL was up.
   short.result.queueWaitS!.forEach((wait, i) => {
-    if (!Number.isNaN(wait)) assert(wait <= 0.5 + 1e-9, `request ${i} waited ${wait} s`);
+    if (Number.isNaN(wait) || Number.isNaN(short.result.ttftS[i])) return;
+    assert(wait <= 0.5 + 1e-9, `request ${i} served after ${wait} s in the queue`);
   });
   assertEquals(Array.from(run(true, 0.5).result.ttftS), Array.from(short.result.ttftS));
   // With a shorter TTL fewer wait long enough to go.
