@@ -44,9 +44,6 @@ import { EventQueue } from "./event_queue.ts";
 import { SimQueue, type SimQueueConfig } from "./sim_queue.ts";
 import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
 import { QueueSchema } from "../config/schema.ts";
-
-/** The router's re-plan period for waiting requests (`slo.queue.recheckMs`'s default). */
-const RECHECK_S = QueueSchema.parse({}).recheckMs / 1000;
 import { GapHistogram } from "./gap_histogram.ts";
 import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
 import { SimNeutralEngine } from "./neutral_engine.ts";
@@ -55,6 +52,9 @@ import { seededRandom } from "./rng.ts";
 import { simScheduleRequest } from "./schedule_request.ts";
 import { poolUseOf, prefillEngines, type SimConfig } from "./simulator.ts";
 import type { TraceRequest } from "./trace.ts";
+
+/** The router's re-plan period for waiting requests (`slo.queue.recheckMs`'s default). */
+const RECHECK_S = QueueSchema.parse({}).recheckMs / 1000;
 
 /**
  * When a request may be refused:
