@@ -219,6 +219,13 @@ export const KvSchema = z.strictObject({
   keyFormat: z.string().min(1).default("llumnix"),
   keyParams: KeyParamsSchema.prefault({}),
   requireAllRanks: z.boolean().default(false),
+  /**
+   * The engines load by themselves, on a miss, what the store holds of a prompt's prefix in
+   * another engine's segment (vLLM's MooncakeStoreConnector does): the router then plans with
+   * that load, and a policy weighs moving a prefix at its pool weight. Off: it plans as if an
+   * engine reused only what it holds.
+   */
+  poolLoads: z.boolean().default(false),
   minPromptTokens: z.int().min(0).default(1024),
   timeoutMs: z.int().min(1).max(60_000).default(50),
   batchSize: z.int().min(1).max(4096).default(128),

@@ -292,16 +292,18 @@ function schedule(
   const { prefillSide, decode, decodeAsPrefill } = context.whole
     ? { prefillSide: seen, decode: undefined, decodeAsPrefill: undefined }
     : splitByRole(runtime, seen, entryMap);
-  // The router cannot make an engine load the pool's part of a prefix: the estimate never counts
-  // on it (the simulator's replays, which can, share this step: src/scheduling/prefill_choice.ts).
+  // The router cannot make an engine load the pool's part of a prefix: the estimate counts on it
+  // only for engines that load it by themselves (`kv.poolLoads`; the simulator's replays, which
+  // can make them, share this step: src/scheduling/prefill_choice.ts).
   const plain = { promptTokens, poolPrefixTokens };
   const request = prefixesKnown(runtime, lookup, kvLoadOnly)
     ? withHomeKey(plain, prefillSide, (index) => chunkKeys[index]?.[0], runtime.config.kv.chunkSize)
     : plain;
   const recording = recordingContext(context.random, runtime.sequence++);
+  const poolUse = runtime.config.kv.poolLoads ? "always" : "never";
   const choice = choosePrefill(request, prefillSide, context.policy.policy, recording.context, {
     ttft: context.policy.ttftParams,
-    poolUse: "never",
+    poolUse,
   });
   const { sequence } = recording.context;
   return {
@@ -314,7 +316,13 @@ function schedule(
     decision: choice.decision,
     predictedTtftS: choice.predictedTtftS,
     ...(kvLoadOnly ? { kvLoadOnly } : {}),
-    inputs: { request, candidates: prefillSide, sequence, draws: recording.draws },
+    inputs: {
+      request,
+      candidates: prefillSide,
+      sequence,
+      draws: recording.draws,
+      ...(poolUse === "never" ? {} : { poolUse }),
+    },
   };
 }
 

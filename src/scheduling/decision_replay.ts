@@ -4,7 +4,7 @@
  * same candidates, the same sequence number and the same random draws, the ranking comes out the
  * same. The random source records its draws so that a decision can be replayed exactly.
  */
-import { choosePrefill, type PrefillChoice } from "./prefill_choice.ts";
+import { choosePrefill, type PoolUse, type PrefillChoice } from "./prefill_choice.ts";
 import type { TtftModelParams } from "./ttft_estimate.ts";
 import type { Candidate, Policy, ScheduleContext, ScheduleRequest } from "./types.ts";
 
@@ -15,6 +15,8 @@ export interface DecisionInputs {
   sequence: number;
   /** The uniform draws the policy took, in order. */
   draws: number[];
+  /** Whether the engines load the pool's part of a prefix (`kv.poolLoads`); absent: never. */
+  poolUse?: PoolUse;
 }
 
 /** A schedule context whose random source writes each draw into `draws`. */
@@ -53,5 +55,5 @@ export function replayDecision(
   return choosePrefill(inputs.request, inputs.candidates, policy, {
     random,
     sequence: inputs.sequence,
-  }, { ttft, poolUse: "never" });
+  }, { ttft, poolUse: inputs.poolUse ?? "never" });
 }

@@ -6,17 +6,31 @@ import { buildPolicy } from "../../src/scheduling/named_policy.ts";
 import { POLICY_NAMES } from "../../src/scheduling/registry.ts";
 import { replayDecision } from "../../src/scheduling/decision_replay.ts";
 
-/** The demo's router with every policy as an arm of one experiment, so one burst tries them all. */
-function everyPolicy(config: Record<string, unknown>): Record<string, unknown> {
+/**
+ * The demo's router with every policy as an arm of one experiment, so one burst tries them all;
+ * `poolLoads`: its engines load from the store by themselves (`kv.poolLoads`).
+ */
+function everyPolicy(config: Record<string, unknown>, poolLoads: boolean): Record<string, unknown> {
   const [model] = config.models as Record<string, unknown>[];
   const arms = POLICY_NAMES.map((policy) => ({ name: policy, policy }));
-  return { ...config, models: [{ ...model, experiment: { key: "random", arms } }] };
+  const kv = { ...model.kv as Record<string, unknown>, poolLoads };
+  return { ...config, models: [{ ...model, kv, experiment: { key: "random", arms } }] };
 }
 
 // Random policies included: the logged draws make each decision replayable.
 Deno.test("a replayed decision log gives the same decisions, for every policy", async () => {
+  await replaysEveryPolicy(false);
+});
+
+Deno.test("with kv.poolLoads a replayed decision log gives the same decisions too", async () => {
+  await replaysEveryPolicy(true);
+});
+
+async function replaysEveryPolicy(poolLoads: boolean): Promise<void> {
   const cluster = await startDemoCluster({ engines: 3 });
-  const router = await createRouter(everyPolicy(cluster.routerConfig()), { log: () => {} });
+  const router = await createRouter(everyPolicy(cluster.routerConfig(), poolLoads), {
+    log: () => {},
+  });
   try {
     assert(await router.warm(), "worker threads loaded");
     const { port } = await router.serve({ port: 0 });
@@ -39,11 +53,15 @@ Deno.test("a replayed decision log gives the same decisions, for every policy", 
       assertEquals(choice.predictedTtftS ?? null, entry.predictedTtftS);
     }
     assert(new Set(logged.map((e) => e.policy)).size >= 5, "several policies decided");
+    assertEquals(
+      logged.every((e) => e.inputs.poolUse === (poolLoads ? "always" : undefined)),
+      true,
+    );
   } finally {
     await router.close();
     await cluster.close();
   }
-});
+}
 
 Deno.test("a replay that needs more random draws than were logged says so instead of guessing", async () => {
   const cluster = await startDemoCluster({ engines: 2 });

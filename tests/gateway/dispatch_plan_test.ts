@@ -173,6 +173,48 @@ Deno.test("planDispatch: the store's hits become the holders' localPrefixTokens 
   }
 });
 
+Deno.test("planDispatch: with kv.poolLoads a copy from the store is weighed at the policy's pool weight", async () => {
+  const master = await startFakeMooncakeMaster();
+  try {
+    const planFor = async (poolLoads: boolean) => {
+      const runtime = await runtimeOf(
+        model({ policy: "affinity_ttft" }, {
+          store: "mooncake",
+          url: master.url,
+          timeoutMs: 10_000,
+          predictedIndex: { enabled: false },
+          poolLoads,
+        }),
+        { fetch: globalThis.fetch.bind(globalThis) },
+      );
+      const prompt = range(900, 64);
+      // e1's segment holds the first three chunks; no engine is busy.
+      for (const key of runtime.keyScheme.keys(prompt).slice(0, 3)) {
+        master.put(key, `${KV_HOSTS[1]}:17000`);
+      }
+      const { plan, reservation } = await planDispatch(
+        runtime,
+        tokensRequest(prompt),
+        context(runtime),
+      );
+      reservation?.cancel();
+      return plan;
+    };
+    const duplication = (plan: Awaited<ReturnType<typeof planFor>>, id: string) =>
+      plan.decision.scores.find((s) => s.id === id)?.terms.duplicationS ?? NaN;
+    const own = await planFor(false);
+    const loads = await planFor(true);
+    assertEquals(own.inputs.poolUse, undefined, "the default: engines reuse only what they hold");
+    assertEquals(loads.inputs.poolUse, "always");
+    // On an idle cluster the pool weight is 0.5, the weight of a copy only e1 could give 8.
+    assert(duplication(own, "e0") > 0, JSON.stringify(own.decision.scores));
+    assertEquals(duplication(loads, "e0") * 16, duplication(own, "e0"));
+    assertEquals(duplication(loads, "e1"), 0);
+  } finally {
+    await master.close();
+  }
+});
+
 Deno.test("planDispatch: the reservation is on the first choice and the very next plan sees it", async () => {
   const runtime = await runtimeOf(model());
   const account = runtime.cluster.account;

@@ -33,8 +33,12 @@ Deno.test("bench:policies arms may set the router's workers and listener after @
     holdAboveTokens: 0,
   });
   assertThrows(() => armSettings("affinity_ttft@threads=1"), Error, "is not workers=N");
-  assertThrows(() => armSettings("affinity_ttft@event"), Error, "hold=N or events");
-  assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "hold=N or events");
+  assertEquals(armSettings("affinity_ttft@poolloads"), {
+    policy: "affinity_ttft",
+    poolLoads: true,
+  });
+  assertThrows(() => armSettings("affinity_ttft@event"), Error, "events or poolloads");
+  assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "events or poolloads");
   assertThrows(() => armSettings("affinity_ttft@server=bun"), Error, "is not workers=N");
 });
 

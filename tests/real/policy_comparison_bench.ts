@@ -78,6 +78,8 @@ const USAGE = "usage: deno task bench:policies [--requests N] " +
   "documents are evicted\n" +
   "  an arm named `P@events` subscribes tidegate to the engines' KV events (the engines then " +
   "publish them, for every arm of the run), so that it sees what they evict\n" +
+  "  an arm named `P@poolloads` tells tidegate the engines load from the store by themselves " +
+  "(`kv.poolLoads`; with --kv store)\n" +
   "  an arm named `smg:P@flag=value` adds `--flag value` to SMG's launch\n" +
   "  an arm named direct sends every request to the first engine, without a router: the floor " +
   "a router's added latency is read against (with --concurrency 1)\n" +
@@ -217,9 +219,11 @@ export interface ArmSettings {
   holdAboveTokens?: number;
   /** `events`: the router follows each engine's own cache by its KV events (`kvEvents`). */
   events?: boolean;
+  /** `poolloads`: the engines load from the store by themselves (`kv.poolLoads`). */
+  poolLoads?: boolean;
 }
 
-/** `P`, or `P@key=value@...`: `workers=N`, `server=node|deno`, `hold=N`, `events`. */
+/** `P`, or `P@key=value@...`: `workers=N`, `server=node|deno`, `hold=N`, `events`, `poolloads`. */
 export function armSettings(arm: string): ArmSettings {
   const [policy, ...pairs] = arm.split("@");
   const settings: ArmSettings = { policy };
@@ -231,9 +235,10 @@ export function armSettings(arm: string): ArmSettings {
     else if (server !== undefined) settings.server = server;
     else if (hold !== undefined) settings.holdAboveTokens = Number(hold);
     else if (pair === "events") settings.events = true;
+    else if (pair === "poolloads") settings.poolLoads = true;
     else {
       throw new Error(
-        `arm ${arm}: "${pair}" is not workers=N, server=node|deno, hold=N or events`,
+        `arm ${arm}: "${pair}" is not workers=N, server=node|deno, hold=N, events or poolloads`,
       );
     }
   }
@@ -251,7 +256,7 @@ function rawRouterConfig(
   arm: string,
   port: number,
 ) {
-  const { policy, workers, server, holdAboveTokens, events } = armSettings(arm);
+  const { policy, workers, server, holdAboveTokens, events, poolLoads } = armSettings(arm);
   const keys = {
     hash: "sha256", // vLLM's default --prefix-caching-hash-algo
     chunkSize: CPU_BLOCK_SIZE,
@@ -260,7 +265,13 @@ function rawRouterConfig(
     minPromptTokens: CPU_BLOCK_SIZE,
   };
   const kv = master
-    ? { ...keys, store: "mooncake", url: master.url, timeoutMs: 2_000 }
+    ? {
+      ...keys,
+      store: "mooncake",
+      url: master.url,
+      timeoutMs: 2_000,
+      poolLoads: poolLoads ?? false,
+    }
     // With the engines' events the router's own dispatches bridge only until their events come
     // (the predicted index's default lifetime).
     : events
