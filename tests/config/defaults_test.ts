@@ -20,6 +20,7 @@ const KV_DEFAULTS = {
   keyFormat: "llumnix",
   keyParams: {},
   requireAllRanks: false,
+  poolLoads: false,
   minPromptTokens: 1024,
   timeoutMs: 50,
   batchSize: 128,
