@@ -292,8 +292,8 @@ function schedule(
   const { prefillSide, decode, decodeAsPrefill } = context.whole
     ? { prefillSide: seen, decode: undefined, decodeAsPrefill: undefined }
     : splitByRole(runtime, seen, entryMap);
-  // The router cannot make an engine load the pool's part of a prefix: the estimate counts on it
-  // only for engines that load it by themselves (`kv.poolLoads`; the simulator's replays, which
+  // The router cannot make an engine load the pool's part of a prefix: a policy is told engines
+  // load it only when they do so by themselves (`kv.poolLoads`; the simulator's replays, which
   // can make them, share this step: src/scheduling/prefill_choice.ts).
   const plain = { promptTokens, poolPrefixTokens };
   const request = prefixesKnown(runtime, lookup, kvLoadOnly)

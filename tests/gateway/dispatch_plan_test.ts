@@ -173,12 +173,12 @@ Deno.test("planDispatch: the store's hits become the holders' localPrefixTokens 
   }
 });
 
-Deno.test("planDispatch: with kv.poolLoads a copy from the store is weighed at the policy's pool weight", async () => {
+Deno.test("planDispatch: with kv.poolLoads a copy from the store takes the pool weight and predictions count loading it", async () => {
   const master = await startFakeMooncakeMaster();
   try {
-    const planFor = async (poolLoads: boolean) => {
+    const planFor = async (poolLoads: boolean, policy = "affinity_ttft") => {
       const runtime = await runtimeOf(
-        model({ policy: "affinity_ttft" }, {
+        model({ policy }, {
           store: "mooncake",
           url: master.url,
           timeoutMs: 10_000,
@@ -210,6 +210,17 @@ Deno.test("planDispatch: with kv.poolLoads a copy from the store is weighed at t
     assert(duplication(own, "e0") > 0, JSON.stringify(own.decision.scores));
     assertEquals(duplication(loads, "e0") * 16, duplication(own, "e0"));
     assertEquals(duplication(loads, "e1"), 0);
+    // least_load sends it to e0, which lacks the stored part: its predicted TTFT counts loading
+    // that part only when the engines do.
+    const [recomputed, loaded] = [
+      await planFor(false, "least_load"),
+      await planFor(true, "least_load"),
+    ];
+    assertEquals([recomputed.decision.ranking[0], loaded.decision.ranking[0]], ["e0", "e0"]);
+    assert(
+      loaded.predictedTtftS! < recomputed.predictedTtftS!,
+      `${loaded.predictedTtftS} with the store's part loaded, ${recomputed.predictedTtftS} without`,
+    );
   } finally {
     await master.close();
   }

@@ -183,6 +183,12 @@ function parseArgs(args: string[]): Options {
   }
   // The decision logs are read from the router object: in the benchmark's process only.
   if (options.decisions) options.inProcess = true;
+  const poolLoadsArm = options.policies.find((arm) =>
+    !arm.startsWith("smg:") && arm !== DIRECT_ARM && armSettings(arm).poolLoads
+  );
+  if (poolLoadsArm && options.kv !== "store") {
+    throw new Error(`arm ${poolLoadsArm}: @poolloads needs --kv store\n${USAGE}`);
+  }
   if (options.policies.some((p) => p.startsWith("ref:")) && !options.reference) {
     throw new Error(`ref: arms need --reference DIR\n${USAGE}`);
   }
