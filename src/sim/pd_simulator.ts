@@ -41,8 +41,8 @@ import {
   redundantPrefillTokens,
 } from "./decode_prefill.ts";
 import { EventQueue } from "./event_queue.ts";
-import { SimQueue, type SimQueueConfig } from "./sim_queue.ts";
-import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
+import { admitsAfterWait, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
+import { idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
 import { QueueSchema } from "../config/schema.ts";
 import { GapHistogram } from "./gap_histogram.ts";
 import { lookupPrefix, poolPrefixLength } from "./lookup.ts";
@@ -528,12 +528,8 @@ class PdReplay {
 
   /** The queue's admission after a wait (src/scheduling/queue_rules.ts `admitsFromQueue`). */
   #fitsAfterWait(plan: PrefillPlan, waitedS: number): boolean {
-    const chosen = {
-      predictedTtftS: plan.predictedTtftS,
-      waitingPrefillTokens: plan.candidates.find((c) => c.id === plan.prefillId)
-        ?.waitingPrefillTokens,
-    };
-    return admitsFromQueue(this.#run.queue!.admitWhen, chosen, waitedS, this.#config.sloTtftS);
+    const chosen = { ...plan, chosenId: plan.prefillId };
+    return admitsAfterWait(this.#run.queue!.admitWhen, chosen, waitedS, this.#config.sloTtftS);
   }
 
   /**

@@ -10,7 +10,13 @@
  */
 import { QueueSchema } from "../config/schema.ts";
 import { type FlowEntry, FlowQueue, type FlowQueueLimits } from "../scheduling/flow_queue.ts";
-import { type QueueAdmitWhen, REPLAN_WINDOW, waitDeadlineMs } from "../scheduling/queue_rules.ts";
+import {
+  admitsFromQueue,
+  type QueueAdmitWhen,
+  REPLAN_WINDOW,
+  waitDeadlineMs,
+} from "../scheduling/queue_rules.ts";
+import type { Candidate } from "../scheduling/types.ts";
 
 export interface SimQueueConfig extends FlowQueueLimits {
   /** Seconds a request may wait before it is refused (the router's `slo.queue.ttlS`). */
@@ -103,4 +109,22 @@ export class SimQueue {
     this.waitS[entry.item] = Math.min(nowS - entry.enqueuedAt, entry.deadline - entry.enqueuedAt);
     this.expired.push(entry.item);
   }
+}
+
+/**
+ * The router's admission of a re-planned request after `waitedS` in the queue
+ * (queue_rules.ts `admitsFromQueue`), for a plan that chose `chosenId` predicting `predictedTtftS`.
+ */
+export function admitsAfterWait(
+  admitWhen: QueueAdmitWhen,
+  plan: { predictedTtftS: number; chosenId: string; candidates: readonly Candidate[] },
+  waitedS: number,
+  ttftSloS: number | undefined,
+): boolean {
+  const chosen = {
+    predictedTtftS: plan.predictedTtftS,
+    waitingPrefillTokens: plan.candidates.find((c) => c.id === plan.chosenId)
+      ?.waitingPrefillTokens,
+  };
+  return admitsFromQueue(admitWhen, chosen, waitedS, ttftSloS);
 }

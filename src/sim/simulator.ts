@@ -22,8 +22,8 @@ import { newPrefillJob, type PrefillJob, SimPrefillEngine } from "./prefill_engi
 import { seededRandom } from "./rng.ts";
 import { simScheduleRequest } from "./schedule_request.ts";
 import { assignBands, type BandAssignment, type BandSpec, DEFAULT_BANDS } from "./sim_bands.ts";
-import { DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
-import { admitsFromQueue, idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
+import { admitsAfterWait, DEFAULT_SIM_QUEUE, SimQueue, type SimQueueConfig } from "./sim_queue.ts";
+import { idleTtftS, worthQueueing } from "../scheduling/queue_rules.ts";
 import { hasRoom } from "../scheduling/late_binding.ts";
 import type { TraceRequest } from "./trace.ts";
 
@@ -355,13 +355,9 @@ class ClusterReplay {
     this.#queue?.pump(this.#nowS, (i, waitedS) => {
       const plan = this.#plan(i, "replan");
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
-      const chosen = {
-        predictedTtftS: plan.predicted,
-        waitingPrefillTokens: plan.candidates.find((c) => c.id === plan.chosenId)
-          ?.waitingPrefillTokens,
-      };
       const { admitWhen } = this.#config.queue ?? DEFAULT_SIM_QUEUE;
-      if (!admitsFromQueue(admitWhen, chosen, waitedS, this.#config.sloTtftS)) return false;
+      const chosen = { ...plan, predictedTtftS: plan.predicted };
+      if (!admitsAfterWait(admitWhen, chosen, waitedS, this.#config.sloTtftS)) return false;
       this.#start(i, plan);
       return true;
     });
