@@ -223,8 +223,9 @@ export const KvSchema = z.strictObject({
    * The engines load by themselves, on a miss, what the store holds of a prompt's prefix in
    * another engine's segment (vLLM's MooncakeStoreConnector does). On: `affinity_ttft` weighs
    * moving a prefix at its pool weight (`poolDuplicationWeight`), not its full one, and the
-   * predicted TTFT of policies without their own counts that load. The TTFT policies' scores
-   * count the store's part either way.
+   * predicted TTFT of policies without their own counts that load, and so does the predicted hit
+   * (`x-tidegate-hit-tokens`, the hit-mismatch metric). The TTFT policies' scores count the
+   * store's part either way.
    */
   poolLoads: z.boolean().default(false),
   minPromptTokens: z.int().min(0).default(1024),

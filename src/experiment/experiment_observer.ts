@@ -2,6 +2,7 @@ import type { RequestObserver, RequestRecord } from "../contracts.ts";
 import type { ExperimentArms, LiveExperiment } from "./experiment_arms.ts";
 import { type ExperimentReport, ExperimentTally } from "./experiment_report.ts";
 import type { ArmObservation } from "./arm_stats.ts";
+import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
 
 /** `GET /admin/experiments`: one entry per model with a running experiment. */
 export interface ModelExperimentReport extends ExperimentReport {
@@ -108,8 +109,7 @@ function observationOf(record: RequestRecord): ArmObservation {
   const plan = record.plan;
   if (plan && record.instanceId) {
     observation.promptTokens = plan.promptTokens;
-    observation.hitTokens = plan.candidates.find((c) => c.id === record.instanceId)
-      ?.localPrefixTokens ?? 0;
+    observation.hitTokens = predictedReuseTokens(plan, record.instanceId);
   }
   const usage = record.usage;
   if (usage.cachedTokens !== undefined && usage.promptTokens !== undefined) {

@@ -9,6 +9,7 @@ import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import { scoreOf } from "./reservation.ts";
+import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
 import { RouterShutdownError } from "./shutdown_state.ts";
 import type { LogFn } from "../telemetry/json_log.ts";
 
@@ -72,7 +73,7 @@ export function relayResponse(options: RelayOptions): Response {
   const hitOn = prefillId ?? target.id;
   headers.set(
     "x-tidegate-hit-tokens",
-    String(options.plan.candidates.find((c) => c.id === hitOn)?.localPrefixTokens ?? 0),
+    String(predictedReuseTokens(options.plan, hitOn)),
   );
   return new Response(body, { status: response.status, statusText: response.statusText, headers });
 }

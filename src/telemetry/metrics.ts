@@ -230,7 +230,8 @@ export class GatewayMetrics {
     this.hitMismatchTokens = new client.Counter({
       name: "tidegate_hit_mismatch_tokens_total",
       help:
-        "|predicted local hit - engine-reported cached tokens|: a silent key mismatch detector.",
+        "|predicted hit - engine-reported cached tokens|: a silent key mismatch detector (the " +
+        "hit: the instance's own prefix, or with kv.poolLoads the store's if longer).",
       labelNames: base,
       registers,
     });

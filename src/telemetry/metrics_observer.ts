@@ -1,5 +1,6 @@
 import type { DispatchPlan, RequestObserver, RequestRecord } from "../contracts.ts";
 import type { GatewayMetrics } from "./metrics.ts";
+import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
 
 interface Labels {
   model: string;
@@ -40,7 +41,7 @@ export function metricsObserver(metrics: GatewayMetrics): RequestObserver {
           reason: local.reason,
         });
       }
-      if (record.instanceId) countTokens(metrics, record, plan, labels);
+      if (record.instanceId) countTokens(metrics, record, record.instanceId, plan, labels);
     },
   };
 }
@@ -108,16 +109,19 @@ function observeStages(metrics: GatewayMetrics, plan: DispatchPlan, model: strin
 function countTokens(
   metrics: GatewayMetrics,
   record: RequestRecord,
+  instanceId: string,
   plan: DispatchPlan,
   labels: Labels,
 ): void {
   metrics.promptTokens.inc(labels, plan.promptTokens);
-  const local = plan.candidates.find((c) => c.id === record.instanceId)?.localPrefixTokens ?? 0;
+  const local = plan.candidates.find((c) => c.id === instanceId)?.localPrefixTokens ?? 0;
   metrics.predictedHitTokens.inc({ ...labels, scope: "local" }, local);
   metrics.predictedHitTokens.inc({ ...labels, scope: "pool" }, plan.poolPrefixTokens);
   const cached = record.usage.cachedTokens;
   if (cached === undefined) return;
   metrics.engineCachedTokens.inc(labels, cached);
   metrics.engineReportedPromptTokens.inc(labels, plan.promptTokens);
-  metrics.hitMismatchTokens.inc(labels, Math.abs(cached - local));
+  // What the engine is predicted to reuse: with kv.poolLoads also what it loads from the store.
+  const reused = predictedReuseTokens(plan, instanceId);
+  metrics.hitMismatchTokens.inc(labels, Math.abs(cached - reused));
 }

@@ -34,6 +34,7 @@ export function finishedRecord(spec: RecordSpec = {}): RequestRecord {
     })),
     decision: { ranking: Object.keys(local), scores: [] },
     policy: { name: "cache_aware" },
+    inputs: {},
     admission: { admit: true },
     timings: { tokenizeMs: 0, hashMs: 0, lookupMs: 0, scheduleMs: 0 },
   } as unknown as DispatchPlan;

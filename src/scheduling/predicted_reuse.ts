@@ -1,0 +1,26 @@
+/**
+ * The prompt tokens the router predicts an engine reuses, the figure the engine's own
+ * `cached_tokens` is compared with (the `x-tidegate-hit-tokens` header, the hit-mismatch metric,
+ * an experiment's hit ratio).
+ */
+import type { PoolUse } from "./prefill_choice.ts";
+import type { Candidate } from "./types.ts";
+
+export interface ReusePlan {
+  candidates: readonly Pick<Candidate, "id" | "localPrefixTokens">[];
+  poolPrefixTokens: number;
+  /** How the chosen engine uses the store's pool (absent: `never`). */
+  inputs: { poolUse?: PoolUse };
+}
+
+/**
+ * The instance's own prefix; where its engine loads the pool's part by itself (`kv.poolLoads`,
+ * planned as `always`), the pool's longer prefix: an engine's `cached_tokens` counts both. 0 for
+ * an instance the plan did not rank (a disaggregated plan's decode side).
+ */
+export function predictedReuseTokens(plan: ReusePlan, instanceId: string): number {
+  const candidate = plan.candidates.find((c) => c.id === instanceId);
+  if (!candidate) return 0;
+  const local = candidate.localPrefixTokens;
+  return plan.inputs.poolUse === "always" ? Math.max(local, plan.poolPrefixTokens) : local;
+}

@@ -1,0 +1,23 @@
+import { assertEquals } from "../assert.ts";
+import { predictedReuseTokens, type ReusePlan } from "../../src/scheduling/predicted_reuse.ts";
+
+const plan = (poolUse?: ReusePlan["inputs"]["poolUse"]): ReusePlan => ({
+  candidates: [{ id: "a", localPrefixTokens: 512 }, { id: "b", localPrefixTokens: 0 }],
+  poolPrefixTokens: 1024,
+  inputs: poolUse ? { poolUse } : {},
+});
+
+Deno.test("predictedReuseTokens: an engine reuses its own prefix unless it loads the pool's itself", () => {
+  assertEquals(predictedReuseTokens(plan(), "a"), 512);
+  assertEquals(predictedReuseTokens(plan(), "b"), 0);
+  assertEquals(predictedReuseTokens(plan("never"), "b"), 0);
+  assertEquals(predictedReuseTokens(plan("always"), "a"), 1024);
+  assertEquals(predictedReuseTokens(plan("always"), "b"), 1024);
+});
+
+Deno.test("predictedReuseTokens: a longer own prefix stays, and an unranked instance reuses nothing", () => {
+  const longer = { ...plan("always"), poolPrefixTokens: 256 };
+  assertEquals(predictedReuseTokens(longer, "a"), 512);
+  assertEquals(predictedReuseTokens(longer, "b"), 256);
+  assertEquals(predictedReuseTokens(plan("always"), "decode-0"), 0);
+});
