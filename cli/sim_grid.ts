@@ -5,6 +5,7 @@
 import { parseCommandArgs } from "./args.ts";
 import { defaultGrid, gridMarkdown, runCell } from "../src/sim/policy_grid.ts";
 import { parseMooncakeTrace } from "../src/sim/trace.ts";
+import type { KvPoolMode } from "../src/sim/simulator.ts";
 import { createPolicy, isPolicyName } from "../src/scheduling/registry.ts";
 import { parsePolicySpec } from "../src/scheduling/policy_spec.ts";
 
@@ -13,7 +14,8 @@ const OURS = ["cache_aware", "kv_hit_len", "mooncake_ttft", "affinity_ttft"];
 const TRACE = new URL("../tests/data/conversation_trace.jsonl", import.meta.url);
 
 const USAGE = `Usage: deno task sim:grid [--quick] [--seeds LIST] [--requests N] [--candidate NAME]
-                          [--candidate-hold TOKENS] [--pool off|planned] [--engine-step-ms MS]
+                          [--candidate-hold TOKENS] [--pool off|planned|always]
+                          [--engine-step-ms MS]
                           [--out FILE]
 
 Replays every policy (peers: ${PEERS.join(", ")}; tidegate's: ${OURS.join(", ")}) on
@@ -33,7 +35,9 @@ the candidate (affinity_ttft). Takes about 12 minutes per seed on a quiet core; 
                    the candidate with late binding: while every instance has more prefill
                    tokens waiting than this, an arriving request is held and planned once one
                    has room (src/scheduling/late_binding.ts; the peers as they run)
-  --pool MODE      only the cells with the pool off, or planned (default both)
+  --pool MODE      only the cells with the pool off, or planned (default both), or the same
+                   cells with every engine loading what the pool holds (always: an engine
+                   connector reading the store itself, the router's kv.poolLoads)
   --engine-step-ms MS
                    what each engine iteration costs besides its tokens, however many prompts
                    it batches (default 0; docs/sim/README.md)
@@ -70,9 +74,9 @@ export async function runSimGrid(args: string[]): Promise<number> {
     ...(hold === undefined || /^\d+$/.test(values["candidate-hold"]!)
       ? []
       : ["--candidate-hold must be an integer ≥ 0"]),
-    ...([undefined, "off", "planned"].includes(values.pool)
+    ...([undefined, "off", "planned", "always"].includes(values.pool)
       ? []
-      : ["--pool must be off or planned"]),
+      : ["--pool must be off, planned or always"]),
     ...(stepText === undefined || (Number.isFinite(stepMs) && stepMs >= 0)
       ? []
       : ["--engine-step-ms must be a number ≥ 0"]),
@@ -84,7 +88,7 @@ export async function runSimGrid(args: string[]): Promise<number> {
   const policies = [...PEERS, ...OURS.filter((p) => p !== candidate), candidate];
   const trace = parseMooncakeTrace(await Deno.readTextFile(TRACE));
   const options = {
-    cells: defaultGrid(quick).filter((c) => values.pool === undefined || c.pool === values.pool),
+    cells: defaultGrid(quick, values.pool ? [values.pool as KvPoolMode] : undefined),
     seeds,
     policies,
     peers: PEERS,

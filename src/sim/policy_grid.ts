@@ -189,14 +189,20 @@ export function judge(
   };
 }
 
-/** The grid of #24: skewed documents over every axis, and the recorded trace. */
-export function defaultGrid(quick: boolean): GridCell[] {
+/**
+ * The grid of #24: skewed documents over every axis, and the recorded trace, per pool mode (the
+ * issue's grid: off and planned; `always` is engines loading the pool themselves, kv.poolLoads).
+ */
+export function defaultGrid(
+  quick: boolean,
+  pools: readonly KvPoolMode[] = ["off", "planned"],
+): GridCell[] {
   const cells: GridCell[] = [];
   const zipfs = quick ? [1.1] : [0.8, 1.1, 1.4];
   const documents = quick ? [200] : [100, 1000];
   const caches = quick ? [0.05, 1] : [0.05, 0.25, 1];
   const loads = quick ? [1, 2] : [0.5, 1, 2];
-  for (const pool of ["off", "planned"] as const) {
+  for (const pool of pools) {
     for (const zipf of zipfs) {
       for (const docs of documents) {
         for (const cache of caches) {

@@ -61,3 +61,15 @@ Deno.test("sim:grid --engine-step-ms reaches the cells: every floor rises", asyn
   assertEquals(after.length, 4);
   after.forEach((floor, i) => assert(floor > before[i], `cell ${i}: ${floor} vs ${before[i]}`));
 });
+
+Deno.test("sim:grid --pool always runs the cells with every engine loading the pool, and refuses other modes", async () => {
+  const tiny = ["--quick", "--seeds", "3", "--requests", "40"];
+  const always = await run([...tiny, "--pool", "always"]);
+  assertEquals(always.code, 0);
+  const rows = always.stdout.split("\n").filter((line) => line.startsWith("| docs"));
+  assertEquals(rows.length, 4);
+  assert(rows.every((row) => row.includes("pool always")), rows.join("\n"));
+  const refused = await run([...tiny, "--pool", "sometimes"]);
+  assertEquals(refused.code, 2);
+  assertMatch(refused.stderr, /--pool must be off, planned or always/);
+});
