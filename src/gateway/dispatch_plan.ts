@@ -19,6 +19,7 @@ import { TokenizeInputError } from "../tokenize/errors.ts";
 import { chatInputSize } from "../tokenize/input_size.ts";
 import { tryTokenize } from "../tokenize/try_tokenize.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
+import { poolLoadsOf } from "../config/pool_loads.ts";
 import { planDecode, planLocalPrefill, splitByRole } from "./pd_plan.ts";
 import type { TtftModelParams } from "../scheduling/ttft_estimate.ts";
 import {
@@ -300,7 +301,7 @@ function schedule(
     ? withHomeKey(plain, prefillSide, (index) => chunkKeys[index]?.[0], runtime.config.kv.chunkSize)
     : plain;
   const recording = recordingContext(context.random, runtime.sequence++);
-  const poolUse = runtime.config.kv.poolLoads ? "always" : "never";
+  const poolUse = poolLoadsOf(runtime.config.kv) ? "always" : "never";
   const choice = choosePrefill(request, prefillSide, context.policy.policy, recording.context, {
     ttft: context.policy.ttftParams,
     poolUse,

@@ -20,7 +20,6 @@ const KV_DEFAULTS = {
   keyFormat: "llumnix",
   keyParams: {},
   requireAllRanks: false,
-  poolLoads: false,
   minPromptTokens: 1024,
   timeoutMs: 50,
   batchSize: 128,

@@ -176,7 +176,11 @@ Deno.test("planDispatch: the store's hits become the holders' localPrefixTokens 
 Deno.test("planDispatch: with kv.poolLoads a copy from the store takes the pool weight and predictions count loading it", async () => {
   const master = await startFakeMooncakeMaster();
   try {
-    const planFor = async (poolLoads: boolean, policy = "affinity_ttft") => {
+    const planFor = async (
+      poolLoads: boolean | undefined,
+      policy = "affinity_ttft",
+      keys: Record<string, unknown> = {},
+    ) => {
       const runtime = await runtimeOf(
         model({ policy }, {
           store: "mooncake",
@@ -184,6 +188,7 @@ Deno.test("planDispatch: with kv.poolLoads a copy from the store takes the pool 
           timeoutMs: 10_000,
           predictedIndex: { enabled: false },
           poolLoads,
+          ...keys,
         }),
         { fetch: globalThis.fetch.bind(globalThis) },
       );
@@ -202,10 +207,14 @@ Deno.test("planDispatch: with kv.poolLoads a copy from the store takes the pool 
     };
     const duplication = (plan: Awaited<ReturnType<typeof planFor>>, id: string) =>
       plan.decision.scores.find((s) => s.id === id)?.terms.duplicationS ?? NaN;
-    const own = await planFor(false);
+    const own = await planFor(undefined);
     const loads = await planFor(true);
-    assertEquals(own.inputs.poolUse, undefined, "the default: engines reuse only what they hold");
+    assertEquals(own.inputs.poolUse, undefined, "llumnix keys: engines reuse only what they hold");
     assertEquals(loads.inputs.poolUse, "always");
+    // vLLM's MooncakeStoreConnector loads by itself: its key format turns the flag on, unless set.
+    const vllmKeys = { keyFormat: "vllm-mooncake-store", keyParams: { model: "m" } };
+    assertEquals((await planFor(undefined, "affinity_ttft", vllmKeys)).inputs.poolUse, "always");
+    assertEquals((await planFor(false, "affinity_ttft", vllmKeys)).inputs.poolUse, undefined);
     // On an idle cluster the pool weight is 0.5, the weight of a copy only e1 could give 8.
     assert(duplication(own, "e0") > 0, JSON.stringify(own.decision.scores));
     assertEquals(duplication(loads, "e0") * 16, duplication(own, "e0"));

@@ -37,8 +37,17 @@ Deno.test("bench:policies arms may set the router's workers and listener after @
     policy: "affinity_ttft",
     poolLoads: true,
   });
-  assertThrows(() => armSettings("affinity_ttft@event"), Error, "events or poolloads");
-  assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "events or poolloads");
+  assertEquals(armSettings("affinity_ttft@nopoolloads"), {
+    policy: "affinity_ttft",
+    poolLoads: false,
+  });
+  assertEquals(
+    armSettings("affinity_ttft@events").poolLoads,
+    undefined,
+    "the key format's default",
+  );
+  assertThrows(() => armSettings("affinity_ttft@event"), Error, "poolloads or nopoolloads");
+  assertThrows(() => armSettings("affinity_ttft@hold=-1"), Error, "poolloads or nopoolloads");
   assertThrows(() => armSettings("affinity_ttft@server=bun"), Error, "is not workers=N");
 });
 

@@ -79,7 +79,8 @@ const USAGE = "usage: deno task bench:policies [--requests N] " +
   "  an arm named `P@events` subscribes tidegate to the engines' KV events (the engines then " +
   "publish them, for every arm of the run), so that it sees what they evict\n" +
   "  an arm named `P@poolloads` tells tidegate the engines load from the store by themselves " +
-  "(`kv.poolLoads`; with --kv store)\n" +
+  "(`kv.poolLoads`; with --kv store), `P@nopoolloads` that they do not; neither: the default " +
+  "for the engines' key format (on: vLLM's MooncakeStoreConnector loads)\n" +
   "  an arm named `smg:P@flag=value` adds `--flag value` to SMG's launch\n" +
   "  an arm named direct sends every request to the first engine, without a router: the floor " +
   "a router's added latency is read against (with --concurrency 1)\n" +
@@ -184,10 +185,10 @@ function parseArgs(args: string[]): Options {
   // The decision logs are read from the router object: in the benchmark's process only.
   if (options.decisions) options.inProcess = true;
   const poolLoadsArm = options.policies.find((arm) =>
-    !arm.startsWith("smg:") && arm !== DIRECT_ARM && armSettings(arm).poolLoads
+    !arm.startsWith("smg:") && arm !== DIRECT_ARM && armSettings(arm).poolLoads !== undefined
   );
   if (poolLoadsArm && options.kv !== "store") {
-    throw new Error(`arm ${poolLoadsArm}: @poolloads needs --kv store\n${USAGE}`);
+    throw new Error(`arm ${poolLoadsArm}: @poolloads and @nopoolloads need --kv store\n${USAGE}`);
   }
   if (options.policies.some((p) => p.startsWith("ref:")) && !options.reference) {
     throw new Error(`ref: arms need --reference DIR\n${USAGE}`);
@@ -225,11 +226,17 @@ export interface ArmSettings {
   holdAboveTokens?: number;
   /** `events`: the router follows each engine's own cache by its KV events (`kvEvents`). */
   events?: boolean;
-  /** `poolloads`: the engines load from the store by themselves (`kv.poolLoads`). */
+  /**
+   * `poolloads` / `nopoolloads`: the engines load from the store by themselves, or not
+   * (`kv.poolLoads`); neither: the key format's default.
+   */
   poolLoads?: boolean;
 }
 
-/** `P`, or `P@key=value@...`: `workers=N`, `server=node|deno`, `hold=N`, `events`, `poolloads`. */
+/**
+ * `P`, or `P@key=value@...`: `workers=N`, `server=node|deno`, `hold=N`, `events`, `poolloads`,
+ * `nopoolloads`.
+ */
 export function armSettings(arm: string): ArmSettings {
   const [policy, ...pairs] = arm.split("@");
   const settings: ArmSettings = { policy };
@@ -242,9 +249,11 @@ export function armSettings(arm: string): ArmSettings {
     else if (hold !== undefined) settings.holdAboveTokens = Number(hold);
     else if (pair === "events") settings.events = true;
     else if (pair === "poolloads") settings.poolLoads = true;
+    else if (pair === "nopoolloads") settings.poolLoads = false;
     else {
       throw new Error(
-        `arm ${arm}: "${pair}" is not workers=N, server=node|deno, hold=N, events or poolloads`,
+        `arm ${arm}: "${pair}" is not workers=N, server=node|deno, hold=N, events, poolloads ` +
+          "or nopoolloads",
       );
     }
   }
@@ -276,7 +285,7 @@ function rawRouterConfig(
       store: "mooncake",
       url: master.url,
       timeoutMs: 2_000,
-      poolLoads: poolLoads ?? false,
+      ...(poolLoads === undefined ? {} : { poolLoads }),
     }
     // With the engines' events the router's own dispatches bridge only until their events come
     // (the predicted index's default lifetime).
