@@ -549,12 +549,13 @@ function summaryTable(results: PolicyResult[], instances: string[]): string {
 
 /**
  * TTFT by where the document came from: the serving engine's own cache or segment (the router
- * predicted the hit), another engine's segment loaded through the store (the engine reused more
- * than the router predicted), or prefilled (the engine reused under half the prompt).
+ * predicted the hit; with `kv.poolLoads` its prediction counts loads from the store too), another
+ * engine's segment loaded through the store (the engine reused more than the router predicted),
+ * or prefilled (the engine reused under half the prompt).
  */
 function hitMissTable(results: PolicyResult[]): string {
   const rows = [
-    "| policy | hits the router predicted (own cache) | their mean TTFT ms | hits it did not (loaded from the other engine's segment) | their mean TTFT ms | prefilled (cached < half) | their mean TTFT ms | predicted hit = engine cached |",
+    "| policy | hits the router predicted (own cache; with poolLoads, loads too) | their mean TTFT ms | hits it did not (loaded from the other engine's segment) | their mean TTFT ms | prefilled (cached < half) | their mean TTFT ms | predicted hit = engine cached |",
     "| --- | --: | --: | --: | --: | --: | --: | --: |",
   ];
   const cell = (group: Sample[]) => `${group.length} | ${ms(mean(group.map((s) => s.ttftMs)))}`;
