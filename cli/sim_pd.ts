@@ -36,8 +36,10 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
   --neutral N                N neutral instances (prefill and decode on each), as well
   --neutral-chunk LIST       neutral variants: off (a prompt is prefilled whole while decoding
                              waits) and chunked-prefill budgets in tokens (default off,8192)
-  --early-rejection LIST     off | baseline | early | predicted, comma-separated (default off);
-                             neutral clusters run off and baseline (TTFT only) of the list
+  --early-rejection LIST     off | baseline | early | predicted | committed, comma-separated
+                             (default off); committed judges every request bound for the
+                             decode instance, prefilling ones too; neutral clusters run off and
+                             baseline (TTFT only) of the list
   --tbt-slo S                the same as --slo-tbt
   --decode-model b,r[,k]     decode step s = b + r·batch + k·KV tokens of the batch
                              (default 0.03,0.0005,4e-8)
@@ -48,9 +50,9 @@ Prefill/decode disaggregation (docs/sim/pd/README.md): with --prefill and --deco
   --pd-transfer-gbps X       prefill → decode KV bandwidth in GB/s (default: --transfer-gbps)
   --decode-policy NAME       ${DECODE_POLICY_NAMES.join(" | ")} (default least_running)
   --mean-decode-s S          the router's first guess of a decode's duration (default 10)
-  --decode-load LIST         instance | pool, comma-separated: whose decode load early and
-                             predicted judge, the chosen instance's or the decode pool's mean
-                             (the paper's) (default instance)
+  --decode-load LIST         instance | pool, comma-separated: whose decode load early,
+                             predicted and committed judge, the chosen instance's or the decode
+                             pool's mean (the paper's) (default instance)
   --local-prefill LIST       conditional disaggregation on P/D clusters: off | threshold |
                              predicted, comma-separated, each mode its own run (the router's
                              decideLocalPrefill; default: not modelled, the runs as before)
@@ -336,7 +338,7 @@ function admissionRuns(pd: PdCliOptions): PdRun[] {
         const label = `${topologyLabel(topology)} ${policy}${
           admission === "off" ? "" : ` ${admission}`
         }`;
-        if (admission !== "early" && admission !== "predicted") {
+        if (admission === "off" || admission === "baseline") {
           runs.push({ label, policy, topology, admission });
           continue;
         }

@@ -126,7 +126,12 @@ const DecodeModelSchema = z.strictObject({
  */
 export const DisaggregationSchema = z.strictObject({
   protocol: z.enum(["vllm-nixl", "vllm-mooncake", "sglang"]),
-  /** How the decode side is judged before any prefill work starts (Mooncake §7.2 / §7.4). */
+  /**
+   * How the decode side is judged before any prefill work starts: `early`, by its batch now
+   * (Mooncake §7.2); `predicted`, as forecast for the end of the prefill (§7.4); `committed`, by
+   * every request bound for it, those still prefilling too (with the flow-control queue, the
+   * simulator's best: docs/sim/pd/README.md).
+   */
   earlyRejection: z.enum(EARLY_REJECTION_MODES).default("predicted"),
   /**
    * Whose decode load that judges: the chosen instance's, or the decode pool's mean (the paper's

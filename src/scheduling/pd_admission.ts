@@ -5,7 +5,10 @@
  *   early      §7.2: by the decode load now;
  *   predicted  §7.4: by the decode load expected when this request's prefill finishes (requests
  *              prefilling now that will join it, minus those expected to finish decoding), which
- *              damps the anti-phase oscillation of prefill and decode load.
+ *              damps the anti-phase oscillation of prefill and decode load;
+ *   committed  by every request bound for it: decoding now and prefilling for it, as if none
+ *              left first. `early` does not see what it admitted a moment ago, so a burst it
+ *              admits (a flow-control queue's, as a batch frees) lands on one batch at once.
  * The decode load judged is the pool's (the paper: "the greater load between the prefill and
  * decoding pools", "the average TBT ratio of all decoding instances") or the chosen instance's.
  * Pure.
@@ -13,7 +16,7 @@
 import { type AdmissionVerdict, admit } from "./admission.ts";
 import { type DecodeModel, decodeStepS } from "./decode_model.ts";
 
-export const EARLY_REJECTION_MODES = ["early", "predicted"] as const;
+export const EARLY_REJECTION_MODES = ["early", "predicted", "committed"] as const;
 export type EarlyRejection = typeof EARLY_REJECTION_MODES[number];
 
 /** Whose decode load is judged: the chosen instance alone, or the mean over the decode pool. */
@@ -137,6 +140,8 @@ export function admitPd(
     const instances = forecast.instances ?? 1;
     decodeBatch = options.mode === "predicted"
       ? forecastDecodeLoad(forecast, input.predictedTtftS ?? 0)
+      : options.mode === "committed"
+      ? (forecast.runningNow + forecast.joiningInS.length) / instances
       : forecast.runningNow / instances;
     // This request adds one to the instance, or its share to the pool's mean.
     predictedTbtS = joinedStepS(options.decodeModel, forecast, decodeBatch, input.promptTokens);

@@ -62,13 +62,20 @@ const RECHECK_S = QueueSchema.parse({}).recheckMs / 1000;
  *   every decode instance's KV cache is full there is none to choose: `no_decode_instance`);
  * - `baseline`: the TTFT SLO at arrival; the decode instance chosen then judges its side only once
  *   the prefill is done, and a refusal wastes the prefill;
- * - `early` / `predicted`: `admitPd` at arrival judges both sides (decode load now, or forecast to
- *   the end of the prefill; the pool's mean or the chosen instance's, `decodeLoad`); an admitted
+ * - `early` / `predicted` / `committed`: `admitPd` at arrival judges both sides (decode load now,
+ *   forecast to the end of the prefill, or every request bound for the instance; the pool's mean
+ *   or the chosen instance's, `decodeLoad`); an admitted
  *   request is decoded, waiting for a place in the batch when the decode instance is full
  *   (`decodeMaxBatch`).
  */
 export type PdAdmission = "off" | "baseline" | EarlyRejection;
-export const PD_ADMISSIONS: readonly PdAdmission[] = ["off", "baseline", "early", "predicted"];
+export const PD_ADMISSIONS: readonly PdAdmission[] = [
+  "off",
+  "baseline",
+  "early",
+  "predicted",
+  "committed",
+];
 
 export type PdTopology =
   | { kind: "pd"; prefill: number; decode: number }
@@ -115,7 +122,7 @@ export interface PdRun {
   policy: string;
   topology: PdTopology;
   admission: PdAdmission;
-  /** Whose decode load `early` and `predicted` judge at arrival (the router's `decodeLoad`). */
+  /** Whose decode load `early`, `predicted` and `committed` judge at arrival (`decodeLoad`). */
   decodeLoad?: DecodeLoadScope;
   /** Conditional disaggregation (P/D only, docs/sim/pd/README.md); absent: local prefill off. */
   localPrefill?: LocalPrefillSetting;
@@ -656,7 +663,7 @@ class PdReplay {
     }, {
       enabled: true,
       // The baseline judges only the TTFT here (no decode input); its mode is then unused.
-      mode: admission === "predicted" ? "predicted" : "early",
+      mode: admission === "baseline" ? "early" : admission,
       ttftSloS: config.sloTtftS,
       tbtSloS: config.sloTbtS,
       decodeModel: config.routerDecodeModel,

@@ -19,6 +19,7 @@ import { eventually } from "../support/eventually.ts";
 import { parsePrometheusText } from "../../src/cluster/prometheus_text.ts";
 import { BootstrapEngineIds } from "../../src/proxy/mooncake_bootstrap.ts";
 import { rankLoadsReader } from "../../src/cluster/rank_loads.ts";
+import { decodeLease } from "../../src/gateway/reservation.ts";
 
 const PROTOCOLS: PdProtocol[] = ["vllm-nixl", "vllm-mooncake", "sglang"];
 
@@ -354,6 +355,42 @@ Deno.test("early rejection answers 429 before any prefill request is sent", asyn
     assertEquals(leasesOut(t), 0);
   } finally {
     await t.close();
+  }
+});
+
+Deno.test("earlyRejection committed: requests still prefilling for the decode instances count against the TBT SLO, which early does not see", async () => {
+  for (const [earlyRejection, status] of [["early", 200], ["committed", 429]] as const) {
+    const t = await startPdCluster("vllm-nixl", {
+      slo: { ttftS: 60, tbtS: 0.05, admission: true },
+      disaggregation: { protocol: "vllm-nixl", earlyRejection },
+    });
+    try {
+      // As 60 admitted requests each whose prefill has not ended: a decode lease and an
+      // expected arrival a minute away, on each decode instance (30 ms + 0.5 ms per request).
+      const runtime = t.router.registry.runtime(MODEL)!;
+      const bound = ["d0", "d1"].flatMap((id) =>
+        range(0, 60).map(() => ({
+          lease: decodeLease(runtime, id),
+          arrived: runtime.decodeOutlook!.expect(id, performance.now() + 60_000),
+        }))
+      );
+      const response = await send(t.url, { prompt: range(1, 64) });
+      assertEquals(response.status, status, earlyRejection);
+      const body = await response.json();
+      if (status === 429) {
+        assertEquals(body.error.code, "tbt_slo");
+        assertEquals(t.prefill.reduce((n, e) => n + e.stats.requests.length, 0), 0);
+      }
+      const [decision] = t.router.decisions.recent(1);
+      assertEquals(decision.pd?.judgedBatch, earlyRejection === "committed" ? 60 : 0);
+      for (const { lease, arrived } of bound) {
+        arrived();
+        lease.release();
+      }
+      await eventually(() => leasesOut(t) === 0, 5_000, "leases back to zero");
+    } finally {
+      await t.close();
+    }
   }
 });
 

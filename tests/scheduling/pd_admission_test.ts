@@ -48,6 +48,40 @@ Deno.test("admitPd() predicted: requests about to join count against the SLO alt
   assert(!predicted.verdict.admit);
 });
 
+Deno.test("admitPd() committed: every request bound for the instance counts, however late its prefill ends", () => {
+  // 20 decoding, 25 prefilling for it, the last joining long after this request's prefill and
+  // the first ones expected to have left by then: only committed counts all 45.
+  const joiningInS = Array.from({ length: 25 }, (_, i) => 3 + i);
+  const decode = { instanceId: "d0", forecast: { runningNow: 20, joiningInS, meanDecodeS: 40 } };
+  const judged = (mode: "early" | "predicted" | "committed") =>
+    admitPd({ predictedTtftS: 1, decode }, { ...options, mode });
+  assertEquals(
+    [judged("early").decodeBatch, judged("predicted").decodeBatch, judged("committed").decodeBatch],
+    [20, 20 * (1 - 1 / 40), 45],
+  );
+  assert(judged("early").verdict.admit);
+  assert(judged("predicted").verdict.admit);
+  const committed = judged("committed").verdict;
+  assert(!committed.admit);
+  assertEquals(committed.reason, "tbt_slo");
+  assertEquals(judged("committed").predictedTbtS, decodeStepS(decodeModel, 46));
+});
+
+Deno.test("admitPd() committed on the pool: the pool's bound requests spread over its instances", () => {
+  const pool = poolForecast([
+    { runningNow: 30, joiningInS: [1, 2], meanDecodeS: 4 },
+    { runningNow: 10, joiningInS: [5, 6, 7, 8], meanDecodeS: 4 },
+  ]);
+  const { decodeBatch } = admitPd({
+    predictedTtftS: 1,
+    decode: { instanceId: "d0", forecast: pool },
+  }, {
+    ...options,
+    mode: "committed",
+  });
+  assertEquals(decodeBatch, (30 + 10 + 6) / 2);
+});
+
 Deno.test("admitPd() refuses on the prefill side's TTFT first, and admits everything when disabled", () => {
   const decode = { instanceId: "d0", forecast: { runningNow: 0, joiningInS: [], meanDecodeS: 4 } };
   const slow = admitPd({ predictedTtftS: 30, decode }, { ...options, mode: "early" });

@@ -107,8 +107,13 @@ Deno.test("runSimCli() lists every bad P/D option and exits 2", async () => {
   }
 });
 
-Deno.test("runSimCli() runs early and predicted once per --decode-load scope, named in the label", async () => {
-  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "baseline,early,predicted"];
+Deno.test("runSimCli() runs early, predicted and committed once per --decode-load scope, named in the label", async () => {
+  const flags = [
+    "--policies",
+    "mooncake_ttft",
+    "--early-rejection",
+    "baseline,early,predicted,committed",
+  ];
   await withPdRun([...flags, "--decode-load", "instance,pool"], async (out) => {
     const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
     assertEquals(Object.keys(results.runs), [
@@ -117,7 +122,10 @@ Deno.test("runSimCli() runs early and predicted once per --decode-load scope, na
       "2P+2D mooncake_ttft early (pool)",
       "2P+2D mooncake_ttft predicted (instance)",
       "2P+2D mooncake_ttft predicted (pool)",
+      "2P+2D mooncake_ttft committed (instance)",
+      "2P+2D mooncake_ttft committed (pool)",
     ]);
+    assertEquals(results.runs["2P+2D mooncake_ttft committed (pool)"].decodeLoad, "pool");
     assertEquals(results.runs["2P+2D mooncake_ttft early (pool)"].decodeLoad, "pool");
     assertEquals(results.runs["2P+2D mooncake_ttft predicted (instance)"].decodeLoad, "instance");
     assertEquals(results.runs["2P+2D mooncake_ttft baseline"].decodeLoad, undefined);
