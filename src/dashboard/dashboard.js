@@ -185,7 +185,10 @@ function instancesTable(doc, model) {
     ["active", "requests proxied to it right now"],
     "requests",
     ["prompt tok", "prompt tokens dispatched to it"],
-    ["hit pred.", "hit ratio predicted by the router (local prefix tokens / prompt tokens)"],
+    [
+      "hit pred.",
+      "hit ratio predicted by the router from the instance's own prefix (local prefix tokens / prompt tokens); engines that load from the store themselves (kv.poolLoads) reuse more",
+    ],
     [
       "hit engine",
       "hit ratio the engine reported (cached tokens / prompt tokens of the requests with usage)",

@@ -8,7 +8,7 @@ import { UsageChunkFilter } from "../proxy/usage_chunk_filter.ts";
 import { UsageSniffer } from "../proxy/usage_sniffer.ts";
 import type { AttemptLeases } from "./attempt_leases.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
-import { scoreOf } from "./reservation.ts";
+import { reusedTokens, scoreOf } from "./reservation.ts";
 import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
 import { RouterShutdownError } from "./shutdown_state.ts";
 import type { LogFn } from "../telemetry/json_log.ts";
@@ -168,7 +168,7 @@ export function observePrefill(
   const score = scoreOf(plan, instanceId);
   const queueS = score?.terms.queueS ?? 0;
   const transferS = score?.terms.transferS ?? 0;
-  const cached = candidate.localPrefixTokens + (score?.transferTokens ?? 0);
+  const cached = reusedTokens(plan, instanceId);
   runtime.estimator(instanceId, plan.policy.ttftParams).observe({
     newTokens: Math.max(0, plan.promptTokens - cached),
     cachedTokens: cached,

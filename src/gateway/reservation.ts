@@ -1,6 +1,7 @@
 import type { LoadLease } from "../cluster/load_account.ts";
 import type { DispatchPlan } from "../contracts.ts";
 import type { CandidateScore } from "../scheduling/types.ts";
+import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 
 /**
@@ -136,10 +137,19 @@ function predictWrites(runtime: ModelRuntime, plan: DispatchPlan, instanceId: st
 
 /** Prompt tokens the chosen instance has to compute, given what the policy planned to reuse. */
 export function uncachedTokens(plan: DispatchPlan, instanceId: string): number {
+  return Math.max(0, plan.promptTokens - reusedTokens(plan, instanceId));
+}
+
+/**
+ * Prompt tokens the instance does not compute: its own prefix and the transfer the policy
+ * planned, or, where its engine loads the store's part by itself (`kv.poolLoads`), the store's
+ * prefix if that is longer (a policy without transfers plans none, but the engine loads it).
+ */
+export function reusedTokens(plan: DispatchPlan, instanceId: string): number {
   const candidate = plan.candidates.find((c) => c.id === instanceId);
-  const score = scoreOf(plan, instanceId);
-  const reused = (candidate?.localPrefixTokens ?? 0) + (score?.transferTokens ?? 0);
-  return Math.max(0, plan.promptTokens - reused);
+  const planned = (candidate?.localPrefixTokens ?? 0) +
+    (scoreOf(plan, instanceId)?.transferTokens ?? 0);
+  return Math.max(planned, predictedReuseTokens(plan, instanceId));
 }
 
 export function scoreOf(plan: DispatchPlan, instanceId: string): CandidateScore | undefined {

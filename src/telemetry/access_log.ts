@@ -5,6 +5,7 @@
  * API key or Authorization value can reach it.
  */
 import type { RequestObserver, RequestRecord } from "../contracts.ts";
+import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
 import type { LogFn } from "./json_log.ts";
 
 export function accessLogObserver(log: LogFn): RequestObserver {
@@ -24,7 +25,10 @@ export function accessLogFields(record: RequestRecord): Record<string, unknown> 
     arm: record.arm,
     ...instanceFields(record),
     promptTokens: plan?.promptTokens,
-    predictedHitTokens: plan?.candidates.find((c) => c.id === hitOn)?.localPrefixTokens,
+    // The figure the engine's cached_tokens is compared with (x-tidegate-hit-tokens).
+    predictedHitTokens: plan && plan.candidates.some((c) => c.id === hitOn)
+      ? predictedReuseTokens(plan, hitOn!)
+      : undefined,
     engineCachedTokens: record.usage.cachedTokens,
     status: record.status,
     outcome: record.outcome,

@@ -19,8 +19,12 @@ Deno.test("kv.poolLoads unset follows the key format: on for connectors that loa
   assertEquals(poolLoadsOf(kvOf({ keyFormat: "{hex}" })), false, "a custom template");
   const vllm = { keyFormat: "vllm-mooncake-store", keyParams: { model: "m" } };
   assertEquals(poolLoadsOf(kvOf(vllm)), true);
-  assertEquals(poolLoadsOf({ keyFormat: "lmcache" }), true);
-  assertEquals(poolLoadsOf({ keyFormat: "sglang-hicache" }), true);
+  const lmcache = {
+    keyFormat: "lmcache",
+    keyParams: { model: "m", dtype: "bfloat16", worldSize: 1 },
+  };
+  assertEquals(poolLoadsOf(kvOf(lmcache)), true);
+  assertEquals(poolLoadsOf(kvOf({ keyFormat: "sglang-hicache" })), true);
 });
 
 Deno.test("kv.poolLoads set wins over the key format either way", () => {

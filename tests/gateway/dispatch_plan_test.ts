@@ -235,6 +235,42 @@ Deno.test("planDispatch: with kv.poolLoads a copy from the store takes the pool 
   }
 });
 
+Deno.test("planDispatch: with kv.poolLoads the lease counts only what the engine computes after loading the stored part", async () => {
+  const master = await startFakeMooncakeMaster();
+  try {
+    const leasedFor = async (poolLoads: boolean) => {
+      const runtime = await runtimeOf(
+        model({ policy: "least_load" }, {
+          store: "mooncake",
+          url: master.url,
+          timeoutMs: 10_000,
+          predictedIndex: { enabled: false },
+          poolLoads,
+        }),
+        { fetch: globalThis.fetch.bind(globalThis) },
+      );
+      const prompt = range(900, 64);
+      // e1's segment holds the first three chunks (48 tokens); least_load picks e0.
+      for (const key of runtime.keyScheme.keys(prompt).slice(0, 3)) {
+        master.put(key, `${KV_HOSTS[1]}:17000`);
+      }
+      const { plan, reservation } = await planDispatch(
+        runtime,
+        tokensRequest(prompt),
+        context(runtime),
+      );
+      assertEquals(plan.decision.ranking[0], "e0");
+      const taken = reservation!.take()!;
+      taken.lease.release();
+      return taken.lease.prefillTokens;
+    };
+    assertEquals(await leasedFor(false), 64);
+    assertEquals(await leasedFor(true), 64 - 48);
+  } finally {
+    await master.close();
+  }
+});
+
 Deno.test("planDispatch: the reservation is on the first choice and the very next plan sees it", async () => {
   const runtime = await runtimeOf(model());
   const account = runtime.cluster.account;
