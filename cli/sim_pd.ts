@@ -22,7 +22,7 @@ import { pdResultsMarkdown } from "../src/sim/pd_report.ts";
 import { type PdSummary, summarizePd, topologyLabel } from "../src/sim/pd_summary.ts";
 import { describeModel, rounded } from "../src/sim/results_markdown.ts";
 import type { SimConfig } from "../src/sim/simulator.ts";
-import { DEFAULT_SIM_QUEUE } from "../src/sim/sim_queue.ts";
+import { DEFAULT_SIM_QUEUE, type SimQueueConfig } from "../src/sim/sim_queue.ts";
 import type { TraceRequest } from "../src/sim/trace.ts";
 
 /** The router's defaults (src/config/model_schema.ts), which the simulator's follow. */
@@ -297,7 +297,7 @@ export function pdConfigOf(
  * Every (topology, policy, mode) the options ask for, `early` and `predicted` once per decode
  * load scope (named in the label when there are several); neutral clusters skip the P/D modes.
  */
-export function pdRuns(pd: PdCliOptions): PdRun[] {
+export function pdRuns(pd: PdCliOptions, queue: SimQueueConfig = DEFAULT_SIM_QUEUE): PdRun[] {
   const runs: PdRun[] = [];
   for (const run of admissionRuns(pd)) {
     if (run.topology.kind !== "pd" || pd.localPrefills.length === 0) {
@@ -309,15 +309,20 @@ export function pdRuns(pd: PdCliOptions): PdRun[] {
     }
   }
   return runs.flatMap((run) => decodeKvRuns(run, pd.decodeKvViews))
-    .flatMap((run) => queueRuns(run, pd.queues));
+    .flatMap((run) => queueRuns(run, pd.queues, queue));
 }
 
-/** `run` without and/or with the flow-control queue (named in the label); as it is without the flag. */
-function queueRuns(run: PdRun, queues: readonly ("off" | "on")[]): PdRun[] {
+/**
+ * `run` without and/or with the flow-control queue `queue` (the --queue-* options, the router's
+ * defaults unless given; named in the label); as it is without the flag.
+ */
+function queueRuns(
+  run: PdRun,
+  queues: readonly ("off" | "on")[],
+  queue: SimQueueConfig,
+): PdRun[] {
   if (queues.length === 0) return [run];
-  return queues.map((q) =>
-    q === "off" ? run : { ...run, label: `${run.label} queue`, queue: DEFAULT_SIM_QUEUE }
-  );
+  return queues.map((q) => q === "off" ? run : { ...run, label: `${run.label} queue`, queue });
 }
 
 /** `run` once per `--decode-kv` view, named in the label; as it is without the flag. */
@@ -362,7 +367,8 @@ export async function runPd(
   const pdConfig = pdConfigOf(trace, config, pd);
   const summaries: Record<string, PdSummary> = {};
   const results = [];
-  for (const run of pdRuns(pd)) {
+  const queue = config.queue ?? DEFAULT_SIM_QUEUE;
+  for (const run of pdRuns(pd, queue)) {
     const started = performance.now();
     const result = simulatePd(trace, pdConfig, run);
     const s = summarizePd(result, pdConfig.sloTtftS, pdConfig.sloTbtS);
@@ -371,7 +377,7 @@ export async function runPd(
     console.log(runLine(run.label, s, (performance.now() - started) / 1000));
   }
   await writePdResults(context.out, summaries, results, pdConfig, {
-    settings: pdSettings(trace, pd, pdConfig, context.traceName),
+    settings: pdSettings(trace, pd, pdConfig, context.traceName, queue),
     command: context.command,
   });
   console.log(
@@ -397,6 +403,7 @@ function pdSettings(
   pd: PdCliOptions,
   pdConfig: PdConfig,
   traceName: string,
+  queue: SimQueueConfig,
 ): Record<string, string | number | boolean> {
   const meanPrompt = trace.reduce((sum, r) => sum + r.inputLength, 0) / trace.length;
   const decodeModel = pdConfig.engineDecodeModel;
@@ -418,15 +425,15 @@ function pdSettings(
     "decode max batch": pdConfig.decodeMaxBatch ?? "none",
     "decode KV capacity (tokens)": pdConfig.decodeKvCapacityTokens,
     "decode policy": pdConfig.decodePolicy,
-    "decode load judged at arrival (early, predicted)": pd.decodeLoads.join(", "),
+    "decode load judged at arrival (early, predicted, committed)": pd.decodeLoads.join(", "),
     "prefill → decode transfer (GB/s)": pdConfig.pdTransferBytesPerS / 1e9,
     "pool transfer (GB/s)": pdConfig.ttft.transferBytesPerS / 1e9,
     "router's first mean decode guess (s)": pdConfig.meanDecodeS,
     "online refinement": pdConfig.refine,
     ...(pd.queues.includes("on")
       ? {
-        "flow-control queue (the router's defaults: TTL s, max requests, admit when)":
-          `${DEFAULT_SIM_QUEUE.ttlS}, ${DEFAULT_SIM_QUEUE.maxRequests}, ${DEFAULT_SIM_QUEUE.admitWhen}`,
+        "flow-control queue (TTL s, max requests, admit when)":
+          `${queue.ttlS}, ${queue.maxRequests}, ${queue.admitWhen}`,
       }
       : {}),
     ...(pd.localPrefills.length > 0

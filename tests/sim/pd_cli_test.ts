@@ -200,6 +200,30 @@ Deno.test("runSimCli() --pd-queue runs without and with the flow-control queue, 
   assert(errors.includes("--pd-queue on is not modelled with --local-prefill"), errors);
 });
 
+Deno.test("runSimCli() --queue-* options reach the P/D runs' queue, and the settings say which", async () => {
+  const flags = ["--policies", "mooncake_ttft", "--early-rejection", "early", "--pd-queue", "on"];
+  const waitedWith = async (extra: string[]) => {
+    let waited = 0;
+    await withPdRun([...flags, ...extra], async (out) => {
+      const results = JSON.parse(await Deno.readTextFile(`${out}/results.json`));
+      waited = results.runs["2P+2D mooncake_ttft early queue"].queue.waited;
+      if (extra.length) {
+        assertEquals(
+          results.settings["flow-control queue (TTL s, max requests, admit when)"],
+          "30, 1, fits",
+        );
+      }
+    });
+    return waited;
+  };
+  const [defaults, oneAtATime] = [
+    await waitedWith([]),
+    await waitedWith(["--queue-max-requests", "1"]),
+  ];
+  assert(defaults > 0, "requests wait with the router's defaults");
+  assert(oneAtATime < defaults, `a queue of one holds fewer: ${oneAtATime} against ${defaults}`);
+});
+
 Deno.test("runSimCli() refuses an engine step cost in P/D mode, whose engines have none", async () => {
   const { value: code, errors } = await quietly(() =>
     runSimCli(["--trace", TRACE, "--prefill", "2", "--decode", "2", "--engine-step-ms", "30"])
