@@ -109,7 +109,11 @@ function observationOf(record: RequestRecord): ArmObservation {
   const plan = record.plan;
   if (plan && record.instanceId) {
     observation.promptTokens = plan.promptTokens;
-    observation.hitTokens = predictedReuseTokens(plan, record.instanceId);
+    // A disaggregated request's hits are its prefill instance's (as its engine reports them).
+    observation.hitTokens = predictedReuseTokens(
+      plan,
+      record.prefillInstanceId ?? record.instanceId,
+    );
   }
   const usage = record.usage;
   if (usage.cachedTokens !== undefined && usage.promptTokens !== undefined) {

@@ -1297,6 +1297,9 @@ class Engine implements FakeEngine {
         remote_num_tokens: reply.promptTokens,
         remote_blocks_expiry_time: null,
         transfer_mode: "pull",
+        // vLLM 0.32 adds the prefill's own prefix-cache hits (scheduler.py `_update_from_output`),
+        // which the decode reports as its `cached_tokens` instead of the transfer's ~100%.
+        remote_prefill_cached_tokens: record.cachedTokens ?? 0,
       };
       side.answered = answered;
       const key = nixlKey(engineId, remoteRequestId);
@@ -1426,9 +1429,13 @@ class Engine implements FakeEngine {
       requestId: prefill.requestId,
     };
     this.#pdOutcome(record, "ok");
-    // The KV transfer replaces the prefill: no prefix-cache lookup, no prefill time.
+    // The KV transfer replaces the prefill: no prefix-cache lookup, no prefill time. vLLM 0.32
+    // reports the prefill's hits when the params carry them (output_processor.py), else the
+    // transfer's whole prompt.
     record.pd!.transferredTokens = reply.promptTokens;
-    record.cachedTokens = reply.promptTokens;
+    const remoteHits = (record.pd!.kvTransferParams as { remote_prefill_cached_tokens?: unknown })
+      ?.remote_prefill_cached_tokens;
+    record.cachedTokens = Number.isInteger(remoteHits) ? remoteHits as number : reply.promptTokens;
     record.prefillStartedAtMs = this.#opts.now();
     const ms = reply.promptTokens * pd.transferSecondsPerToken * this.#opts.timeScale * 1000;
     this.#pdWaiting.set(record.seq, { rank: reply.rank });

@@ -11,16 +11,19 @@ export interface ReusePlan {
   poolPrefixTokens: number;
   /** How the chosen engine uses the store's pool (absent: `never`). */
   inputs: { poolUse?: PoolUse };
+  /** A disaggregated plan's decode side, with the prefix each decode instance holds. */
+  decode?: { candidates: readonly { id: string; prefixTokens?: number }[] };
 }
 
 /**
- * The instance's own prefix; where its engine loads the pool's part by itself (`kv.poolLoads`,
- * planned as `always`), the pool's longer prefix: an engine's `cached_tokens` counts both. 0 for
- * an instance the plan did not rank (a disaggregated plan's decode side).
+ * The instance's own prefix (a prefill-side candidate's, or a decode instance's that prefills a
+ * request itself); where its engine loads the pool's part by itself (`kv.poolLoads`, planned as
+ * `always`), the pool's longer prefix: an engine's `cached_tokens` counts both. 0 for an instance
+ * the plan does not know.
  */
 export function predictedReuseTokens(plan: ReusePlan, instanceId: string): number {
-  const candidate = plan.candidates.find((c) => c.id === instanceId);
-  if (!candidate) return 0;
-  const local = candidate.localPrefixTokens;
+  const local = plan.candidates.find((c) => c.id === instanceId)?.localPrefixTokens ??
+    plan.decode?.candidates.find((c) => c.id === instanceId)?.prefixTokens;
+  if (local === undefined) return 0;
   return plan.inputs.poolUse === "always" ? Math.max(local, plan.poolPrefixTokens) : local;
 }

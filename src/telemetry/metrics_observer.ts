@@ -122,6 +122,7 @@ function countTokens(
   metrics.engineCachedTokens.inc(labels, cached);
   metrics.engineReportedPromptTokens.inc(labels, plan.promptTokens);
   // What the engine is predicted to reuse: with kv.poolLoads also what it loads from the store.
-  const reused = predictedReuseTokens(plan, instanceId);
+  // A disaggregated request's decode engine reports its prefill's hits (vLLM 0.32).
+  const reused = predictedReuseTokens(plan, record.prefillInstanceId ?? instanceId);
   metrics.hitMismatchTokens.inc(labels, Math.abs(cached - reused));
 }

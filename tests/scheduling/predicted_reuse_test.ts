@@ -21,3 +21,13 @@ Deno.test("predictedReuseTokens: a longer own prefix stays, and an unranked inst
   assertEquals(predictedReuseTokens(longer, "b"), 256);
   assertEquals(predictedReuseTokens(plan("always"), "decode-0"), 0);
 });
+
+Deno.test("predictedReuseTokens: a decode instance that prefills a request itself reuses the prefix it holds", () => {
+  const local = {
+    ...plan(),
+    decode: { candidates: [{ id: "d0", prefixTokens: 384 }, { id: "d1" }] },
+  };
+  assertEquals(predictedReuseTokens(local, "d0"), 384);
+  assertEquals(predictedReuseTokens(local, "d1"), 0);
+  assertEquals(predictedReuseTokens({ ...local, inputs: { poolUse: "always" } }, "d0"), 1024);
+});
