@@ -129,10 +129,11 @@ export const DisaggregationSchema = z.strictObject({
   /**
    * How the decode side is judged before any prefill work starts: `early`, by its batch now
    * (Mooncake §7.2); `predicted`, as forecast for the end of the prefill (§7.4); `committed`, by
-   * every request bound for it, those still prefilling too (with the flow-control queue, the
-   * simulator's best: docs/sim/pd/README.md).
+   * every request bound for it, those still prefilling too (the default: in the simulator it
+   * served as many or more within both SLOs than the other two on every cluster, with the
+   * flow-control queue and without; docs/sim/pd/README.md).
    */
-  earlyRejection: z.enum(EARLY_REJECTION_MODES).default("predicted"),
+  earlyRejection: z.enum(EARLY_REJECTION_MODES).default("committed"),
   /**
    * Whose decode load that judges: the chosen instance's, or the decode pool's mean (the paper's
    * wording; how the two compare in the simulator: docs/sim/pd/README.md §2).

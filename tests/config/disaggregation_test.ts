@@ -18,7 +18,7 @@ Deno.test("a disaggregated model takes its protocol, roles and bootstrap ports, 
   const m = config.models[0];
   assertEquals(m.disaggregation, {
     protocol: "sglang",
-    earlyRejection: "predicted",
+    earlyRejection: "committed",
     decodeLoad: "instance",
     decodePolicy: "least_running",
     decodeModel: { baseS: 0.03, perRequestS: 0.0005 },
