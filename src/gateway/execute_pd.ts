@@ -136,10 +136,15 @@ class PdRun {
     };
   }
 
-  /** Gives back whatever reservation no attempt took. */
+  /**
+   * Gives back whatever reservation no attempt took, and ends the request's expected arrival on
+   * its decode instance (idempotent): a pair whose prefill failed never arrives, and a joiner left
+   * behind would count against that instance's batch for good.
+   */
   settle(): void {
     this.#options.reservation?.cancel();
     this.#options.decodeReservation?.cancel();
+    this.#options.decodeReservation?.arrived();
   }
 
   /** NIXL: the prefill's answer first, then the decode carrying its `kv_transfer_params`. */

@@ -356,6 +356,26 @@ Deno.test("vllm-nixl: the decode reports its prefill's hits (vLLM 0.32), and the
   }
 });
 
+Deno.test("a pair whose prefill fails leaves no request expected on its decode instance", async () => {
+  for (const protocol of ["sglang", "vllm-mooncake", "vllm-nixl"] as const) {
+    const t = await startPdCluster(protocol);
+    try {
+      await Promise.all(t.prefill.map((e) => e.close()));
+      for (let i = 0; i < 3; i++) {
+        const response = await send(t.url, { prompt: range(i * 100, 64) });
+        await response.body?.cancel();
+        assert(response.status >= 500, `${protocol}: ${response.status}`);
+      }
+      const runtime = t.router.registry.runtime(MODEL)!;
+      const joining = ["d0", "d1"].map((id) => runtime.decodeOutlook!.forecast(id, 0).joiningInS);
+      assertEquals(joining, [[], []], protocol);
+      await eventually(() => leasesOut(t) === 0, 5_000, "leases back to zero");
+    } finally {
+      await t.close();
+    }
+  }
+});
+
 Deno.test("early rejection answers 429 before any prefill request is sent", async () => {
   const t = await startPdCluster("vllm-nixl", {
     slo: { ttftS: 60, tbtS: 0.05, admission: true },
