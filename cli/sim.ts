@@ -27,7 +27,7 @@ import { DEFAULT_SIM_QUEUE } from "../src/sim/sim_queue.ts";
 import { QUEUE_ADMIT_WHEN, type QueueAdmitWhen } from "../src/scheduling/queue_rules.ts";
 import { queueReport } from "../src/sim/queue_report.ts";
 import { queueMarkdown } from "../src/sim/queue_markdown.ts";
-import { parseMooncakeTrace, type TraceRequest } from "../src/sim/trace.ts";
+import { parseMooncakeTrace, type TraceRequest, withoutFirst } from "../src/sim/trace.ts";
 import { generateWorkload, parseWorkloadSpec, type WorkloadSpec } from "../src/sim/workloads.ts";
 
 const USAGE = `Replays a Mooncake trace through the scheduling policies on a simulated cluster.
@@ -50,9 +50,11 @@ Usage: deno task sim --trace FILE [options]
                              (default off; queue: what ttft refuses waits, docs/sim/queue/)
   --instances N              prefill instances (default 16)
   --speed X                  arrival-rate multiplier (default 1)
-  --limit N                  replay only the first N requests
-  --drop I                   leave request I (0-based, after --limit) out: how much a result
-                             moves when the trace barely changes
+  --limit N                  replay only the first N requests (after --skip)
+  --skip N                   leave out the first N requests (by arrival), the rest shifted to
+                             start at 0: replay a part of a trace a tuning run did not see
+  --drop I                   leave request I (0-based, after --skip and --limit) out: how much
+                             a result moves when the trace barely changes
   --slo-ttft S               TTFT SLO in seconds (default 30)
   --slo-tbt S                TBT SLO in seconds, with decode instances (default 0.1)
   --seed N                   random seed (default 1)
@@ -96,6 +98,8 @@ interface CliOptions {
   admission: AdmissionMode;
   experiment?: string;
   limit?: number;
+  /** The first requests left out (the rest shifted to start at 0). */
+  skip?: number;
   /** A request left out of the trace (its index), to see how far results move. */
   drop?: number;
   config: Omit<SimConfig, "loadThresholdTokens"> & { loadThresholdTokens?: number };
@@ -185,10 +189,15 @@ async function readInputs(
       return error instanceof Deno.errors.NotFound ? 1 : 2;
     }
   }
-  const trace = options.workload
-    ? generateWorkload(options.workload, options.config.seed, options.config.blockTokens)
-      .slice(0, options.limit)
-    : parseMooncakeTrace(text, { limit: options.limit });
+  const skip = options.skip ?? 0;
+  const read = options.limit === undefined ? undefined : skip + options.limit;
+  const trace = withoutFirst(
+    options.workload
+      ? generateWorkload(options.workload, options.config.seed, options.config.blockTokens)
+        .slice(0, read)
+      : parseMooncakeTrace(text, { limit: read }),
+    skip,
+  );
   const { drop, config } = options;
   if (drop !== undefined && drop >= trace.length) {
     console.error(`--drop ${drop}: the trace has ${trace.length} requests`);
@@ -422,6 +431,10 @@ function parseArgs(args: string[]): CliOptions | "help" {
   const prefillModel = parsePrefillModel(values.get("prefill-model"), problems);
   const limitRaw = values.get("limit");
   const limit = limitRaw === undefined ? undefined : num("limit", 0, count, "a positive integer");
+  const skipRaw = values.get("skip");
+  const skip = skipRaw === undefined
+    ? undefined
+    : num("skip", 0, (v) => Number.isInteger(v) && v >= 0, "a non-negative integer");
   const dropRaw = values.get("drop");
   const drop = dropRaw === undefined
     ? undefined
@@ -455,6 +468,7 @@ function parseArgs(args: string[]): CliOptions | "help" {
     admission,
     experiment,
     limit,
+    skip,
     drop,
     config,
     pd,

@@ -45,3 +45,13 @@ export function parseMooncakeTrace(text: string, options: { limit?: number } = {
     .sort((a, b) => a.request.timestampMs - b.request.timestampMs || a.index - b.index)
     .map(({ request }) => request);
 }
+
+/**
+ * The trace without its first `n` requests, the rest shifted to arrive from 0 as the whole trace
+ * does: a part a tuning run on the first `n` did not see.
+ */
+export function withoutFirst(trace: readonly TraceRequest[], n: number): TraceRequest[] {
+  const rest = trace.slice(n);
+  const start = rest[0]?.timestampMs ?? 0;
+  return rest.map((request) => ({ ...request, timestampMs: request.timestampMs - start }));
+}
