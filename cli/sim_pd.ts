@@ -294,7 +294,7 @@ export function pdConfigOf(
 }
 
 /**
- * Every (topology, policy, mode) the options ask for, `early` and `predicted` once per decode
+ * Every (topology, policy, mode) the options ask for, the modes judged at arrival once per decode
  * load scope (named in the label when there are several); neutral clusters skip the P/D modes.
  */
 export function pdRuns(pd: PdCliOptions, queue: SimQueueConfig = DEFAULT_SIM_QUEUE): PdRun[] {

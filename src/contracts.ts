@@ -28,7 +28,8 @@ export interface DecodePlan {
   decision: DecodeDecision;
   /**
    * The decode batch the admission judged: the pool's mean or the chosen instance's
-   * (`decodeLoad`), now or forecast for the end of the prefill (`earlyRejection`).
+   * (`decodeLoad`), now, forecast for the end of the prefill, or every request bound for it
+   * (`earlyRejection`).
    */
   judgedBatch?: number;
   /** Whose batch that is (the model's `decodeLoad`). */

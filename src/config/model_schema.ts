@@ -153,7 +153,7 @@ export const DisaggregationSchema = z.strictObject({
    * With `decodeModel.perKvTokenS`, the KV per request of a decode batch: each engine's report
    * (`reported`) or the model's `kvTokensPerRequest` (`guess`); the request's own prompt counts
    * either way. In the simulator `guess` served more requests within both SLOs with
-   * `earlyRejection: early`, `reported` with `predicted` (docs/sim/pd/README.md).
+   * `earlyRejection: early`, `reported` with `predicted` and `committed` (docs/sim/pd/README.md).
    */
   decodeBatchKv: z.enum(["reported", "guess"]).default("reported"),
   /**
