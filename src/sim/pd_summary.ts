@@ -8,7 +8,7 @@ export interface PdSummary extends PolicySummary {
   policy: string;
   topology: string;
   admission: PdAdmission;
-  /** Whose decode load `early` and `predicted` judged (absent for the other modes). */
+  /** Whose decode load `early`, `predicted` and `committed` judged (absent for the others). */
   decodeLoad?: DecodeLoadScope;
   /** What the router's decode judgments knew of KV (runs with `--decode-kv` only). */
   decodeKv?: DecodeKvView;
