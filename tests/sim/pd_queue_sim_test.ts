@@ -94,3 +94,26 @@ Deno.test("P/D queue: not modelled with local prefill", () => {
   }
   assert(message.includes("does not model the queue with local prefill"), message);
 });
+
+Deno.test("P/D queue with committed admission: what it releases no longer lands on one batch, so more keep their TBT", () => {
+  const config = pdTestConfig(SLICE, { speed: 3.2 });
+  const summaryOf = (admission: "early" | "committed") => {
+    const result = simulatePd(SLICE, config, {
+      label: admission,
+      policy: "mooncake_ttft",
+      topology: { kind: "pd", prefill: 8, decode: 8 },
+      admission,
+      queue: DEFAULT_SIM_QUEUE,
+    });
+    return summarizePd(result, config.sloTtftS, config.sloTbtS);
+  };
+  const [early, committed] = [summaryOf("early"), summaryOf("committed")];
+  assert(
+    committed.tbtSloRequestShare > early.tbtSloRequestShare + 0.02,
+    `TPOT within the SLO: ${committed.tbtSloRequestShare} committed, ${early.tbtSloRequestShare} early`,
+  );
+  assert(
+    committed.withinBothSlos > early.withinBothSlos,
+    `${committed.withinBothSlos} within both SLOs committed, ${early.withinBothSlos} early`,
+  );
+});
