@@ -16,7 +16,7 @@ import type { NamedPolicy } from "./scheduling/named_policy.ts";
 import type { Candidate, Decision } from "./scheduling/types.ts";
 import type { DecisionInputs } from "./scheduling/decision_replay.ts";
 import type { DecodeCandidate, DecodeDecision } from "./scheduling/decode_policy.ts";
-import type { DecodeLoadScope } from "./scheduling/pd_admission.ts";
+import type { DecodeLoadScope, EarlyRejection } from "./scheduling/pd_admission.ts";
 import type { LocalPrefillVerdict } from "./scheduling/local_prefill.ts";
 
 export type { PdProtocol };
@@ -34,6 +34,8 @@ export interface DecodePlan {
   judgedBatch?: number;
   /** Whose batch that is (the model's `decodeLoad`). */
   judgedLoad?: DecodeLoadScope;
+  /** How it was counted (the model's `earlyRejection`). */
+  judgedMode?: EarlyRejection;
   /** Predicted TBT with that batch and this request. */
   predictedTbtS?: number;
   /**

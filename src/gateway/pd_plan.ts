@@ -149,6 +149,7 @@ export function planDecode(
       decision,
       judgedBatch: decodeBatch,
       judgedLoad: decodeBatch === undefined ? undefined : pd.decodeLoad,
+      judgedMode: decodeBatch === undefined ? undefined : pd.earlyRejection,
       predictedTbtS,
     },
     admission: verdict,

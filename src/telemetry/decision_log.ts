@@ -38,6 +38,8 @@ export interface DecisionEntry {
     judgedBatch: number | null;
     /** "instance" or "pool": whose batch the admission judged. */
     judgedLoad: string | null;
+    /** "early", "predicted" or "committed": how it counted that batch. */
+    judgedMode: string | null;
     predictedTbtS: number | null;
     /** Conditional disaggregation's verdict (null: off): a local one prefilled on `decode`. */
     localPrefill: LocalPrefillVerdict | null;
@@ -145,6 +147,7 @@ function pdEntry(record: RequestRecord): DecisionEntry["pd"] {
       : null,
     judgedBatch: decode.judgedBatch ?? null,
     judgedLoad: decode.judgedLoad ?? null,
+    judgedMode: decode.judgedMode ?? null,
     predictedTbtS: decode.predictedTbtS ?? null,
     localPrefill: decode.localPrefill ? { ...decode.localPrefill } : null,
     decodeCandidates: [...decode.decision.scores]

@@ -253,6 +253,7 @@ class RequestSpans implements RequestTrace {
       span.setAttribute("tidegate.pd.judged_batch", decode.judgedBatch);
     }
     if (decode.judgedLoad) span.setAttribute("tidegate.pd.judged_load", decode.judgedLoad);
+    if (decode.judgedMode) span.setAttribute("tidegate.pd.judged_mode", decode.judgedMode);
     for (const score of decode.decision.scores) {
       const attributes: Attributes = {
         "tidegate.instance": score.id,

@@ -424,6 +424,7 @@ Deno.test("earlyRejection committed: requests still prefilling for the decode in
       }
       const [decision] = t.router.decisions.recent(1);
       assertEquals(decision.pd?.judgedBatch, earlyRejection === "committed" ? 60 : 0);
+      assertEquals(decision.pd?.judgedMode, earlyRejection);
       for (const { lease, arrived } of bound) {
         arrived();
         lease.release();
