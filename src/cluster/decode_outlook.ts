@@ -6,7 +6,7 @@ import type { DecodeLoadForecast } from "../scheduling/pd_admission.ts";
  * requests, starting from a configured guess). The inputs of prediction-based early rejection.
  */
 export class DecodeOutlook {
-  readonly #joining = new Map<string, Set<{ endsAt: number }>>();
+  readonly #joining = new Map<string, Set<{ endsAt: number; leasedAsDecode: boolean }>>();
   readonly #now: () => number;
   #meanDecodeS: number;
 
@@ -19,9 +19,17 @@ export class DecodeOutlook {
     return this.#meanDecodeS;
   }
 
-  /** A request will join `decodeId` when its prefill ends; the returned call withdraws it. */
-  expect(decodeId: string, prefillEndsAt: number): () => void {
-    const entry = { endsAt: prefillEndsAt };
+  /**
+   * A request will join `decodeId` when its prefill ends; the returned call withdraws it.
+   * `leasedAsDecode`: its lease already counts it as decoding there (a remote prefill's decode
+   * slot, the default); a local prefill's lease counts it as prefilling until its first token.
+   */
+  expect(
+    decodeId: string,
+    prefillEndsAt: number,
+    options: { leasedAsDecode?: boolean } = {},
+  ): () => void {
+    const entry = { endsAt: prefillEndsAt, leasedAsDecode: options.leasedAsDecode ?? true };
     let joining = this.#joining.get(decodeId);
     if (!joining) this.#joining.set(decodeId, joining = new Set());
     joining.add(entry);
@@ -35,16 +43,17 @@ export class DecodeOutlook {
 
   /**
    * The forecast of `decodeId`, whose reconciled load counts `runningRequests`. The router's own
-   * decode leases are taken at decision time, so the requests still prefilling for it are in that
-   * count already: they are moved from "running now" to "joining".
+   * decode leases are taken at decision time, so the requests still prefilling for it elsewhere
+   * are in that count already: they are moved from "running now" to "joining". Its own local
+   * prefills are not in it: they only join.
    */
   forecast(decodeId: string, runningRequests: number): DecodeLoadForecast {
     const now = this.#now();
-    const joiningInS = [...this.#joining.get(decodeId) ?? []].map((e) =>
-      Math.max(0, (e.endsAt - now) / 1000)
-    );
+    const entries = [...this.#joining.get(decodeId) ?? []];
+    const joiningInS = entries.map((e) => Math.max(0, (e.endsAt - now) / 1000));
+    const counted = entries.filter((e) => e.leasedAsDecode).length;
     return {
-      runningNow: Math.max(0, runningRequests - joiningInS.length),
+      runningNow: Math.max(0, runningRequests - counted),
       joiningInS,
       meanDecodeS: this.#meanDecodeS,
     };

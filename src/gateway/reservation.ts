@@ -67,7 +67,12 @@ export function reserveLocalPrefill(
   const lease = runtime.cluster.account.lease(id, verdict.uncachedTokens, {
     sequences: plan.sequences,
   });
-  return new Reservation(id, lease, forget);
+  // Bound for the decode instance's batch from now on (committed and predicted judge it), until
+  // its first token makes its lease a decoding one.
+  const arrives = runtime.decodeOutlook?.expect(id, at + (verdict.localTtftS ?? 0) * 1000, {
+    leasedAsDecode: false,
+  });
+  return new Reservation(id, arrives ? arrivingWith(lease, arrives) : lease, forget);
 }
 
 /**
@@ -154,4 +159,24 @@ export function reusedTokens(plan: DispatchPlan, instanceId: string): number {
 
 export function scoreOf(plan: DispatchPlan, instanceId: string): CandidateScore | undefined {
   return plan.decision.scores.find((s) => s.id === instanceId);
+}
+
+/** `lease`, whose first token or end also ends the request's expected arrival (`arrives`). */
+function arrivingWith(lease: LoadLease, arrives: () => void): LoadLease {
+  return {
+    instanceId: lease.instanceId,
+    prefillTokens: lease.prefillTokens,
+    sequences: lease.sequences,
+    firstToken() {
+      lease.firstToken();
+      arrives();
+    },
+    release() {
+      lease.release();
+      arrives();
+    },
+    get released() {
+      return lease.released;
+    },
+  };
 }

@@ -719,7 +719,9 @@ class PdReplay {
     // The router's own prediction of the local prefill (what admission judged).
     const predictedS = verdict.localTtftS!;
     const lease = this.#account.lease(decodeId, verdict.uncachedTokens);
-    const arrived = this.#outlook.expect(decodeId, (this.#nowS + predictedS) * 1000);
+    const arrived = this.#outlook.expect(decodeId, (this.#nowS + predictedS) * 1000, {
+      leasedAsDecode: false, // its lease counts it as prefilling until its first token
+    });
     this.#decodeSlots[i] = { engine: d, lease, arrived };
     this.#result.predictedTtftS[i] = predictedS;
     this.#result.localPrefills++;

@@ -76,6 +76,25 @@ Deno.test("threshold: a short uncached part is prefilled on the decode instance 
   }
 });
 
+Deno.test("a local prefill is expected on its decode instance until its first token, and leaves no expectation behind", async () => {
+  const t = await startPdCluster("vllm-mooncake", local("threshold"));
+  try {
+    const outlook = t.router.registry.runtime(MODEL)!.decodeOutlook!;
+    const expected: { decodeId: string; leasedAsDecode?: boolean }[] = [];
+    const expect = outlook.expect.bind(outlook);
+    outlook.expect = (decodeId, endsAt, options) => {
+      expected.push({ decodeId, leasedAsDecode: options?.leasedAsDecode });
+      return expect(decodeId, endsAt, options);
+    };
+    const response = await send(t, range(1, 40));
+    const decodeId = response.headers.get("x-tidegate-instance")!;
+    assertEquals(expected, [{ decodeId, leasedAsDecode: false }]);
+    assertEquals(outlook.forecast(decodeId, 0).joiningInS, []);
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test("predicted: a busy prefill side sends a long prompt to prefill on its decode instance", async () => {
   const t = await startPdCluster("vllm-mooncake", local("predicted", 0));
   try {
