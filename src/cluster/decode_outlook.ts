@@ -59,6 +59,13 @@ export class DecodeOutlook {
     };
   }
 
+  /** Decode leases on `decodeId` whose request has not arrived there yet (prefilling elsewhere). */
+  leasedJoiners(decodeId: string): number {
+    let n = 0;
+    for (const entry of this.#joining.get(decodeId) ?? []) if (entry.leasedAsDecode) n++;
+    return n;
+  }
+
   /** A measured decode duration (first token to last), folded in with a slow moving average. */
   observeDecode(seconds: number): void {
     if (!(seconds >= 0) || !Number.isFinite(seconds)) return;

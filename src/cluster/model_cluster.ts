@@ -69,6 +69,12 @@ export interface ModelClusterOptions {
   log?: (message: string, fields?: Record<string, unknown>) => void;
   /** Called once an instance is gone for good, so per-instance state elsewhere can go too. */
   onRemoved?: (instanceId: string) => void;
+  /**
+   * Our decode leases on the instance whose requests the engine does not serve yet (their prefill
+   * runs elsewhere: DecodeOutlook.leasedJoiners): its report cannot count them, so they are not
+   * taken off everyone else's share.
+   */
+  notOnEngine?: (instanceId: string) => number;
 }
 
 const TTFT_WINDOW = 256;
@@ -128,8 +134,15 @@ export class ModelCluster {
       timeoutMs: Math.max(50, options.health.timeoutMs),
       intervalMs: options.loadPollIntervalMs ?? 1_000,
       staleAfterMs: options.loadStaleAfterMs ?? 5_000,
-      localLoad: (id) => this.account.load(id),
+      localLoad: (id) => this.#onEngine(id),
     });
+  }
+
+  /** Our load on the instance as its engine can see it (snapshotted with each report). */
+  #onEngine(id: string): InstanceLoad {
+    const load = this.account.load(id);
+    const away = this.#options.notOnEngine?.(id) ?? 0;
+    return away > 0 ? { ...load, decodeRequests: Math.max(0, load.decodeRequests - away) } : load;
   }
 
   /** Starts health probes and load polling; the first round runs at once. */

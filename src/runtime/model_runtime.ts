@@ -133,7 +133,10 @@ export class ModelRuntime {
       log: deps.log,
       configPath: deps.configPath,
     });
-    const cluster = createCluster(config, deps, (id) => {
+    const decodeOutlook = config.disaggregation
+      ? new DecodeOutlook({ meanDecodeS: config.disaggregation.meanDecodeS, now: deps.now })
+      : undefined;
+    const cluster = createCluster(config, deps, decodeOutlook, (id) => {
       prefillEstimators.delete(id);
       agreement.forget(id);
     });
@@ -170,9 +173,7 @@ export class ModelRuntime {
       poolMirror: config.kv.masterEvents && config.kv.store === "mooncake"
         ? new PoolMirror()
         : undefined,
-      decodeOutlook: config.disaggregation
-        ? new DecodeOutlook({ meanDecodeS: config.disaggregation.meanDecodeS, now: deps.now })
-        : undefined,
+      decodeOutlook,
       bootstrapIds: config.disaggregation?.protocol === "vllm-mooncake"
         ? new BootstrapEngineIds({
           fetch: deps.fetch,
@@ -197,6 +198,7 @@ export class ModelRuntime {
 function createCluster(
   config: ModelConfig,
   deps: RuntimeDeps,
+  decodeOutlook: DecodeOutlook | undefined,
   onRemoved: (id: string) => void,
 ): ModelCluster {
   const cluster = new ModelCluster({
@@ -211,6 +213,7 @@ function createCluster(
     now: deps.now,
     timers: deps.timers,
     log: deps.log,
+    ...(decodeOutlook ? { notOnEngine: (id: string) => decodeOutlook.leasedJoiners(id) } : {}),
   });
   for (const instance of config.instances) cluster.upsert(instance, "config");
   return cluster;

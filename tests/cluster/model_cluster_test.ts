@@ -83,3 +83,29 @@ Deno.test("kvTokensPerRequest() is the engine's KV in use over its running reque
   assertEquals(c.kvTokensPerRequest("busy"), undefined, "a stale report is not used");
   await c.stop();
 });
+
+Deno.test("a decode lease whose request prefills elsewhere is not taken off the others' share the engine reports", async () => {
+  const runningFor = async (notOnEngine?: (id: string) => number) => {
+    const c = testCluster({
+      ...(notOnEngine ? { notOnEngine } : {}),
+      fetch: () =>
+        Promise.resolve(
+          new Response(
+            // 3 running: 2 of other routers' requests and the one of ours that arrived.
+            'vllm:num_requests_running{engine="0"} 3\nvllm:num_requests_waiting{engine="0"} 0\n',
+          ),
+        ),
+    });
+    c.upsert(instance("d"), "config");
+    // Our two decode leases: one decoding there, one whose prefill runs elsewhere.
+    const leases = [c.account.lease("d", 0), c.account.lease("d", 0)];
+    for (const lease of leases) lease.firstToken();
+    await c.refresh();
+    const running = c.candidates(() => 0).candidates[0].runningRequests;
+    for (const lease of leases) lease.release();
+    await c.stop();
+    return running;
+  };
+  assertEquals(await runningFor((id) => (id === "d" ? 1 : 0)), 2 + 2, "others' 2 and our 2");
+  assertEquals(await runningFor(), 1 + 2, "without it the joiner hides one of the others'");
+});
