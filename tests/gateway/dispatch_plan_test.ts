@@ -10,7 +10,11 @@ import type { ParsedRequest } from "../../src/openai/request.ts";
 import type { NamedPolicy } from "../../src/scheduling/named_policy.ts";
 import { resolveTtftParams } from "../../src/scheduling/registry.ts";
 import type { Candidate, ScheduleRequest } from "../../src/scheduling/types.ts";
-import { startFakeMooncakeMaster } from "../../src/fakes/fake_mooncake_master.ts";
+import {
+  type FakeMooncakeMaster,
+  startFakeMooncakeMaster,
+} from "../../src/fakes/fake_mooncake_master.ts";
+import type { Reservation } from "../../src/gateway/reservation.ts";
 import { range } from "../support/harness.ts";
 
 const CHUNK = 16;
@@ -173,38 +177,50 @@ Deno.test("planDispatch: the store's hits become the holders' localPrefixTokens 
   }
 });
 
+/**
+ * Plans a 64-token prompt whose first three chunks (48 tokens) e1's segment holds in the store, on
+ * an idle cluster with `policy`, kv.poolLoads as given and `keys` in the kv config; the
+ * reservation goes to `take` (cancelled when absent).
+ */
+async function planStored(
+  master: FakeMooncakeMaster,
+  poolLoads: boolean | undefined,
+  policy: string,
+  keys: Record<string, unknown> = {},
+  take = (reservation: Reservation | undefined) => reservation?.cancel(),
+) {
+  const runtime = await runtimeOf(
+    model({ policy }, {
+      store: "mooncake",
+      url: master.url,
+      timeoutMs: 10_000,
+      predictedIndex: { enabled: false },
+      poolLoads,
+      ...keys,
+    }),
+    { fetch: globalThis.fetch.bind(globalThis) },
+  );
+  const prompt = range(900, 64);
+  for (const key of runtime.keyScheme.keys(prompt).slice(0, 3)) {
+    master.put(key, `${KV_HOSTS[1]}:17000`);
+  }
+  const { plan, reservation } = await planDispatch(
+    runtime,
+    tokensRequest(prompt),
+    context(runtime),
+  );
+  take(reservation);
+  return plan;
+}
+
 Deno.test("planDispatch: with kv.poolLoads a copy from the store takes the pool weight and predictions count loading it", async () => {
   const master = await startFakeMooncakeMaster();
   try {
-    const planFor = async (
+    const planFor = (
       poolLoads: boolean | undefined,
       policy = "affinity_ttft",
       keys: Record<string, unknown> = {},
-    ) => {
-      const runtime = await runtimeOf(
-        model({ policy }, {
-          store: "mooncake",
-          url: master.url,
-          timeoutMs: 10_000,
-          predictedIndex: { enabled: false },
-          poolLoads,
-          ...keys,
-        }),
-        { fetch: globalThis.fetch.bind(globalThis) },
-      );
-      const prompt = range(900, 64);
-      // e1's segment holds the first three chunks; no engine is busy.
-      for (const key of runtime.keyScheme.keys(prompt).slice(0, 3)) {
-        master.put(key, `${KV_HOSTS[1]}:17000`);
-      }
-      const { plan, reservation } = await planDispatch(
-        runtime,
-        tokensRequest(prompt),
-        context(runtime),
-      );
-      reservation?.cancel();
-      return plan;
-    };
+    ) => planStored(master, poolLoads, policy, keys);
     const duplication = (plan: Awaited<ReturnType<typeof planFor>>, id: string) =>
       plan.decision.scores.find((s) => s.id === id)?.terms.duplicationS ?? NaN;
     const own = await planFor(undefined);
@@ -239,30 +255,14 @@ Deno.test("planDispatch: with kv.poolLoads the lease counts only what the engine
   const master = await startFakeMooncakeMaster();
   try {
     const leasedFor = async (poolLoads: boolean) => {
-      const runtime = await runtimeOf(
-        model({ policy: "least_load" }, {
-          store: "mooncake",
-          url: master.url,
-          timeoutMs: 10_000,
-          predictedIndex: { enabled: false },
-          poolLoads,
-        }),
-        { fetch: globalThis.fetch.bind(globalThis) },
-      );
-      const prompt = range(900, 64);
-      // e1's segment holds the first three chunks (48 tokens); least_load picks e0.
-      for (const key of runtime.keyScheme.keys(prompt).slice(0, 3)) {
-        master.put(key, `${KV_HOSTS[1]}:17000`);
-      }
-      const { plan, reservation } = await planDispatch(
-        runtime,
-        tokensRequest(prompt),
-        context(runtime),
-      );
+      let prefillTokens = NaN;
+      const plan = await planStored(master, poolLoads, "least_load", {}, (reservation) => {
+        const taken = reservation!.take()!;
+        taken.lease.release();
+        prefillTokens = taken.lease.prefillTokens;
+      });
       assertEquals(plan.decision.ranking[0], "e0");
-      const taken = reservation!.take()!;
-      taken.lease.release();
-      return taken.lease.prefillTokens;
+      return prefillTokens;
     };
     assertEquals(await leasedFor(false), 64);
     assertEquals(await leasedFor(true), 64 - 48);
