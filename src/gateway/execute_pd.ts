@@ -137,15 +137,19 @@ class PdRun {
   }
 
   /**
-   * Gives back whatever reservation no attempt took, and ends the request's expected arrival on
-   * its decode instance (idempotent): a pair whose prefill failed never arrives, and a joiner left
-   * behind would count against that instance's batch for good.
+   * Gives back whatever reservation no attempt took. Without a concurrent pair still streaming
+   * (whose drained prefill ends it), it also ends the request's expected arrival on its decode
+   * instance: a pair whose prefill failed never arrives, and a joiner left behind would count
+   * against that instance's batch for good.
    */
   settle(): void {
     this.#options.reservation?.cancel();
     this.#options.decodeReservation?.cancel();
-    this.#options.decodeReservation?.arrived();
+    if (!this.#prefillDraining) this.#options.decodeReservation?.arrived();
   }
+
+  /** A concurrent pair's decode answer is relayed while its prefill is still read. */
+  #prefillDraining = false;
 
   /** NIXL: the prefill's answer first, then the decode carrying its `kv_transfer_params`. */
   async #serial(decode: ForwardTarget): Promise<PairResult> {
@@ -275,6 +279,7 @@ class PdRun {
       return { kind: "next", error: `prefill ${prefill.id}: ${last?.error ?? last?.failure}` };
     }
     if (first.kind !== "response") pairAbort.abort(); // no decode to feed: the prefill stops too
+    else this.#prefillDraining = true;
     this.#drainPrefill(prefillRun, prefill, started, signal, legs);
     if (first.kind === "response") this.#pairAborts.set(first.response, pairAbort);
     return first;
@@ -293,15 +298,20 @@ class PdRun {
     signal: AbortSignal,
     legs: Legs,
   ): void {
+    // However the prefill ends, the request is no longer expected on its decode instance.
+    const arrived = () => this.#options.decodeReservation?.arrived();
     run.then(async (outcome) => {
-      if (outcome.kind !== "response") return;
+      if (outcome.kind !== "response") return arrived();
       const read = await readBodyText(outcome.response, {
         maxBytes: PREFILL_ANSWER_MAX_BYTES,
         timeoutMs: this.#options.headersTimeoutMs,
         signal,
       });
       this.#prefillDone(legs, prefill.id, started, read.complete);
-    }).catch(() => legs.prefill.release(prefill.id));
+    }).catch(() => {
+      legs.prefill.release(prefill.id);
+      arrived();
+    });
   }
 
   /** The pairing of a concurrent protocol with this prefill instance (undefined: cannot pair). */

@@ -356,6 +356,30 @@ Deno.test("vllm-nixl: the decode reports its prefill's hits (vLLM 0.32), and the
   }
 });
 
+Deno.test("a streamed concurrent pair stays expected on its decode instance past the decode's headers, until its prefill ends", async () => {
+  for (const protocol of ["sglang", "vllm-mooncake"] as const) {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    // The prefill engines hold every prefill until the gate opens.
+    const t = await startPdCluster(protocol, {}, {}, {
+      prefill: { cachedTokens: () => gate.then(() => 0) },
+    });
+    try {
+      const outlook = t.router.registry.runtime(MODEL)!.decodeOutlook!;
+      const response = await send(t.url, { prompt: range(1, 64), stream: true });
+      assertEquals(response.status, 200, protocol);
+      const decodeId = response.headers.get("x-tidegate-decode-instance")!;
+      assertEquals(outlook.leasedJoiners(decodeId), 1, `${protocol}: headers came, prefill runs`);
+      open();
+      await response.text();
+      await eventually(() => outlook.leasedJoiners(decodeId) === 0, 5_000, "its arrival");
+    } finally {
+      open();
+      await t.close();
+    }
+  }
+});
+
 Deno.test("a pair whose prefill fails leaves no request expected on its decode instance", async () => {
   for (const protocol of ["sglang", "vllm-mooncake", "vllm-nixl"] as const) {
     const t = await startPdCluster(protocol);
