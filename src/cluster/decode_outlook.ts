@@ -5,8 +5,14 @@ import type { DecodeLoadForecast } from "../scheduling/pd_admission.ts";
  * prefilling now that will join each one, and how long a decode lasts (learned from streamed
  * requests, starting from a configured guess). The inputs of prediction-based early rejection.
  */
+interface Joiner {
+  endsAt: number;
+  leasedAsDecode: boolean;
+  sequences: number;
+}
+
 export class DecodeOutlook {
-  readonly #joining = new Map<string, Set<{ endsAt: number; leasedAsDecode: boolean }>>();
+  readonly #joining = new Map<string, Set<Joiner>>();
   readonly #now: () => number;
   #meanDecodeS: number;
 
@@ -23,13 +29,18 @@ export class DecodeOutlook {
    * A request will join `decodeId` when its prefill ends; the returned call withdraws it.
    * `leasedAsDecode`: its lease already counts it as decoding there (a remote prefill's decode
    * slot, the default); a local prefill's lease counts it as prefilling until its first token.
+   * `sequences`: what it decodes (a batch's prompts × `n`; default 1), as its lease counts it.
    */
   expect(
     decodeId: string,
     prefillEndsAt: number,
-    options: { leasedAsDecode?: boolean } = {},
+    options: { leasedAsDecode?: boolean; sequences?: number } = {},
   ): () => void {
-    const entry = { endsAt: prefillEndsAt, leasedAsDecode: options.leasedAsDecode ?? true };
+    const entry: Joiner = {
+      endsAt: prefillEndsAt,
+      leasedAsDecode: options.leasedAsDecode ?? true,
+      sequences: Math.max(1, options.sequences ?? 1),
+    };
     let joining = this.#joining.get(decodeId);
     if (!joining) this.#joining.set(decodeId, joining = new Set());
     joining.add(entry);
@@ -50,19 +61,26 @@ export class DecodeOutlook {
   forecast(decodeId: string, runningRequests: number): DecodeLoadForecast {
     const now = this.#now();
     const entries = [...this.#joining.get(decodeId) ?? []];
-    const joiningInS = entries.map((e) => Math.max(0, (e.endsAt - now) / 1000));
-    const counted = entries.filter((e) => e.leasedAsDecode).length;
+    // Per sequence, as the running count is.
+    const joiningInS = entries.flatMap((e) =>
+      Array<number>(e.sequences).fill(Math.max(0, (e.endsAt - now) / 1000))
+    );
     return {
-      runningNow: Math.max(0, runningRequests - counted),
+      runningNow: Math.max(0, runningRequests - this.leasedJoiners(decodeId)),
       joiningInS,
       meanDecodeS: this.#meanDecodeS,
     };
   }
 
-  /** Decode leases on `decodeId` whose request has not arrived there yet (prefilling elsewhere). */
+  /**
+   * Sequences of decode leases on `decodeId` whose request has not arrived there yet (prefilling
+   * elsewhere).
+   */
   leasedJoiners(decodeId: string): number {
     let n = 0;
-    for (const entry of this.#joining.get(decodeId) ?? []) if (entry.leasedAsDecode) n++;
+    for (const entry of this.#joining.get(decodeId) ?? []) {
+      if (entry.leasedAsDecode) n += entry.sequences;
+    }
     return n;
   }
 

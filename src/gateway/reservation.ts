@@ -71,6 +71,7 @@ export function reserveLocalPrefill(
   // its first token makes its lease a decoding one.
   const arrives = runtime.decodeOutlook?.expect(id, at + (verdict.localTtftS ?? 0) * 1000, {
     leasedAsDecode: false,
+    sequences: plan.sequences,
   });
   return new Reservation(id, arrives ? arrivingWith(lease, arrives) : lease, forget);
 }
@@ -88,7 +89,9 @@ export function reserveDecode(
   const id = plan.decode?.decision.ranking[0];
   if (!plan.admission.admit || id === undefined) return undefined;
   const lease = decodeLease(runtime, id, plan.sequences);
-  const arrives = runtime.decodeOutlook?.expect(id, at + (plan.predictedTtftS ?? 0) * 1000);
+  const arrives = runtime.decodeOutlook?.expect(id, at + (plan.predictedTtftS ?? 0) * 1000, {
+    sequences: plan.sequences,
+  });
   const reservation = new Reservation(id, lease, () => arrives?.());
   if (arrives) reservation.arrived = arrives;
   return reservation;

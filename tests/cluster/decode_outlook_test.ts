@@ -17,3 +17,12 @@ Deno.test("DecodeOutlook: a remote prefill's slot moves from running to joining,
   assertEquals(outlook.forecast("d0", 5).runningNow, 5, "both arrived: all decode now");
   assertEquals(outlook.forecast("d0", 5).joiningInS, []);
 });
+
+Deno.test("DecodeOutlook counts a joiner's sequences, as its lease counts them", () => {
+  const outlook = new DecodeOutlook({ meanDecodeS: 10, now: () => 0 });
+  outlook.expect("d0", 1_000, { sequences: 3 }); // a prompt with n = 3
+  assertEquals(outlook.leasedJoiners("d0"), 3);
+  const forecast = outlook.forecast("d0", 4);
+  assertEquals(forecast.runningNow, 1);
+  assertEquals(forecast.joiningInS, [1, 1, 1]);
+});
