@@ -2,7 +2,7 @@ import type { RequestObserver, RequestRecord } from "../contracts.ts";
 import type { ExperimentArms, LiveExperiment } from "./experiment_arms.ts";
 import { type ExperimentReport, ExperimentTally } from "./experiment_report.ts";
 import type { ArmObservation } from "./arm_stats.ts";
-import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
+import { predictedReuseTokens, reportsReuse } from "../scheduling/predicted_reuse.ts";
 
 /** `GET /admin/experiments`: one entry per model with a running experiment. */
 export interface ModelExperimentReport extends ExperimentReport {
@@ -116,7 +116,8 @@ function observationOf(record: RequestRecord): ArmObservation {
     );
   }
   const usage = record.usage;
-  if (usage.cachedTokens !== undefined && usage.promptTokens !== undefined) {
+  const comparable = !plan || reportsReuse(plan, record);
+  if (comparable && usage.cachedTokens !== undefined && usage.promptTokens !== undefined) {
     observation.engineCachedTokens = usage.cachedTokens;
     observation.enginePromptTokens = usage.promptTokens;
   }

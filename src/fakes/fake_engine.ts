@@ -1264,6 +1264,7 @@ class Engine implements FakeEngine {
       seq: record.seq,
       requestId: record.requestId,
       promptTokens: reply.promptTokens,
+      cachedTokens: record.cachedTokens ?? 0,
       alive: () => this.#pdAlive(),
     };
     if (plan.protocol === "vllm-nixl" && reply.finishReason === "stop") {
@@ -1429,13 +1430,9 @@ class Engine implements FakeEngine {
       requestId: prefill.requestId,
     };
     this.#pdOutcome(record, "ok");
-    // The KV transfer replaces the prefill: no prefix-cache lookup, no prefill time. vLLM 0.32
-    // reports the prefill's hits when the params carry them (output_processor.py), else the
-    // transfer's whole prompt.
+    // The KV transfer replaces the prefill: no prefix-cache lookup, no prefill time.
     record.pd!.transferredTokens = reply.promptTokens;
-    const remoteHits = (record.pd!.kvTransferParams as { remote_prefill_cached_tokens?: unknown })
-      ?.remote_prefill_cached_tokens;
-    record.cachedTokens = Number.isInteger(remoteHits) ? remoteHits as number : reply.promptTokens;
+    record.cachedTokens = decodeCachedTokens(plan.protocol, record, prefill, reply.promptTokens);
     record.prefillStartedAtMs = this.#opts.now();
     const ms = reply.promptTokens * pd.transferSecondsPerToken * this.#opts.timeScale * 1000;
     this.#pdWaiting.set(record.seq, { rank: reply.rank });
@@ -2113,4 +2110,21 @@ function stalledUntil(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) =>
     signal.addEventListener("abort", () => resolve(), { once: true })
   );
+}
+
+/**
+ * What a decode reports as `cached_tokens`: SGLang copies its prefill's hits; vLLM 0.32 reports
+ * the prefill's hits when the params carry them (NIXL, output_processor.py), else everything it
+ * did not compute, the transferred prompt (Mooncake).
+ */
+function decodeCachedTokens(
+  protocol: PdProtocol,
+  record: RequestRecord,
+  prefill: PdPrefillSide,
+  promptTokens: number,
+): number {
+  if (protocol === "sglang") return prefill.cachedTokens ?? 0;
+  const remoteHits = (record.pd?.kvTransferParams as { remote_prefill_cached_tokens?: unknown })
+    ?.remote_prefill_cached_tokens;
+  return Number.isInteger(remoteHits) ? remoteHits as number : promptTokens;
 }

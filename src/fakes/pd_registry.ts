@@ -40,6 +40,8 @@ export interface PdPrefillSide {
   seq: number;
   requestId?: string;
   promptTokens: number;
+  /** The prefill's own prefix-cache hits (an SGLang decode reports them as its own). */
+  cachedTokens?: number;
   /** vLLM NIXL: the `kv_transfer_params` the prefill answered. */
   answered?: Record<string, unknown>;
   /** vLLM Mooncake: the engine id and data-parallel rank the prefill ran on. */

@@ -27,3 +27,16 @@ export function predictedReuseTokens(plan: ReusePlan, instanceId: string): numbe
   if (local === undefined) return 0;
   return plan.inputs.poolUse === "always" ? Math.max(local, plan.poolPrefixTokens) : local;
 }
+
+/**
+ * Whether the engine's `cached_tokens` are the reuse predicted above: for a split pair the decode
+ * answers, and an SGLang decode copies its prefill's hits, a vLLM 0.32 NIXL one reports them from
+ * `remote_prefill_cached_tokens`, but a vLLM Mooncake one reports the KV it received (nearly the
+ * whole prompt), which says nothing of hits.
+ */
+export function reportsReuse(
+  plan: { decode?: { protocol: string } },
+  record: { prefillInstanceId?: string },
+): boolean {
+  return !(record.prefillInstanceId && plan.decode?.protocol === "vllm-mooncake");
+}

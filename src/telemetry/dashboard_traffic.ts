@@ -7,6 +7,7 @@
  * Pure.
  */
 import type { RequestObserver, RequestRecord } from "../contracts.ts";
+import { reportsReuse } from "../scheduling/predicted_reuse.ts";
 
 export interface InstanceTrafficTotals {
   model: string;
@@ -42,7 +43,7 @@ export class DashboardTraffic implements RequestObserver {
     totals.predictedLocalHitTokens +=
       plan.candidates.find((c) => c.id === record.instanceId)?.localPrefixTokens ?? 0;
     const cached = record.usage.cachedTokens;
-    if (cached !== undefined) {
+    if (cached !== undefined && reportsReuse(plan, record)) {
       totals.engineCachedTokens += cached;
       totals.engineReports++;
       totals.engineReportedPromptTokens += plan.promptTokens;

@@ -1,6 +1,6 @@
 import type { DispatchPlan, RequestObserver, RequestRecord } from "../contracts.ts";
 import type { GatewayMetrics } from "./metrics.ts";
-import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
+import { predictedReuseTokens, reportsReuse } from "../scheduling/predicted_reuse.ts";
 
 interface Labels {
   model: string;
@@ -118,11 +118,11 @@ function countTokens(
   metrics.predictedHitTokens.inc({ ...labels, scope: "local" }, local);
   metrics.predictedHitTokens.inc({ ...labels, scope: "pool" }, plan.poolPrefixTokens);
   const cached = record.usage.cachedTokens;
-  if (cached === undefined) return;
+  if (cached === undefined || !reportsReuse(plan, record)) return;
   metrics.engineCachedTokens.inc(labels, cached);
   metrics.engineReportedPromptTokens.inc(labels, plan.promptTokens);
   // What the engine is predicted to reuse: with kv.poolLoads also what it loads from the store.
-  // A disaggregated request's decode engine reports its prefill's hits (vLLM 0.32).
+  // A disaggregated request's decode engine reports its prefill's hits (reportsReuse).
   const reused = predictedReuseTokens(plan, record.prefillInstanceId ?? instanceId);
   metrics.hitMismatchTokens.inc(labels, Math.abs(cached - reused));
 }

@@ -335,24 +335,28 @@ Deno.test({
   },
 });
 
-Deno.test("vllm-nixl: the decode reports its prefill's hits (vLLM 0.32), and the hit-mismatch metric judges the prefill instance's prediction", async () => {
-  const t = await startPdCluster("vllm-nixl", {}, {}, { prefill: { cachedTokens: () => 48 } });
-  try {
-    const prompt = range(1, 64);
-    t.hold(1, prompt, 3); // p1 holds 48 tokens: kv_hit_len sends the prefill there
-    const response = await send(t.url, { prompt });
-    assertEquals(response.status, 200);
-    const body = await response.json();
-    assertEquals(response.headers.get("x-tidegate-prefill-instance"), "p1");
-    assertEquals(body.usage.prompt_tokens_details.cached_tokens, 48);
-    assertEquals(response.headers.get("x-tidegate-hit-tokens"), "48");
-    const samples = parsePrometheusText(await (await fetch(`${t.url}/metrics`)).text()).samples;
-    const total = (name: string) =>
-      samples.filter((s) => s.name === name).reduce((sum, s) => sum + s.value, 0);
-    assertEquals(total("tidegate_engine_cached_tokens_total"), 48);
-    assertEquals(total("tidegate_hit_mismatch_tokens_total"), 0);
-  } finally {
-    await t.close();
+Deno.test("P/D hits: a NIXL (vLLM 0.32) or SGLang decode reports its prefill's hits, judged against the prefill instance's prediction; a vLLM Mooncake decode's count is not a hit", async () => {
+  for (const protocol of ["vllm-nixl", "sglang", "vllm-mooncake"] as const) {
+    const t = await startPdCluster(protocol, {}, {}, { prefill: { cachedTokens: () => 48 } });
+    try {
+      const prompt = range(1, 64);
+      t.hold(1, prompt, 3); // p1 holds 48 tokens: kv_hit_len sends the prefill there
+      const response = await send(t.url, { prompt });
+      assertEquals(response.status, 200);
+      const body = await response.json();
+      assertEquals(response.headers.get("x-tidegate-prefill-instance"), "p1");
+      assertEquals(response.headers.get("x-tidegate-hit-tokens"), "48");
+      const samples = parsePrometheusText(await (await fetch(`${t.url}/metrics`)).text()).samples;
+      const total = (name: string) =>
+        samples.filter((s) => s.name === name).reduce((sum, s) => sum + s.value, 0);
+      const mooncake = protocol === "vllm-mooncake";
+      // vLLM Mooncake: everything it did not compute, the transferred prompt.
+      assertEquals(body.usage.prompt_tokens_details.cached_tokens, mooncake ? 64 : 48, protocol);
+      assertEquals(total("tidegate_engine_cached_tokens_total"), mooncake ? 0 : 48, protocol);
+      assertEquals(total("tidegate_hit_mismatch_tokens_total"), 0, protocol);
+    } finally {
+      await t.close();
+    }
   }
 });
 

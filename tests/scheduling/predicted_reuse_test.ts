@@ -1,5 +1,9 @@
 import { assertEquals } from "../assert.ts";
-import { predictedReuseTokens, type ReusePlan } from "../../src/scheduling/predicted_reuse.ts";
+import {
+  predictedReuseTokens,
+  reportsReuse,
+  type ReusePlan,
+} from "../../src/scheduling/predicted_reuse.ts";
 
 const plan = (poolUse?: ReusePlan["inputs"]["poolUse"]): ReusePlan => ({
   candidates: [{ id: "a", localPrefixTokens: 512 }, { id: "b", localPrefixTokens: 0 }],
@@ -30,4 +34,13 @@ Deno.test("predictedReuseTokens: a decode instance that prefills a request itsel
   assertEquals(predictedReuseTokens(local, "d0"), 384);
   assertEquals(predictedReuseTokens(local, "d1"), 0);
   assertEquals(predictedReuseTokens({ ...local, inputs: { poolUse: "always" } }, "d0"), 1024);
+});
+
+Deno.test("reportsReuse: only a vLLM Mooncake pair's decode reports something other than hits", () => {
+  const pair = { prefillInstanceId: "p0" };
+  assertEquals(reportsReuse({}, {}), true);
+  assertEquals(reportsReuse({ decode: { protocol: "vllm-nixl" } }, pair), true);
+  assertEquals(reportsReuse({ decode: { protocol: "sglang" } }, pair), true);
+  assertEquals(reportsReuse({ decode: { protocol: "vllm-mooncake" } }, pair), false);
+  assertEquals(reportsReuse({ decode: { protocol: "vllm-mooncake" } }, {}), true, "local prefill");
 });
