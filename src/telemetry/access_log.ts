@@ -26,9 +26,7 @@ export function accessLogFields(record: RequestRecord): Record<string, unknown> 
     ...instanceFields(record),
     promptTokens: plan?.promptTokens,
     // The figure the engine's cached_tokens is compared with (x-tidegate-hit-tokens).
-    predictedHitTokens: plan && plan.candidates.some((c) => c.id === hitOn)
-      ? predictedReuseTokens(plan, hitOn!)
-      : undefined,
+    predictedHitTokens: plan && hitOn ? predictedReuseTokens(plan, hitOn) : undefined,
     engineCachedTokens: record.usage.cachedTokens,
     status: record.status,
     outcome: record.outcome,
