@@ -1,16 +1,17 @@
 import type { DecodeLoadForecast } from "../scheduling/pd_admission.ts";
 
-/**
- * What the router expects of its decode instances (prefill/decode disaggregation): the requests
- * prefilling now that will join each one, and how long a decode lasts (learned from streamed
- * requests, starting from a configured guess). The inputs of prediction-based early rejection.
- */
+/** A request expected on a decode instance once its prefill ends. */
 interface Joiner {
   endsAt: number;
   leasedAsDecode: boolean;
   sequences: number;
 }
 
+/**
+ * What the router expects of its decode instances (prefill/decode disaggregation): the requests
+ * prefilling now that will join each one, and how long a decode lasts (learned from streamed
+ * requests, starting from a configured guess). The inputs of prediction-based early rejection.
+ */
 export class DecodeOutlook {
   readonly #joining = new Map<string, Set<Joiner>>();
   readonly #now: () => number;
