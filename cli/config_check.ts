@@ -8,6 +8,7 @@ import type { Config } from "../src/config/schema.ts";
 import { experimentProblems } from "../src/experiment/experiment_arms.ts";
 import { buildRuntimes } from "../src/runtime/build_runtimes.ts";
 import type { ModelRuntime } from "../src/runtime/model_runtime.ts";
+import { poolLoadsOf } from "../src/config/pool_loads.ts";
 
 export type ConfigCheck = { ok: true; summary: string[] } | { ok: false; problems: string[] };
 
@@ -59,7 +60,10 @@ function summarize(path: string, config: Config, runtimes: Map<string, ModelRunt
     const kv = runtime.keyScheme.options;
     const members = `${model.instances.length} instance${model.instances.length === 1 ? "" : "s"}` +
       (model.discovery.length ? ` + ${model.discovery.length} discovery` : "");
-    const store = model.kv.store === "mooncake" ? `store ${model.kv.url}` : "no store";
+    // Whether the engines load from the store themselves is implicit in the key format: say it.
+    const store = model.kv.store === "mooncake"
+      ? `store ${model.kv.url}${poolLoadsOf(model.kv) ? " (engines load from it)" : ""}`
+      : "no store";
     lines.push(
       `  ${model.name}: ${runtime.defaultPolicy.name}, ${members}, tokenizer ${
         model.tokenizer.mode === "local" ? model.tokenizer.path : model.tokenizer.mode

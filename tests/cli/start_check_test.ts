@@ -41,10 +41,26 @@ Deno.test("start --check passes a good file with a summary, exit 0, and never li
     assertEquals(code, 0, stderr);
     assertMatch(stdout, new RegExp(`: OK \\(listen 127\\.0\\.0\\.1:${port}, 1 model\\)`));
     assertMatch(stdout, /qwen3: affinity_ttft, 1 instance, tokenizer builtin:qwen3, keys llumnix/);
+    assertMatch(stdout, /store http:\/\/127\.0\.0\.1:9003\n/, "llumnix keys: engines do not load");
     assertEquals(stderr.includes("tidegate listening"), false);
   } finally {
     taken.close();
   }
+});
+
+Deno.test("start --check says when the key format means the engines load from the store", async () => {
+  const kv = {
+    url: "http://127.0.0.1:9003",
+    keyFormat: "vllm-mooncake-store",
+    keyParams: { model: "Qwen3-8B" },
+  };
+  const path = await writeConfig({ models: [model({ kv })] });
+  const { code, stdout, stderr } = await start(["--check", "--config", path]);
+  assertEquals(code, 0, stderr);
+  assertMatch(
+    stdout,
+    /keys vllm-mooncake-store .*store http:\/\/127\.0\.0\.1:9003 \(engines load from it\)/,
+  );
 });
 
 Deno.test("start --check lists every problem of a file and exits 2", async () => {
