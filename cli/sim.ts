@@ -77,8 +77,8 @@ Usage: deno task sim --trace FILE [options]
   --queue-ttl S              seconds a request may wait in the queue (default 30)
   --queue-max-requests N     requests the queue holds (default 256)
   --queue-max-prompt-tokens N prompt tokens the queue holds (default 2000000)
-  --queue-admit WHEN         fits | idle: when a waiting request goes (default fits; the router's
-                             slo.queue.admitWhen)
+  --queue-admit WHEN         fits | idle | cause: when a waiting request goes (default cause;
+                             the router's slo.queue.admitWhen)
   --bands SHARES             share of requests per priority band, band 0 first (default 0.2,0.8)
   --tenants N                tenants per band, equal weights (default 4)
   --experiment FILE          A/B experiment (JSON: the config's "experiment" object): split the
@@ -425,7 +425,9 @@ function parseArgs(args: string[]): CliOptions | "help" {
     problems.push(`--kv-pool must be planned, always or off`);
   }
   const queueAdmit = (values.get("queue-admit") ?? DEFAULT_SIM_QUEUE.admitWhen) as QueueAdmitWhen;
-  if (!QUEUE_ADMIT_WHEN.includes(queueAdmit)) problems.push(`--queue-admit must be fits or idle`);
+  if (!QUEUE_ADMIT_WHEN.includes(queueAdmit)) {
+    problems.push(`--queue-admit must be ${QUEUE_ADMIT_WHEN.join(", ")}`);
+  }
   const refine = values.get("refine") ?? "on";
   if (!["on", "off"].includes(refine)) problems.push(`--refine must be on or off`);
   const prefillModel = parsePrefillModel(values.get("prefill-model"), problems);

@@ -380,9 +380,12 @@ export const QueueSchema = z.strictObject({
   /**
    * When a waiting request goes (src/scheduling/queue_rules.ts): `fits`, as soon as it fits;
    * `idle`, once it fits and its instance has no prefill waiting (rescues fewer, loses less
-   * goodput).
+   * goodput); `cause` (the default), as `idle` if its TTFT refused it and as `fits` if the decode
+   * side did or late binding held it. In the simulator its goodput was at or above the 429-only
+   * admission's on every P/D cluster (`fits` fell below on one) and within 1% of it without P/D
+   * (docs/flow_control.md).
    */
-  admitWhen: z.enum(QUEUE_ADMIT_WHEN).default("fits"),
+  admitWhen: z.enum(QUEUE_ADMIT_WHEN).default("cause"),
   /**
    * Late binding (src/scheduling/late_binding.ts): a request admission admits also waits while
    * every healthy instance has more prefill tokens waiting than this or others are held so, and

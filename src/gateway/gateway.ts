@@ -610,7 +610,7 @@ export class Gateway {
       promptTokens: flight.plan!.promptTokens,
       deadlineMs: waitDeadlineMs(arrival, wait.ttlS, flight.runtime!.config.slo.ttftS),
       signal: flight.client.signal,
-      replan: () => this.#replan(flight, parsed),
+      replan: () => this.#replan(flight, parsed, refusal.reason),
     });
     flight.queueSettled = true;
     // A re-plan that was admitted as the wait ended otherwise (drained, left) holds nothing.
@@ -656,9 +656,13 @@ export class Gateway {
   /**
    * Plans a waiting request again, with the model's config as it is now (the prompt tokenized
    * again only when a reload replaced the runtime); true when admitted within what is left of the
-   * TTFT SLO after its wait, the plan and reservations then its.
+   * TTFT SLO after its wait, the plan and reservations then its; `refusedFor`, why it was queued.
    */
-  async #replan(flight: InFlight, parsed: ParsedRequest): Promise<boolean> {
+  async #replan(
+    flight: InFlight,
+    parsed: ParsedRequest,
+    refusedFor: AdmissionRefusal["reason"],
+  ): Promise<boolean> {
     const model = flight.record.model;
     const runtime = this.#registry.resolve(model)?.runtime;
     if (!runtime) throw this.#registry.unknownModel(model);
@@ -674,7 +678,7 @@ export class Gateway {
         const sinceArrivalS = (this.#deps.now() - flight.record.startedAt) / 1000;
         const chosen = chosenPrefill(plan);
         goes = plan.admission.admit &&
-          admitsFromQueue(slo.queue.admitWhen, chosen, sinceArrivalS, slo.ttftS) &&
+          admitsFromQueue(slo.queue.admitWhen, chosen, sinceArrivalS, slo.ttftS, refusedFor) &&
           !holdsOnArrival(heldCandidates(plan), slo.queue.holdAboveTokens, 0);
         return goes;
       },

@@ -61,21 +61,26 @@ export function fitsAfterWait(
  * what its wait left of the SLO; `idle`, moreover only onto an instance with nothing waiting to
  * prefill, so the queue fills capacity admitted traffic leaves idle instead of putting its work
  * ahead of newcomers: within 1% of no queue's goodput in the simulator, as it rescues few past
- * capacity (docs/sim/queue/README.md).
+ * capacity (docs/sim/queue/README.md); `cause`, `idle` for a request refused for its TTFT (the
+ * prefill side was the limit) and `fits` for one refused on the decode side or held by late
+ * binding, which wait for room that frees as requests end (docs/sim/pd/README.md).
  */
-export const QUEUE_ADMIT_WHEN = ["fits", "idle"] as const;
+export const QUEUE_ADMIT_WHEN = ["fits", "idle", "cause"] as const;
 export type QueueAdmitWhen = typeof QUEUE_ADMIT_WHEN[number];
 
 /**
  * Whether a re-planned waiting request goes now; `waitingPrefillTokens` is its chosen instance's
- * (undefined when the plan has none to judge, e.g. a local prefill: then only the fit counts).
+ * (undefined when the plan has none to judge, e.g. a local prefill: then only the fit counts);
+ * `refusedFor`, the reason of the refusal that queued it (admission.ts `AdmissionRefusal`).
  */
 export function admitsFromQueue(
   when: QueueAdmitWhen,
   chosen: { predictedTtftS: number | undefined; waitingPrefillTokens: number | undefined },
   sinceArrivalS: number,
   ttftSloS: number | undefined,
+  refusedFor?: string,
 ): boolean {
   if (!fitsAfterWait(chosen.predictedTtftS, sinceArrivalS, ttftSloS)) return false;
-  return when === "fits" || (chosen.waitingPrefillTokens ?? 0) === 0;
+  const waitsForIdle = when === "idle" || (when === "cause" && refusedFor === "ttft_slo");
+  return !waitsForIdle || (chosen.waitingPrefillTokens ?? 0) === 0;
 }

@@ -257,6 +257,8 @@ class PdReplay {
   readonly #queue?: SimQueue;
   /** Expiries and displacements already counted as refusals. */
   #queueOutSeen = { expired: 0, displaced: 0 };
+  /** Why each waiting request was refused when it joined the queue (the `cause` rule reads it). */
+  readonly #queuedFor = new Map<number, string>();
   /** A periodic re-plan is scheduled (the router's `recheckMs` while anyone waits). */
   #tickArmed = false;
   readonly #account: LoadAccount;
@@ -455,6 +457,7 @@ class PdReplay {
       this.#nowS,
     );
     if (deadline === undefined) return this.#reject("queue_full");
+    this.#queuedFor.set(i, refusal.reason);
     this.#events.push(deadline, { kind: "recheck" });
     this.#armTick();
   }
@@ -511,7 +514,7 @@ class PdReplay {
       this.#prefillLocally(i, decodeId, plan.predictedTtftS, verdict);
     if (local) return undefined;
     if (!verdict.admit) return { reason: verdict.reason, mayWait: this.#mayWait(plan) };
-    if (waitedS !== undefined && !this.#fitsAfterWait(plan, waitedS)) {
+    if (waitedS !== undefined && !this.#fitsAfterWait(i, plan, waitedS)) {
       return { reason: "queued", mayWait: true };
     }
 
@@ -534,9 +537,16 @@ class PdReplay {
   }
 
   /** The queue's admission after a wait (src/scheduling/queue_rules.ts `admitsFromQueue`). */
-  #fitsAfterWait(plan: PrefillPlan, waitedS: number): boolean {
+  #fitsAfterWait(i: number, plan: PrefillPlan, waitedS: number): boolean {
     const chosen = { ...plan, chosenId: plan.prefillId };
-    return admitsAfterWait(this.#run.queue!.admitWhen, chosen, waitedS, this.#config.sloTtftS);
+    const { admitWhen } = this.#run.queue!;
+    return admitsAfterWait(
+      admitWhen,
+      chosen,
+      waitedS,
+      this.#config.sloTtftS,
+      this.#queuedFor.get(i),
+    );
   }
 
   /**

@@ -120,11 +120,12 @@ export function admitsAfterWait(
   plan: { predictedTtftS: number; chosenId: string; candidates: readonly Candidate[] },
   waitedS: number,
   ttftSloS: number | undefined,
+  refusedFor?: string,
 ): boolean {
   const chosen = {
     predictedTtftS: plan.predictedTtftS,
     waitingPrefillTokens: plan.candidates.find((c) => c.id === plan.chosenId)
       ?.waitingPrefillTokens,
   };
-  return admitsFromQueue(admitWhen, chosen, waitedS, ttftSloS);
+  return admitsFromQueue(admitWhen, chosen, waitedS, ttftSloS, refusedFor);
 }

@@ -357,7 +357,9 @@ class ClusterReplay {
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
       const { admitWhen } = this.#config.queue ?? DEFAULT_SIM_QUEUE;
       const chosen = { ...plan, predictedTtftS: plan.predicted };
-      if (!admitsAfterWait(admitWhen, chosen, waitedS, this.#config.sloTtftS)) return false;
+      // Only the TTFT admission queues a request here.
+      const sloS = this.#config.sloTtftS;
+      if (!admitsAfterWait(admitWhen, chosen, waitedS, sloS, "ttft_slo")) return false;
       this.#start(i, plan);
       return true;
     });

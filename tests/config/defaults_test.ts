@@ -45,7 +45,7 @@ const QUEUE_DEFAULTS = {
   maxPromptTokens: 2_000_000,
   ttlS: 30,
   recheckMs: 50,
-  admitWhen: "fits" as const,
+  admitWhen: "cause" as const,
 };
 
 Deno.test("resolveConfig() fills every defaulted section of a minimal config with its defaults", () => {
@@ -83,7 +83,7 @@ Deno.test("resolveConfig() fills every defaulted section of a minimal config wit
           maxPromptTokens: 2_000_000,
           ttlS: 30,
           recheckMs: 50,
-          admitWhen: "fits",
+          admitWhen: "cause",
         },
       },
       health: HEALTH_DEFAULTS,

@@ -135,30 +135,32 @@ Deno.test("a request admission refuses waits in the queue and reaches the engine
   }
 });
 
-Deno.test("with admitWhen idle a waiting request that fits goes only once its instance has no prefill waiting; its re-plans that stay leave nothing behind", async () => {
-  const held = await saturated({ admitWhen: "idle" });
-  try {
-    const runtime = held.t.router.registry.runtime(MODEL)!;
-    const waiter = send(held, range(9_000, WAITER));
-    await eventually(() => waiting(held) === 1, 5_000, "it waits");
-    held.holders[0].abort(); // it would fit now (13 + 1 s), but two holders still prefill there
-    await eventually(() => held.t.router.gateway.inFlight === 3, 5_000, "the holder ended");
-    const plansBefore = runtime.sequence;
-    await eventually(() => runtime.sequence >= plansBefore + 3, 5_000, "it was re-planned");
-    assertEquals(waiting(held), 1);
-    assert(!received(held).includes(9_000));
-    // Its re-plans reserved nothing: the recent prefill sizes are the holders' alone.
-    assertEquals(runtime.cluster.recentPrefill.mean(performance.now()), HOLDER);
-    // A newcomer that fits goes at once; the waiter stays.
-    const newcomer = await send(held, range(9_500, 100)).reached;
-    assertEquals(waiting(held), 1);
-    for (const holder of [held.holders[1], held.holders[2], newcomer]) holder.abort();
-    await waiter.reached; // nothing waits to prefill there any more
-    assertEquals(waiting(held), 0);
-  } finally {
-    await end(held);
-  }
-});
+for (const admitWhen of ["idle", "cause"]) {
+  Deno.test(`with admitWhen ${admitWhen} a request refused for its TTFT that fits goes only once its instance has no prefill waiting; its re-plans that stay leave nothing behind`, async () => {
+    const held = await saturated({ admitWhen });
+    try {
+      const runtime = held.t.router.registry.runtime(MODEL)!;
+      const waiter = send(held, range(9_000, WAITER));
+      await eventually(() => waiting(held) === 1, 5_000, "it waits");
+      held.holders[0].abort(); // it would fit now (13 + 1 s), but two holders still prefill there
+      await eventually(() => held.t.router.gateway.inFlight === 3, 5_000, "the holder ended");
+      const plansBefore = runtime.sequence;
+      await eventually(() => runtime.sequence >= plansBefore + 3, 5_000, "it was re-planned");
+      assertEquals(waiting(held), 1);
+      assert(!received(held).includes(9_000));
+      // Its re-plans reserved nothing: the recent prefill sizes are the holders' alone.
+      assertEquals(runtime.cluster.recentPrefill.mean(performance.now()), HOLDER);
+      // A newcomer that fits goes at once; the waiter stays.
+      const newcomer = await send(held, range(9_500, 100)).reached;
+      assertEquals(waiting(held), 1);
+      for (const holder of [held.holders[1], held.holders[2], newcomer]) holder.abort();
+      await waiter.reached; // nothing waits to prefill there any more
+      assertEquals(waiting(held), 0);
+    } finally {
+      await end(held);
+    }
+  });
+}
 
 Deno.test("a request no idle instance could serve within the SLO is refused at once, not queued", async () => {
   const held = await saturated();

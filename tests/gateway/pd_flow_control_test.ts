@@ -63,3 +63,78 @@ Deno.test("P/D: a refused request waits in the queue and is prefilled and decode
     await t.close();
   }
 });
+
+/**
+ * Four 6,500-token holders hang on the two prefill instances (two each, 13 s of prefill queued
+ * there) and fill both decode batches of two (`committed` counts them from admission); a 1,000-
+ * token request fits the TTFT SLO (14 s of 20) but not the decode batch: it waits, refused for
+ * `tbt_slo`. The first holder then leaves: a decode place frees while a prefill still waits on
+ * every prefill instance.
+ */
+async function decodeRefusedWaiter(admitWhen: string) {
+  const t = await startPdCluster("vllm-nixl", {
+    policy: "mooncake_ttft",
+    kv: { store: "none" },
+    prefillModel: { linear: 1, quadratic: 0, constant: 0 },
+    disaggregation: { protocol: "vllm-nixl", decodeMaxBatch: 2 },
+    slo: { ttftS: 20, admission: true, queue: { enabled: true, admitWhen } },
+  });
+  const clients: AbortController[] = [];
+  const send = (first: number, tokens: number) => {
+    const abort = new AbortController();
+    clients.push(abort);
+    const response = fetch(`${t.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, prompt: range(first, tokens), max_tokens: 2 }),
+      signal: abort.signal,
+    });
+    response.catch(() => {});
+    return abort;
+  };
+  const firsts = () =>
+    t.prefill.flatMap((e) =>
+      e.stats.requests.map((r) => (r.body as { prompt: number[] }).prompt[0])
+    );
+  const waiting = () =>
+    [...(t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])].reduce((a, b) => a + b, 0);
+  for (const engine of t.prefill) await engine.setFailure("hang", { allEndpoints: false });
+  const holders: AbortController[] = [];
+  for (let i = 0; i < 4; i++) {
+    holders.push(send(100_000 * (i + 1), 6_500));
+    await eventually(() => firsts().length === i + 1, 10_000, `prefill ${i + 1} sent`);
+  }
+  send(900_000, 1_000);
+  await eventually(() => waiting() === 1, 5_000, "the fifth waits");
+  const runtime = t.router.registry.runtime(MODEL)!;
+  holders[0].abort();
+  await eventually(() => t.router.gateway.inFlight === 4, 5_000, "the first holder ended");
+  const close = async () => {
+    for (const client of clients) client.abort();
+    await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
+    await t.close();
+  };
+  return { runtime, firsts, waiting, close };
+}
+
+Deno.test("P/D, admitWhen cause: a request refused for the decode batch goes once the batch has room, though prefill waits", async () => {
+  const run = await decodeRefusedWaiter("cause");
+  try {
+    await eventually(() => run.firsts().includes(900_000), 5_000, "the waiter reached a prefill");
+    assertEquals(run.waiting(), 0);
+  } finally {
+    await run.close();
+  }
+});
+
+Deno.test("P/D, admitWhen idle: the same request stays while prefill waits on its instance", async () => {
+  const run = await decodeRefusedWaiter("idle");
+  try {
+    const plansBefore = run.runtime.sequence;
+    await eventually(() => run.runtime.sequence >= plansBefore + 3, 5_000, "it was re-planned");
+    assertEquals(run.waiting(), 1);
+    assertEquals(run.firsts().includes(900_000), false);
+  } finally {
+    await run.close();
+  }
+});

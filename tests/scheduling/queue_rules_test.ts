@@ -66,3 +66,14 @@ Deno.test("admitsFromQueue: fits needs only the fit; idle also needs no prefill 
   const unknown = { predictedTtftS: 1.5, waitingPrefillTokens: undefined };
   assertEquals(admitsFromQueue("idle", unknown, 0.4, 2), true, "no instance to judge: the fit");
 });
+
+Deno.test("admitsFromQueue: cause waits for an idle instance only when the TTFT refused the request", () => {
+  const busy = { predictedTtftS: 1.5, waitingPrefillTokens: 2_000 };
+  const idle = { predictedTtftS: 1.5, waitingPrefillTokens: 0 };
+  assertEquals(admitsFromQueue("cause", busy, 0.4, 2, "ttft_slo"), false, "as idle");
+  assertEquals(admitsFromQueue("cause", idle, 0.4, 2, "ttft_slo"), true);
+  assertEquals(admitsFromQueue("cause", busy, 0.4, 2, "tbt_slo"), true, "decode side: as fits");
+  assertEquals(admitsFromQueue("cause", busy, 0.4, 2, "load_threshold"), true, "held: as fits");
+  assertEquals(admitsFromQueue("cause", busy, 0.6, 2, "tbt_slo"), false, "past the SLO");
+  assertEquals(admitsFromQueue("idle", busy, 0.4, 2, "tbt_slo"), false, "idle ignores the cause");
+});

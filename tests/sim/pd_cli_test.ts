@@ -210,7 +210,7 @@ Deno.test("runSimCli() --queue-* options reach the P/D runs' queue, and the sett
       if (extra.length) {
         assertEquals(
           results.settings["flow-control queue (TTL s, max requests, admit when)"],
-          "30, 1, fits",
+          "30, 1, cause",
         );
       }
     });

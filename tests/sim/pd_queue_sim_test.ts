@@ -6,6 +6,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { type PdRun, simulatePd } from "../../src/sim/pd_simulator.ts";
 import { DEFAULT_SIM_QUEUE } from "../../src/sim/sim_queue.ts";
+import type { QueueAdmitWhen } from "../../src/scheduling/queue_rules.ts";
 import { summarizePd } from "../../src/sim/pd_summary.ts";
 import { parseMooncakeTrace } from "../../src/sim/trace.ts";
 import { pdTestConfig } from "./pd_test_config.ts";
@@ -116,4 +117,26 @@ Deno.test("P/D queue with committed admission: what it releases no longer lands 
     committed.withinBothSlos > early.withinBothSlos,
     `${committed.withinBothSlos} within both SLOs committed, ${early.withinBothSlos} early`,
   );
+});
+
+Deno.test("P/D queue, admitWhen cause: decode-refused requests go as with fits, TTFT-refused ones wait for an idle prefill", () => {
+  const slice = SLICE.slice(0, 1500);
+  const config = pdTestConfig(slice, { speed: 3.2 });
+  const waits = (prefill: number, decode: number, admitWhen: QueueAdmitWhen) => {
+    const result = simulatePd(slice, config, {
+      label: admitWhen,
+      policy: "mooncake_ttft",
+      topology: { kind: "pd", prefill, decode },
+      admission: "committed",
+      queue: { ...DEFAULT_SIM_QUEUE, admitWhen },
+    });
+    return summarizePd(result, config.sloTtftS, config.sloTbtS).queue!;
+  };
+  // 8P+8D: most of those waiting were refused for the decode batch, and idle holds them back.
+  const [fits, idle, cause] = (["fits", "idle", "cause"] as const).map((w) => waits(8, 8, w));
+  assert(cause.servedAfterWait > 1.5 * idle.servedAfterWait, JSON.stringify({ idle, cause }));
+  assert(cause.servedAfterWait > 0.9 * fits.servedAfterWait, JSON.stringify({ fits, cause }));
+  // 4P+12D: refused for their TTFT, they wait as with idle.
+  assertEquals(waits(4, 12, "cause"), waits(4, 12, "idle"));
+  assert(waits(4, 12, "fits").servedAfterWait > 0);
 });

@@ -126,6 +126,6 @@ Deno.test("runSimCli() refuses a bad --queue-admit, and --drop with --experiment
     runSimCli(["--trace", TRACE, "--queue-admit", "never", "--drop", "1", "--experiment", "x.json"])
   );
   assertEquals(code, 2);
-  assert(errors.includes("--queue-admit must be fits or idle"), errors);
+  assert(errors.includes("--queue-admit must be fits, idle, cause"), errors);
   assert(errors.includes("--drop does not combine with --experiment"), errors);
 });

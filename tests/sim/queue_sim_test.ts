@@ -2,6 +2,7 @@ import { assert, assertAlmostEquals, assertEquals } from "../assert.ts";
 import { queueReport } from "../../src/sim/queue_report.ts";
 import { type PolicyRun, type SimConfig, simulate } from "../../src/sim/simulator.ts";
 import { DEFAULT_SIM_QUEUE } from "../../src/sim/sim_queue.ts";
+import type { QueueAdmitWhen } from "../../src/scheduling/queue_rules.ts";
 import type { TraceRequest } from "../../src/sim/trace.ts";
 import { conversationTrace, simTestConfig } from "./sim_test_config.ts";
 
@@ -139,18 +140,17 @@ Deno.test("queue: a waiting request that does not fit holds back none behind it 
   assertEquals(result.rejectedByReason, { queue_timeout: 1 });
 });
 
-Deno.test("queue: with admitWhen idle a waiting request goes only once its instance has no prefill waiting", () => {
+Deno.test("queue: with admitWhen idle (and cause, for a TTFT refusal) a waiting request goes only once its instance has no prefill waiting", () => {
   const trace = requests(
     BIG,
     { atMs: 3_900, tokens: 8_000 }, // refused (5.87 + 0.98 s): waits
     { atMs: 4_000, tokens: 2_000 }, // fits as a newcomer: queued on the engine behind BIG
   );
-  const fits = simulate(trace, config(), run("queue"));
-  const idle = simulate(
-    trace,
-    config({ queue: { ...DEFAULT_SIM_QUEUE, admitWhen: "idle" } }),
-    run("queue"),
-  );
+  const withRule = (admitWhen: QueueAdmitWhen) =>
+    simulate(trace, config({ queue: { ...DEFAULT_SIM_QUEUE, admitWhen } }), run("queue"));
+  const [fits, idle] = [withRule("fits"), withRule("idle")];
+  // Every refusal here is the TTFT's: `cause` waits as `idle` does.
+  assertEquals(withRule("cause").queueWaitS, idle.queueWaitS);
   const bigDoneS = fits.ttftS[0];
   const smallDoneS = 4 + idle.ttftS[2];
   assert(Number.isNaN(fits.queueWaitS[2]) && Number.isNaN(idle.queueWaitS[2]), "the newcomer went");
