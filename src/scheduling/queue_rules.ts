@@ -6,6 +6,7 @@
  * predicted TTFT fits what is left (with `idle`, moreover only onto an instance with no prefill
  * waiting). Pure.
  */
+import type { AdmissionRefusal } from "./admission.ts";
 import { estimateTtft, type TtftModelParams } from "./ttft_estimate.ts";
 import type { Candidate, ScheduleRequest } from "./types.ts";
 
@@ -78,7 +79,7 @@ export function admitsFromQueue(
   chosen: { predictedTtftS: number | undefined; waitingPrefillTokens: number | undefined },
   sinceArrivalS: number,
   ttftSloS: number | undefined,
-  refusedFor?: string,
+  refusedFor: AdmissionRefusal["reason"],
 ): boolean {
   if (!fitsAfterWait(chosen.predictedTtftS, sinceArrivalS, ttftSloS)) return false;
   const waitsForIdle = when === "idle" || (when === "cause" && refusedFor === "ttft_slo");

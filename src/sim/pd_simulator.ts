@@ -9,7 +9,7 @@
 import { LoadAccount, type LoadLease } from "../cluster/load_account.ts";
 import { DecodeOutlook } from "../cluster/decode_outlook.ts";
 import type { KvPlacement } from "../kv/prefix.ts";
-import type { AdmissionVerdict } from "../scheduling/admission.ts";
+import type { AdmissionRefusal, AdmissionVerdict } from "../scheduling/admission.ts";
 import { admitLocalPrefill } from "../scheduling/local_prefill.ts";
 import { type DecodeModel, decodeStepS } from "../scheduling/decode_model.ts";
 import {
@@ -258,7 +258,7 @@ class PdReplay {
   /** Expiries and displacements already counted as refusals. */
   #queueOutSeen = { expired: 0, displaced: 0 };
   /** Why each waiting request was refused when it joined the queue (the `cause` rule reads it). */
-  readonly #queuedFor = new Map<number, string>();
+  readonly #queuedFor = new Map<number, AdmissionRefusal["reason"]>();
   /** A periodic re-plan is scheduled (the router's `recheckMs` while anyone waits). */
   #tickArmed = false;
   readonly #account: LoadAccount;
@@ -457,7 +457,8 @@ class PdReplay {
       this.#nowS,
     );
     if (deadline === undefined) return this.#reject("queue_full");
-    this.#queuedFor.set(i, refusal.reason);
+    // At arrival only admission's refusals may wait ("queued" is a re-plan's answer).
+    this.#queuedFor.set(i, refusal.reason as AdmissionRefusal["reason"]);
     this.#events.push(deadline, { kind: "recheck" });
     this.#armTick();
   }
@@ -545,7 +546,7 @@ class PdReplay {
       chosen,
       waitedS,
       this.#config.sloTtftS,
-      this.#queuedFor.get(i),
+      this.#queuedFor.get(i)!,
     );
   }
 

@@ -16,6 +16,7 @@ import {
   REPLAN_WINDOW,
   waitDeadlineMs,
 } from "../scheduling/queue_rules.ts";
+import type { AdmissionRefusal } from "../scheduling/admission.ts";
 import type { Candidate } from "../scheduling/types.ts";
 
 export interface SimQueueConfig extends FlowQueueLimits {
@@ -120,7 +121,7 @@ export function admitsAfterWait(
   plan: { predictedTtftS: number; chosenId: string; candidates: readonly Candidate[] },
   waitedS: number,
   ttftSloS: number | undefined,
-  refusedFor?: string,
+  refusedFor: AdmissionRefusal["reason"],
 ): boolean {
   const chosen = {
     predictedTtftS: plan.predictedTtftS,

@@ -1,7 +1,12 @@
 import { LoadAccount, type LoadLease } from "../cluster/load_account.ts";
 import type { KvPlacement } from "../kv/prefix.ts";
 import type { PrefixHits } from "../kv/types.ts";
-import { type AdmissionVerdict, admit, admitByLoad } from "../scheduling/admission.ts";
+import {
+  type AdmissionRefusal,
+  type AdmissionVerdict,
+  admit,
+  admitByLoad,
+} from "../scheduling/admission.ts";
 import { type DecodeModel, predictTbtS } from "../scheduling/decode_model.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
@@ -193,6 +198,8 @@ class ClusterReplay {
   readonly #queue?: SimQueue;
   /** Late binding's held requests, in arrival order. */
   readonly #held: number[] = [];
+  /** Why each waiting request was refused when it joined the queue (the `cause` rule reads it). */
+  readonly #queuedFor = new Map<number, AdmissionRefusal["reason"]>();
   #nowS = 0;
   /** The last arrival or engine event (a stale TTL recheck does not end the run). */
   #endS = 0;
@@ -329,6 +336,7 @@ class ClusterReplay {
       promptTokens: this.#trace[i].inputLength,
     }, this.#nowS);
     if (deadline === undefined) return this.#reject("queue_full");
+    this.#queuedFor.set(i, verdict.reason);
     this.#events.push(deadline, { kind: "recheck" });
     // The router re-plans within recheckMs of a join; nothing else moves meanwhile here.
     this.#pumpQueue();
@@ -357,9 +365,8 @@ class ClusterReplay {
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
       const { admitWhen } = this.#config.queue ?? DEFAULT_SIM_QUEUE;
       const chosen = { ...plan, predictedTtftS: plan.predicted };
-      // Only the TTFT admission queues a request here.
       const sloS = this.#config.sloTtftS;
-      if (!admitsAfterWait(admitWhen, chosen, waitedS, sloS, "ttft_slo")) return false;
+      if (!admitsAfterWait(admitWhen, chosen, waitedS, sloS, this.#queuedFor.get(i)!)) return false;
       this.#start(i, plan);
       return true;
     });

@@ -29,6 +29,8 @@ interface ClusterOptions {
   tracerProvider?: TracerProvider;
   /** The fake engine's time scale (default the harness's 0.001: a prefill in well under 1 ms). */
   timeScale?: number;
+  /** The queue's `admitWhen` (default the router's). */
+  admitWhen?: string;
 }
 
 /** One engine that never ends an answer (each request holds its lease until its client leaves). */
@@ -44,7 +46,7 @@ async function cluster(holdAboveTokens?: number, options: ClusterOptions = {}) {
       slo: {
         ttftS: 60,
         admission: true,
-        queue: { enabled: true, ttlS, holdAboveTokens, recheckMs },
+        queue: { enabled: true, ttlS, holdAboveTokens, recheckMs, admitWhen: options.admitWhen },
       },
     },
   });
@@ -96,6 +98,32 @@ Deno.test("late binding: admitted requests wait while the engine has prefill wai
     await c.end();
   }
 });
+
+for (const [admitWhen, goes] of [["cause", true], ["idle", false]] as const) {
+  Deno.test(`late binding with admitWhen ${admitWhen}: a held request ${goes ? "goes once an instance has room, though prefill still waits there" : "waits until nothing prefills"}`, async () => {
+    const c = await cluster(1_500, { admitWhen });
+    try {
+      const a = c.send(1_000_000);
+      await eventually(() => c.received().includes(1_000_000), 10_000, "the first goes");
+      c.send(2_000_000);
+      await eventually(() => c.received().includes(2_000_000), 10_000, "1,000 waiting: room");
+      c.send(3_000_000);
+      await eventually(() => c.waiting() === 1, 10_000, "2,000 waiting: the third is held");
+      const runtime = c.t.router.registry.runtime(MODEL)!;
+      a.abort(); // 1,000 tokens still wait to prefill: room under the bound, not idle
+      if (goes) {
+        await eventually(() => c.received().includes(3_000_000), 10_000, "the third goes");
+      } else {
+        const plans = runtime.sequence;
+        await eventually(() => runtime.sequence >= plans + 3, 10_000, "it was re-planned");
+        assertEquals(c.waiting(), 1);
+        assert(!c.received().includes(3_000_000));
+      }
+    } finally {
+      await c.end();
+    }
+  });
+}
 
 /**
  * Three streamed requests on an engine that stalls after each first token (about 350 ms of prefill

@@ -58,13 +58,17 @@ Deno.test("admitted after a wait only if the wait plus the predicted TTFT fits t
 Deno.test("admitsFromQueue: fits needs only the fit; idle also needs no prefill waiting on the instance", () => {
   const busy = { predictedTtftS: 1.5, waitingPrefillTokens: 2_000 };
   const idle = { predictedTtftS: 1.5, waitingPrefillTokens: 0 };
-  assertEquals(admitsFromQueue("fits", busy, 0.4, 2), true);
-  assertEquals(admitsFromQueue("idle", busy, 0.4, 2), false);
-  assertEquals(admitsFromQueue("idle", idle, 0.4, 2), true);
-  assertEquals(admitsFromQueue("idle", idle, 0.6, 2), false, "idle but past the SLO");
-  assertEquals(admitsFromQueue("fits", busy, 0.6, 2), false);
+  assertEquals(admitsFromQueue("fits", busy, 0.4, 2, "ttft_slo"), true);
+  assertEquals(admitsFromQueue("idle", busy, 0.4, 2, "ttft_slo"), false);
+  assertEquals(admitsFromQueue("idle", idle, 0.4, 2, "ttft_slo"), true);
+  assertEquals(admitsFromQueue("idle", idle, 0.6, 2, "ttft_slo"), false, "idle but past the SLO");
+  assertEquals(admitsFromQueue("fits", busy, 0.6, 2, "ttft_slo"), false);
   const unknown = { predictedTtftS: 1.5, waitingPrefillTokens: undefined };
-  assertEquals(admitsFromQueue("idle", unknown, 0.4, 2), true, "no instance to judge: the fit");
+  assertEquals(
+    admitsFromQueue("idle", unknown, 0.4, 2, "ttft_slo"),
+    true,
+    "no instance to judge: the fit",
+  );
 });
 
 Deno.test("admitsFromQueue: cause waits for an idle instance only when the TTFT refused the request", () => {

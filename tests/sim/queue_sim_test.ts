@@ -241,3 +241,27 @@ Deno.test("queue: when nothing is refused, queue and ttft replay identically", (
   assertEquals(Array.from(queued.instance), Array.from(ttft.instance));
   assertEquals(queueReport(queued, 1_000).queued, 0);
 });
+
+Deno.test("queue: with decode instances, cause lets requests the TBT refused go as fits does, where idle holds them", () => {
+  // No TTFT SLO to speak of: every refusal is the decode side's (one decode instance, 35 ms TBT).
+  const withRule = (admitWhen: QueueAdmitWhen) =>
+    simulate(
+      CONVERSATIONS,
+      config({
+        instances: 4,
+        decodeInstances: 1,
+        sloTbtS: 0.035,
+        sloTtftS: 1e6,
+        speed: 3,
+        queue: { ...DEFAULT_SIM_QUEUE, admitWhen },
+      }),
+      run("queue"),
+    );
+  const [fits, idle, cause] = [withRule("fits"), withRule("idle"), withRule("cause")];
+  assert(!("ttft_slo" in fits.rejectedByReason), JSON.stringify(fits.rejectedByReason));
+  const servedAfterWait = (r: typeof fits) =>
+    Array.from(r.queueWaitS).filter((w, i) => !Number.isNaN(w) && !Number.isNaN(r.ttftS[i])).length;
+  assert(servedAfterWait(fits) > 1.5 * servedAfterWait(idle), "idle holds them back");
+  assertEquals(Array.from(cause.queueWaitS), Array.from(fits.queueWaitS));
+  assertEquals(Array.from(cause.ttftS), Array.from(fits.ttftS));
+});
