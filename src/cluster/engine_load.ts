@@ -11,6 +11,12 @@ export interface EngineLoadReport {
   /** Requests scheduled: decoding, and for vLLM also those part-way through their prefill. */
   runningRequests: number;
   /**
+   * Of the waiting requests, those the engine defers for a transient reason rather than for want
+   * of capacity: above all a KV transfer in progress (vLLM's
+   * `num_requests_waiting_by_reason{reason="deferred"}`, from 0.32). Absent when not reported.
+   */
+  deferredWaitingRequests?: number;
+  /**
    * Tokens waiting for prefill (SGLang `num_pending_tokens`: the full length of each queued
    * prompt, cached or not, plus the rest of the prefill in progress). Absent when not reported.
    */
@@ -23,6 +29,18 @@ export interface EngineLoadReport {
   kvUsedTokens?: number;
   /** When the engine was asked, on the router's clock (ms). */
   observedAtMs: number;
+}
+
+/**
+ * The report as a decode instance's load: a request waiting there for its KV from a prefill
+ * instance (vLLM's deferred waiting: a pair sent concurrently, or a NIXL decode pulling) is no
+ * prefill work queued on it, so only the requests waiting for capacity count as waiting. On other
+ * instances deferred requests (a LoRA slot, a load from the store) still have prefill to do.
+ */
+export function asDecodeLoad(report: EngineLoadReport): EngineLoadReport {
+  const deferred = report.deferredWaitingRequests;
+  if (deferred === undefined || deferred <= 0) return report;
+  return { ...report, waitingRequests: Math.max(0, report.waitingRequests - deferred) };
 }
 
 /** Where an instance's load is read from. */
@@ -41,6 +59,7 @@ export interface ReadLoadOptions {
 
 const VLLM = {
   waiting: "vllm:num_requests_waiting",
+  waitingByReason: "vllm:num_requests_waiting_by_reason",
   running: "vllm:num_requests_running",
   kvUsage: "vllm:kv_cache_usage_perc",
   kvUsageOld: "vllm:gpu_cache_usage_perc",
@@ -109,12 +128,17 @@ function parseMetrics(text: string, names: Set<string>) {
  * The lines of a metrics page that begin with one of `names` (or its quoted form), in no
  * particular order: vLLM's page is ~50 KB of other series, and cutting all of it into lines was
  * most of the cost of reading it (docs/benchmarks.md, "Load pages"). A name is matched as a
- * prefix; the parser then keeps the exact names.
+ * prefix, each line once; the parser then keeps the exact names.
  */
 export function linesNamed(text: string, names: Iterable<string>): string {
   const kept: string[] = [];
   const quoted = text.includes('{"'); // a search that finds nothing reads the whole page
-  for (const name of names) {
+  // A name another one begins (`..._waiting_by_reason`, `..._waiting`) is found with it: once.
+  const all = [...names];
+  const roots = all.filter((name) =>
+    !all.some((other) => other !== name && name.startsWith(other))
+  );
+  for (const name of roots) {
     for (const start of quoted ? [name, `{"${name}"`] : [name]) {
       let at = text.startsWith(start) ? 0 : lineStart(text, start, 0);
       while (at >= 0) {
@@ -154,6 +178,11 @@ export function readVllmMetrics(text: string, options: ReadLoadOptions): EngineL
     runningRequests: running.sum,
     observedAtMs: options.observedAtMs,
   };
+  const deferred = aggregate(
+    samples.filter((s) => s.labels.reason === "deferred"),
+    VLLM.waitingByReason,
+  );
+  if (deferred) report.deferredWaitingRequests = deferred.sum;
   const kv = mean(aggregate(samples, VLLM.kvUsage) ?? aggregate(samples, VLLM.kvUsageOld));
   if (kv !== undefined) report.kvUsage = kv;
   const capacity = vllmKvCapacityTokens(samples);

@@ -1,7 +1,7 @@
 import type { HealthConfig, InstanceConfig } from "../config/schema.ts";
 import type { Candidate } from "../scheduling/types.ts";
 import { type BreakerState, CircuitBreaker } from "./circuit_breaker.ts";
-import type { EngineLoadSource } from "./engine_load.ts";
+import { asDecodeLoad, type EngineLoadSource } from "./engine_load.ts";
 import { EngineLoadPoller, type InstanceLoadState } from "./engine_load_poller.ts";
 import { HealthProber, type ProbeTarget } from "./health_prober.ts";
 import { type InstanceLoad, LoadAccount } from "./load_account.ts";
@@ -321,10 +321,12 @@ export class ModelCluster {
 
   #reconciled(id: string, local: InstanceLoad, meanUncachedTokens: number): ReconciledLoad {
     const state = this.#poller.state(id);
+    const decode = this.#entries.get(id)?.config.role === "decode";
+    const report = state.report && decode ? asDecodeLoad(state.report) : state.report;
     return reconcileLoad({
       local,
-      engine: state.usable && state.report
-        ? { report: state.report, localAtObservation: state.localAtObservation }
+      engine: state.usable && report
+        ? { report, localAtObservation: state.localAtObservation }
         : undefined,
       meanUncachedTokens,
     });

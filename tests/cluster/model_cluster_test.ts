@@ -109,3 +109,22 @@ Deno.test("a decode lease whose request prefills elsewhere is not taken off the 
   assertEquals(await runningFor((id) => (id === "d" ? 1 : 0)), 2 + 2, "others' 2 and our 2");
   assertEquals(await runningFor(), 1 + 2, "without it the joiner hides one of the others'");
 });
+
+Deno.test("a decode instance's requests waiting for their KV are no prefill work; elsewhere a deferred request still counts", async () => {
+  // vLLM 0.32: 3 waiting, of which 2 deferred (on a decode instance: KV arriving from a prefill).
+  const page =
+    'vllm:num_requests_running{engine="0"} 1\nvllm:num_requests_waiting{engine="0"} 3\n' +
+    'vllm:num_requests_waiting_by_reason{engine="0",reason="capacity"} 1\n' +
+    'vllm:num_requests_waiting_by_reason{engine="0",reason="deferred"} 2\n';
+  const c = testCluster({ now: () => 0, fetch: () => Promise.resolve(new Response(page)) });
+  c.upsert({ ...instance("d"), role: "decode" }, "config");
+  c.upsert({ ...instance("p"), role: "prefill" }, "config");
+  c.upsert(instance("n"), "config");
+  c.recentPrefill.record(1_000, 0); // others' waiting requests count as 1,000 tokens each
+  await c.refresh();
+  const waiting = Object.fromEntries(
+    c.candidates(() => 0).candidates.map((x) => [x.id, x.waitingPrefillTokens]),
+  );
+  assertEquals(waiting, { d: 1_000, p: 3_000, n: 3_000 });
+  await c.stop();
+});
