@@ -31,18 +31,6 @@ export interface EngineLoadReport {
   observedAtMs: number;
 }
 
-/**
- * The report as a decode instance's load: a request waiting there for its KV from a prefill
- * instance (vLLM's deferred waiting: a pair sent concurrently, or a NIXL decode pulling) is no
- * prefill work queued on it, so only the requests waiting for capacity count as waiting. On other
- * instances deferred requests (a LoRA slot, a load from the store) still have prefill to do.
- */
-export function asDecodeLoad(report: EngineLoadReport): EngineLoadReport {
-  const deferred = report.deferredWaitingRequests;
-  if (deferred === undefined || deferred <= 0) return report;
-  return { ...report, waitingRequests: Math.max(0, report.waitingRequests - deferred) };
-}
-
 /** Where an instance's load is read from. */
 export type EngineLoadSource = "vllm_metrics" | "sglang_get_load" | "sglang_metrics";
 
@@ -133,17 +121,15 @@ function parseMetrics(text: string, names: Set<string>) {
 export function linesNamed(text: string, names: Iterable<string>): string {
   const kept: string[] = [];
   const quoted = text.includes('{"'); // a search that finds nothing reads the whole page
-  // A name another one begins (`..._waiting_by_reason`, `..._waiting`) is found with it: once.
-  const all = [...names];
-  const roots = all.filter((name) =>
-    !all.some((other) => other !== name && name.startsWith(other))
-  );
-  for (const name of roots) {
+  // A line one name begins may begin another too (`..._waiting_by_reason`, `..._waiting`): once.
+  const seen = new Set<number>();
+  for (const name of names) {
     for (const start of quoted ? [name, `{"${name}"`] : [name]) {
       let at = text.startsWith(start) ? 0 : lineStart(text, start, 0);
       while (at >= 0) {
         const end = text.indexOf("\n", at);
-        kept.push(text.slice(at, end < 0 ? text.length : end));
+        if (!seen.has(at)) kept.push(text.slice(at, end < 0 ? text.length : end));
+        seen.add(at);
         at = end < 0 ? -1 : lineStart(text, start, end);
       }
     }

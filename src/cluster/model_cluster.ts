@@ -1,7 +1,8 @@
 import type { HealthConfig, InstanceConfig } from "../config/schema.ts";
 import type { Candidate } from "../scheduling/types.ts";
 import { type BreakerState, CircuitBreaker } from "./circuit_breaker.ts";
-import { asDecodeLoad, type EngineLoadSource } from "./engine_load.ts";
+import type { EngineLoadSource } from "./engine_load.ts";
+import { decodeView } from "./decode_view.ts";
 import { EngineLoadPoller, type InstanceLoadState } from "./engine_load_poller.ts";
 import { HealthProber, type ProbeTarget } from "./health_prober.ts";
 import { type InstanceLoad, LoadAccount } from "./load_account.ts";
@@ -70,14 +71,19 @@ export interface ModelClusterOptions {
   /** Called once an instance is gone for good, so per-instance state elsewhere can go too. */
   onRemoved?: (instanceId: string) => void;
   /**
-   * Our decode leases on the instance whose requests the engine does not serve yet (their prefill
-   * runs elsewhere: DecodeOutlook.leasedJoiners): its report cannot count them, so they are not
-   * taken off everyone else's share.
+   * Our decode leases on a decode instance whose request still prefills elsewhere
+   * (DecodeOutlook.leasedJoiners), and whether the protocol sends their decode leg with the
+   * prefill: where the engine's report counts them (decode_view.ts).
    */
-  notOnEngine?: (instanceId: string) => number;
+  joiners?: { count: (instanceId: string) => number; sentAtOnce: boolean };
 }
 
 const TTFT_WINDOW = 256;
+
+/** Our load when an engine reported, with our joiners there; the poller keeps it whole. */
+type Snapshot = InstanceLoad & { joiners?: number };
+
+const NOTHING_OURS: Snapshot = { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 };
 
 /** vLLM and SGLang answer `/health` (503 while loading); any OpenAI server lists its models. */
 const HEALTH_PATH: Record<InstanceConfig["engine"], string> = {
@@ -138,11 +144,12 @@ export class ModelCluster {
     });
   }
 
-  /** Our load on the instance as its engine can see it (snapshotted with each report). */
-  #onEngine(id: string): InstanceLoad {
-    const load = this.account.load(id);
-    const away = this.#options.notOnEngine?.(id) ?? 0;
-    return away > 0 ? { ...load, decodeRequests: Math.max(0, load.decodeRequests - away) } : load;
+  /** Our load on the instance, snapshotted with each report, and our joiners there then. */
+  #onEngine(id: string): Snapshot {
+    const snapshot: Snapshot = { ...this.account.load(id) };
+    const joiners = this.#options.joiners?.count(id) ?? 0;
+    if (joiners > 0) snapshot.joiners = joiners;
+    return snapshot;
   }
 
   /** Starts health probes and load polling; the first round runs at once. */
@@ -321,13 +328,18 @@ export class ModelCluster {
 
   #reconciled(id: string, local: InstanceLoad, meanUncachedTokens: number): ReconciledLoad {
     const state = this.#poller.state(id);
-    const decode = this.#entries.get(id)?.config.role === "decode";
-    const report = state.report && decode ? asDecodeLoad(state.report) : state.report;
+    let engine = state.usable && state.report
+      ? { report: state.report, localAtObservation: state.localAtObservation }
+      : undefined;
+    if (engine && this.#entries.get(id)?.config.role === "decode") {
+      const at: Snapshot = engine.localAtObservation ?? NOTHING_OURS;
+      const sentAtOnce = this.#options.joiners?.sentAtOnce ?? false;
+      const view = decodeView(engine.report, at, at.joiners ?? 0, sentAtOnce);
+      engine = { report: view.report, localAtObservation: view.ours };
+    }
     return reconcileLoad({
       local,
-      engine: state.usable && report
-        ? { report, localAtObservation: state.localAtObservation }
-        : undefined,
+      engine,
       meanUncachedTokens,
     });
   }

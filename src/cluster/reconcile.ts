@@ -25,6 +25,10 @@
  * (vLLM counts a request part-way through its prefill as running; comparing totals of active
  * requests keeps our own prefilling requests from showing up as someone else's decodes.)
  *
+ * On a decode instance the report and `ours₀` first go through decode_view.ts: vLLM's deferred
+ * waiting requests (KV arriving) count as running, and our joiners are placed where the protocol
+ * puts them.
+ *
  * Known approximations, all bounded by the report's age: others' share is as of the observation
  * (their progress since is unknown); a request dispatched just before the poll but not yet queued
  * by the engine makes the subtraction undercount others (clamped at 0); SGLang counts the full

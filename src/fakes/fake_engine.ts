@@ -1827,11 +1827,17 @@ class Engine implements FakeEngine {
 
   // ---- load endpoints -----------------------------------------------------------------------
 
-  /** Per data-parallel rank: [waiting, running, pendingTokens, kvTokens]. */
-  #perRank(): { waiting: number; running: number; pending: number; kv: number }[] {
+  /** Per data-parallel rank: waiting (`deferred` of them: decodes waiting for their KV), etc. */
+  #perRank(): {
+    waiting: number;
+    deferred: number;
+    running: number;
+    pending: number;
+    kv: number;
+  }[] {
     const ranks = Array.from(
       { length: this.#opts.dataParallelSize },
-      () => ({ waiting: 0, running: 0, pending: 0, kv: 0 }),
+      () => ({ waiting: 0, deferred: 0, running: 0, pending: 0, kv: 0 }),
     );
     for (const job of this.#queue) {
       ranks[job.rank].waiting++;
@@ -1841,7 +1847,10 @@ class Engine implements FakeEngine {
       ranks[d.rank].running++;
       ranks[d.rank].kv += d.kvTokens;
     }
-    for (const w of this.#pdWaiting.values()) ranks[w.rank].waiting++;
+    for (const w of this.#pdWaiting.values()) {
+      ranks[w.rank].waiting++;
+      ranks[w.rank].deferred++;
+    }
     for (const h of this.#pdHolding.values()) {
       ranks[h.rank].running++;
       ranks[h.rank].kv += h.kvTokens;
@@ -1886,6 +1895,21 @@ class Engine implements FakeEngine {
       "Number of requests waiting to be processed.",
       (i) => ranks[i].waiting,
     );
+    if (!this.#opts.oldNames) {
+      // vLLM 0.32: a decode waiting for its KV (WAITING_FOR_REMOTE_KVS) is deferred.
+      const name = "vllm:num_requests_waiting_by_reason";
+      lines.push(`# HELP ${name} Number of waiting requests by reason.`, `# TYPE ${name} gauge`);
+      const model = escapeLabel(this.model);
+      ranks.forEach((r, i) => {
+        for (
+          const [reason, n] of [["capacity", r.waiting - r.deferred], ["deferred", r.deferred]]
+        ) {
+          lines.push(
+            `${name}{engine="${i}",model_name="${model}",reason="${reason}"} ${promFloat(+n)}`,
+          );
+        }
+      });
+    }
     family(
       this.#opts.oldNames ? "vllm:gpu_cache_usage_perc" : "vllm:kv_cache_usage_perc",
       "gauge",

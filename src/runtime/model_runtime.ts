@@ -213,7 +213,14 @@ function createCluster(
     now: deps.now,
     timers: deps.timers,
     log: deps.log,
-    ...(decodeOutlook ? { notOnEngine: (id: string) => decodeOutlook.leasedJoiners(id) } : {}),
+    ...(decodeOutlook
+      ? {
+        joiners: {
+          count: (id: string) => decodeOutlook.leasedJoiners(id),
+          sentAtOnce: config.disaggregation?.protocol !== "vllm-nixl",
+        },
+      }
+      : {}),
   });
   for (const instance of config.instances) cluster.upsert(instance, "config");
   return cluster;

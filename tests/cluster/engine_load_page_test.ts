@@ -58,6 +58,12 @@ Deno.test("linesNamed() finds names first, quoted, last and in CRLF pages", () =
     ["a 1\r", "a_total 4\r", 'a{x="2"} 5', '{"a",x="1"} 2\r'].sort(),
   );
   assertEquals(linesNamed(page, ["c"]), "");
+  // One name beginning another: each line once, quoted ones included.
+  const both = page + '\r\n{"a_total",x="3"} 6';
+  assertEquals(
+    linesNamed(both, ["a", "a_total"]).split("\n").sort(),
+    linesNamed(both, ["a"]).split("\n").concat(['{"a_total",x="3"} 6']).sort(),
+  );
 });
 
 Deno.test("an indented page is read whole, as the format allows", () => {

@@ -85,9 +85,9 @@ Deno.test("kvTokensPerRequest() is the engine's KV in use over its running reque
 });
 
 Deno.test("a decode lease whose request prefills elsewhere is not taken off the others' share the engine reports", async () => {
-  const runningFor = async (notOnEngine?: (id: string) => number) => {
+  const runningFor = async (count?: (id: string) => number) => {
     const c = testCluster({
-      ...(notOnEngine ? { notOnEngine } : {}),
+      ...(count ? { joiners: { count, sentAtOnce: false } } : {}),
       fetch: () =>
         Promise.resolve(
           new Response(
@@ -96,7 +96,7 @@ Deno.test("a decode lease whose request prefills elsewhere is not taken off the 
           ),
         ),
     });
-    c.upsert(instance("d"), "config");
+    c.upsert({ ...instance("d"), role: "decode" }, "config");
     // Our two decode leases: one decoding there, one whose prefill runs elsewhere.
     const leases = [c.account.lease("d", 0), c.account.lease("d", 0)];
     for (const lease of leases) lease.firstToken();
@@ -126,5 +126,8 @@ Deno.test("a decode instance's requests waiting for their KV are no prefill work
     c.candidates(() => 0).candidates.map((x) => [x.id, x.waitingPrefillTokens]),
   );
   assertEquals(waiting, { d: 1_000, p: 3_000, n: 3_000 });
+  // On the decode instance the deferred are about to decode: running.
+  const running = c.candidates(() => 0).candidates.find((x) => x.id === "d")!.runningRequests;
+  assertEquals(running, 3);
   await c.stop();
 });

@@ -558,9 +558,16 @@ Deno.test("vLLM /metrics has HELP and TYPE per family, engine labels, and old na
       assert.ok(samples.every((s) => s.labels.model_name === "fake-model"));
     }
     assert.match(text, /^vllm:num_requests_waiting\{model_name="fake-model",engine="0"\} 0\.0$/m);
+    // vLLM 0.32's split of the waiting by reason, per engine.
+    const byReason = parsed.samples.filter((s) => s.name === "vllm:num_requests_waiting_by_reason");
+    assert.deepEqual(
+      byReason.map((s) => `${s.labels.engine}:${s.labels.reason}`),
+      ["0:capacity", "0:deferred", "1:capacity", "1:deferred"],
+    );
     const oldText = await (await fetch(`${old.url}/metrics`)).text();
     assert.match(oldText, /^vllm:gpu_cache_usage_perc\{/m);
     assert.doesNotMatch(oldText, /kv_cache_usage_perc/);
+    assert.doesNotMatch(oldText, /waiting_by_reason/);
     const noLoad = await fetch(`${engine.url}/get_load`);
     await noLoad.body?.cancel();
     assert.equal(noLoad.status, 404, "vLLM has no /get_load");
