@@ -6,15 +6,10 @@
 import { assertEquals } from "../assert.ts";
 import { range } from "../support/harness.ts";
 import { eventually } from "../support/eventually.ts";
-import { MODEL, startPdCluster } from "../support/pd_cluster.ts";
+import { MODEL, type PdCluster, startPdCluster } from "../support/pd_cluster.ts";
 
-Deno.test("P/D: a refused request waits in the queue and is prefilled and decoded once a prefill frees", async () => {
-  const t = await startPdCluster("vllm-nixl", {
-    policy: "mooncake_ttft",
-    kv: { store: "none" },
-    prefillModel: { linear: 1, quadratic: 0, constant: 0 },
-    slo: { ttftS: 20, admission: true, queue: { enabled: true } },
-  });
+/** Completions the test can abort, and the length of the model's queue. */
+function clientOf(t: PdCluster) {
   const clients: AbortController[] = [];
   const send = (first: number, tokens: number) => {
     const abort = new AbortController();
@@ -28,9 +23,21 @@ Deno.test("P/D: a refused request waits in the queue and is prefilled and decode
     response.catch(() => {});
     return { abort, response };
   };
-  const onPrefill = () => t.prefill.reduce((n, e) => n + e.stats.requests.length, 0);
   const waiting = () =>
     [...(t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])].reduce((a, b) => a + b, 0);
+  const leave = () => clients.forEach((client) => client.abort());
+  return { send, waiting, leave };
+}
+
+Deno.test("P/D: a refused request waits in the queue and is prefilled and decoded once a prefill frees", async () => {
+  const t = await startPdCluster("vllm-nixl", {
+    policy: "mooncake_ttft",
+    kv: { store: "none" },
+    prefillModel: { linear: 1, quadratic: 0, constant: 0 },
+    slo: { ttftS: 20, admission: true, queue: { enabled: true } },
+  });
+  const { send, waiting, leave } = clientOf(t);
+  const onPrefill = () => t.prefill.reduce((n, e) => n + e.stats.requests.length, 0);
   try {
     for (const engine of t.prefill) await engine.setFailure("hang", { allEndpoints: false });
     // Three 6,500-token prefills per prefill instance (1 s per 1k tokens): 19.5 s queued on
@@ -58,7 +65,7 @@ Deno.test("P/D: a refused request waits in the queue and is prefilled and decode
     assertEquals(answer.headers.get("x-tidegate-prefill-instance")?.startsWith("p"), true);
     assertEquals(answer.headers.get("x-tidegate-instance")?.startsWith("d"), true);
   } finally {
-    for (const client of clients) client.abort();
+    leave();
     await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
     await t.close();
   }
@@ -79,27 +86,13 @@ async function decodeRefusedWaiter(admitWhen: string) {
     disaggregation: { protocol: "vllm-nixl", decodeMaxBatch: 2 },
     slo: { ttftS: 20, admission: true, queue: { enabled: true, admitWhen } },
   });
-  const clients: AbortController[] = [];
-  const send = (first: number, tokens: number) => {
-    const abort = new AbortController();
-    clients.push(abort);
-    const response = fetch(`${t.url}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL, prompt: range(first, tokens), max_tokens: 2 }),
-      signal: abort.signal,
-    });
-    response.catch(() => {});
-    return abort;
-  };
+  const { send, waiting, leave } = clientOf(t);
   const firsts = () =>
     t.prefill.flatMap((e) =>
       e.stats.requests.map((r) => (r.body as { prompt: number[] }).prompt[0])
     );
-  const waiting = () =>
-    [...(t.router.gateway.queueLengths().get(MODEL)?.values() ?? [])].reduce((a, b) => a + b, 0);
   for (const engine of t.prefill) await engine.setFailure("hang", { allEndpoints: false });
-  const holders: AbortController[] = [];
+  const holders = [];
   for (let i = 0; i < 4; i++) {
     holders.push(send(100_000 * (i + 1), 6_500));
     await eventually(() => firsts().length === i + 1, 10_000, `prefill ${i + 1} sent`);
@@ -107,10 +100,10 @@ async function decodeRefusedWaiter(admitWhen: string) {
   send(900_000, 1_000);
   await eventually(() => waiting() === 1, 5_000, "the fifth waits");
   const runtime = t.router.registry.runtime(MODEL)!;
-  holders[0].abort();
+  holders[0].abort.abort();
   await eventually(() => t.router.gateway.inFlight === 4, 5_000, "the first holder ended");
   const close = async () => {
-    for (const client of clients) client.abort();
+    leave();
     await eventually(() => t.router.gateway.inFlight === 0, 10_000, "every request ended");
     await t.close();
   };
