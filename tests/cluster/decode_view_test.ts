@@ -37,7 +37,8 @@ Deno.test("vllm-nixl on vLLM 0.32: the joiner is not sent yet; the pulls are def
 
 Deno.test("SGLang or vLLM without the reason gauge, sent at once: the joiner and pulls wait", () => {
   // Both pulls look like prefills waiting there (2,000 tokens), and not like decodes: the report
-  // cannot tell. The joiner, ours, is taken as waiting where the engine shows it.
+  // cannot tell, and the router does not count which of its decode legs still pull (left alone:
+  // docs/compat.md). The joiner, ours, is taken as waiting where the engine shows it.
   const report = { waitingRequests: 3, runningRequests: 2, observedAtMs: 0 };
   assertEquals(seen(report, OURS, 1, true), { running: 3, waitingTokens: 2_000 });
   // Were the joiner taken as not on the engine, it would count as someone else's waiting prefill.
