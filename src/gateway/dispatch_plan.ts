@@ -375,6 +375,7 @@ function admitRequest(
       promptTokens: scheduled.inputs.request.promptTokens,
       remoteTtftS: best ? predictedTtftS : undefined,
       ttft,
+      pool: { prefixTokens: scheduled.poolPrefixTokens, loads: poolLoadsOf(runtime.config.kv) },
     });
     if (!local) return { ...pd, predictedTtftS };
     pd.decode.localPrefill = local;

@@ -60,14 +60,25 @@ export function planLocalPrefill(
   config: Pick<ModelConfig, "disaggregation" | "slo">,
   decode: DecodePlan,
   decodeAsPrefill: readonly Candidate[],
-  request: { promptTokens: number; remoteTtftS?: number; ttft: TtftModelParams },
+  request: {
+    promptTokens: number;
+    remoteTtftS?: number;
+    ttft: TtftModelParams;
+    /** The pool's prefix, and whether the engines load it (local_prefill.ts). */
+    pool?: { prefixTokens: number; loads: boolean };
+  },
 ): LocalPrefillVerdict | undefined {
   const pd = config.disaggregation;
   const options = pd?.localPrefill;
   const chosen = decodeAsPrefill.find((c) => c.id === decode.decision.ranking[0]);
   if (!pd || !options || options.mode === "off" || !chosen) return undefined;
   return decideLocalPrefill(
-    { promptTokens: request.promptTokens, decode: chosen, remoteTtftS: request.remoteTtftS },
+    {
+      promptTokens: request.promptTokens,
+      decode: chosen,
+      remoteTtftS: request.remoteTtftS,
+      pool: request.pool,
+    },
     {
       mode: options.mode,
       maxLocalTokens: options.maxTokens,

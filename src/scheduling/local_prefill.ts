@@ -4,8 +4,9 @@
  * locally when the prompt part the decode instance does not hold is short (`threshold`). The
  * `predicted` mode also compares the two TTFTs with the router's model: a remote prefill costs the
  * best prefill instance's queue and prefill plus moving the prompt's KV to the decode instance; a
- * local one costs the decode instance's own queued prefill work, its prefill from its own prefix,
- * and the decode step its running batch takes meanwhile. In every mode, with a TBT SLO, a decode
+ * local one costs the decode instance's own queued prefill work, its prefill from its own prefix
+ * (and the pool's, where its engine loads it by itself), and the decode step its running batch
+ * takes meanwhile. In every mode, with a TBT SLO, a decode
  * instance that is decoding prefills locally only when the pause its prefill puts between its
  * running requests' tokens (the prefill plus one step) fits the SLO: an engine's prefill holds
  * back its batch's next step. An engine with chunked prefill (`chunkTokens`, vLLM's
@@ -24,6 +25,11 @@ export type LocalPrefillMode = typeof LOCAL_PREFILL_MODES[number];
 
 export interface LocalPrefillInputs {
   promptTokens: number;
+  /**
+   * Prompt tokens the shared pool holds, from token 0, and whether the engines load them on a miss
+   * (`kv.poolLoads`): a local prefill then reuses them too. Absent: its own prefix only.
+   */
+  pool?: { prefixTokens: number; loads: boolean };
   /** The chosen decode instance seen as a prefill candidate (its own prefix, its queued work). */
   decode: Candidate;
   /** The best prefill instance's predicted TTFT (queue, transfer from the pool, prefill). */
@@ -67,14 +73,16 @@ export function decideLocalPrefill(
   options: LocalPrefillOptions,
 ): LocalPrefillVerdict {
   const prompt = Math.max(0, inputs.promptTokens);
-  const uncachedTokens = Math.max(0, prompt - Math.min(inputs.decode.localPrefixTokens, prompt));
-  if (options.mode === "off") return { local: false, uncachedTokens, reason: "off" };
+  const loads = inputs.pool?.loads ?? false;
   const own = estimateTtft(
-    { promptTokens: prompt, poolPrefixTokens: 0 },
+    { promptTokens: prompt, poolPrefixTokens: loads ? inputs.pool!.prefixTokens : 0 },
     inputs.decode,
     options.ttft,
-    { allowTransfer: false },
+    { allowTransfer: loads },
   );
+  const held = Math.max(inputs.decode.localPrefixTokens, own.reusedTokens);
+  const uncachedTokens = Math.max(0, prompt - Math.min(held, prompt));
+  if (options.mode === "off") return { local: false, uncachedTokens, reason: "off" };
   const stepS = decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
   const { pauseS, chunks } = localPrefillPause(own, inputs.decode, options);
   const stallS = pauseS + stepS;

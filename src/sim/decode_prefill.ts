@@ -104,7 +104,10 @@ export function decodeAsPrefillCandidate(
   };
 }
 
-/** The router's verdict for one request (the same `decideLocalPrefill`, not a copy). */
+/**
+ * The router's verdict for one request (the same `decideLocalPrefill`, not a copy). The
+ * simulator's decode engines read only their own cache, never the pool: no `pool` input.
+ */
 export function localPrefillVerdict(
   setting: LocalPrefillSetting,
   decode: Candidate,

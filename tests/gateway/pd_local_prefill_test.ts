@@ -194,3 +194,28 @@ Deno.test("local prefill is refused in config with the sglang protocol", () => {
   );
   assert(String(error).includes("bootstrap room"), String(error));
 });
+
+Deno.test("with kv.poolLoads the pool's prefix counts for a local prefill; without, only the decode instance's own", async () => {
+  const reasonFor = async (poolLoads: boolean) => {
+    const t = await startPdCluster("vllm-mooncake", { ...local("threshold"), kv: { poolLoads } });
+    try {
+      // All but 8 tokens of the prompt are in the pool, on a prefill instance's host: no decode
+      // instance holds any of it.
+      const prompt = range(700, 13 * CHUNK);
+      t.hold(0, prompt, 12);
+      const answer = await send(t, prompt);
+      const [entry] = t.router.decisions.recent(1);
+      return {
+        reason: entry.pd?.localPrefill?.reason,
+        uncached: entry.pd?.localPrefill?.uncachedTokens,
+        prefill: answer.headers.get("x-tidegate-prefill-instance"),
+      };
+    } finally {
+      await t.close();
+    }
+  };
+  assertEquals(await reasonFor(true), { reason: "short_suffix", uncached: 16, prefill: null });
+  const own = await reasonFor(false);
+  assertEquals([own.reason, own.uncached], ["long_suffix", 13 * CHUNK]);
+  assert(own.prefill?.startsWith("p"));
+});

@@ -224,3 +224,25 @@ Deno.test("admitLocalPrefill: a TTFT refusal of the remote plan is lifted when t
   assertEquals(admitLocalPrefill(tbt, local, 2), tbt, "it decodes there either way");
   assertEquals(admitLocalPrefill({ admit: true }, local, 2), { admit: true });
 });
+
+Deno.test("where the engines load the pool's prefix by themselves, a local prefill reuses it too", () => {
+  const inputs = { promptTokens: 9000, decode: decode({ localPrefixTokens: 512 }) };
+  const pool = { prefixTokens: 8192 };
+  const loads = decideLocalPrefill({ ...inputs, pool: { ...pool, loads: true } }, {
+    ...options("threshold"),
+  });
+  assertEquals([loads.local, loads.uncachedTokens, loads.reason], [true, 808, "short_suffix"]);
+  // Engines that read only what they hold: the pool changes nothing.
+  const own = decideLocalPrefill(
+    { ...inputs, pool: { ...pool, loads: false } },
+    options("threshold"),
+  );
+  assertEquals([own.local, own.uncachedTokens, own.reason], [false, 8488, "long_suffix"]);
+  // In predicted mode the local TTFT counts the load from the pool and the shorter prefill.
+  const predicted = (loads: boolean) =>
+    decideLocalPrefill(
+      { ...inputs, remoteTtftS: remote(9000, 0), pool: { ...pool, loads } },
+      { ...options("predicted"), maxLocalTokens: 0 },
+    ).localTtftS!;
+  assert(predicted(true) < predicted(false), `${predicted(true)} < ${predicted(false)}`);
+});

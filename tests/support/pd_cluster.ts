@@ -72,12 +72,13 @@ export async function startPdCluster(
       name: MODEL,
       tokenizer: { mode: "none" },
       // A lookup deadline a busy machine cannot miss (the default 50 ms can: load-only, wrong P).
-      kv: {
+      kv: model.kv && (model.kv as { store?: string }).store === "none" ? model.kv : {
         store: "mooncake",
         url: master.url,
         chunkSize: CHUNK,
         minPromptTokens: 0,
         timeoutMs: 1_000,
+        ...(model.kv as Record<string, unknown> | undefined),
       },
       policy: "kv_hit_len",
       health: { intervalMs: 60_000, timeoutMs: 1_000 },
@@ -86,7 +87,7 @@ export async function startPdCluster(
         ...prefill.map((e, i) => instance(e, "prefill", i)),
         ...decode.map((e, i) => instance(e, "decode", i)),
       ],
-      ...model,
+      ...withoutKv(model),
     }],
   });
   const router = await createRouter(config, { background: false, log: () => {}, ...options });
@@ -114,4 +115,10 @@ export async function startPdCluster(
       await master.close();
     },
   };
+}
+
+/** The model's settings but its `kv`, which the cluster's own store settings take in. */
+function withoutKv(model: Record<string, unknown>): Record<string, unknown> {
+  const { kv: _kv, ...rest } = model;
+  return rest;
 }
