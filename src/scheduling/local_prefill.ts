@@ -74,10 +74,11 @@ export function decideLocalPrefill(
 ): LocalPrefillVerdict {
   const prompt = Math.max(0, inputs.promptTokens);
   const loads = inputs.pool?.loads ?? false;
+  // An engine that loads from the pool takes all it holds: no balancing threshold to pass.
   const own = estimateTtft(
     { promptTokens: prompt, poolPrefixTokens: loads ? inputs.pool!.prefixTokens : 0 },
     inputs.decode,
-    options.ttft,
+    loads ? { ...options.ttft, balancingThreshold: 1 } : options.ttft,
     { allowTransfer: loads },
   );
   const held = Math.max(inputs.decode.localPrefixTokens, own.reusedTokens);

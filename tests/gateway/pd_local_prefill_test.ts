@@ -41,7 +41,7 @@ Deno.test("threshold: a short uncached part is prefilled on the decode instance 
     assertEquals(entry.pd?.localPrefill?.reason, "short_suffix");
     assertEquals(entry.pd?.decode, short.headers.get("x-tidegate-instance"));
 
-    // A long prompt d1 holds all but 8 tokens of: d1 is chosen (the prefix breaks the tie) and
+    // A long prompt d1 holds all but 16 tokens of: d1 is chosen (the prefix breaks the tie) and
     // prefills those itself.
     const prompt = range(900, 13 * CHUNK);
     const scheme = createKeyScheme({
@@ -199,7 +199,7 @@ Deno.test("with kv.poolLoads the pool's prefix counts for a local prefill; witho
   const reasonFor = async (poolLoads: boolean) => {
     const t = await startPdCluster("vllm-mooncake", { ...local("threshold"), kv: { poolLoads } });
     try {
-      // All but 8 tokens of the prompt are in the pool, on a prefill instance's host: no decode
+      // All but 16 tokens of the prompt are in the pool, on a prefill instance's host: no decode
       // instance holds any of it.
       const prompt = range(700, 13 * CHUNK);
       t.hold(0, prompt, 12);

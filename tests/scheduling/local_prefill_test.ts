@@ -245,4 +245,19 @@ Deno.test("where the engines load the pool's prefix by themselves, a local prefi
       { ...options("predicted"), maxLocalTokens: 0 },
     ).localTtftS!;
   assert(predicted(true) < predicted(false), `${predicted(true)} < ${predicted(false)}`);
+  // The engine loads all the pool holds, whatever the router's balancing threshold for planned
+  // transfers: the same count as the predicted hit's (predicted_reuse.ts).
+  const balanced = decideLocalPrefill(
+    {
+      promptTokens: 9000,
+      decode: decode({ localPrefixTokens: 4096 }),
+      pool: { prefixTokens: 6144, loads: true },
+    },
+    {
+      ...options("threshold"),
+      maxLocalTokens: 3000,
+      ttft: { ...DEFAULT_TTFT_PARAMS, balancingThreshold: 2 },
+    },
+  );
+  assertEquals([balanced.local, balanced.uncachedTokens], [true, 2856]);
 });
