@@ -9,7 +9,13 @@ import type {
   ForwardTarget,
 } from "../proxy/forward.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
-import { decodeLease, type Reservation, reserve, type Reserved } from "./reservation.ts";
+import {
+  decodeLease,
+  type Reservation,
+  reserve,
+  type Reserved,
+  reserveLocalRetry,
+} from "./reservation.ts";
 
 /** A `not_served` attempt is no failure of the engine: it is left out. */
 const BREAKER_KIND: Record<Exclude<AttemptFailure, "not_served">, FailureKind> = {
@@ -53,8 +59,15 @@ export class AttemptLeases {
   ) {}
 
   #lease(instanceId: string): Reserved {
-    return this.leg === "decode"
-      ? { lease: decodeLease(this.runtime, instanceId, this.plan.sequences), forget: () => {} }
+    if (this.leg === "decode") {
+      return {
+        lease: decodeLease(this.runtime, instanceId, this.plan.sequences),
+        forget: () => {},
+      };
+    }
+    // A local prefill goes down the decode ranking: another decode instance prefills it then.
+    return this.plan.decode?.localPrefill?.local
+      ? reserveLocalRetry(this.runtime, this.plan, instanceId, this.now())
       : reserve(this.runtime, this.plan, instanceId, this.now());
   }
 

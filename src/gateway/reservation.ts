@@ -3,6 +3,7 @@ import type { DispatchPlan } from "../contracts.ts";
 import type { CandidateScore } from "../scheduling/types.ts";
 import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
+import { poolLoadsOf } from "../config/pool_loads.ts";
 
 /**
  * The load lease on the first choice, taken in the same synchronous step as the decision so
@@ -62,18 +63,47 @@ export function reserveLocalPrefill(
   const id = plan.decode?.decision.ranking[0];
   const verdict = plan.decode?.localPrefill;
   if (!plan.admission.admit || id === undefined || !verdict?.local) return undefined;
-  runtime.cluster.recentPrefill.record(verdict.uncachedTokens, at);
-  const forget = predictWrites(runtime, plan, id);
-  const lease = runtime.cluster.account.lease(id, verdict.uncachedTokens, {
-    sequences: plan.sequences,
-  });
-  // Bound for the decode instance's batch from now on (committed and predicted judge it), until
-  // its first token makes its lease a decoding one.
-  const arrives = runtime.decodeOutlook?.expect(id, at + (verdict.localTtftS ?? 0) * 1000, {
+  const { lease, forget } = localLease(runtime, plan, id, verdict.uncachedTokens, at);
+  return new Reservation(id, lease, forget);
+}
+
+/**
+ * A local prefill retried on another decode instance: leased and expected there as on the first
+ * (`reserveLocalPrefill`), for the prompt that instance lacks (its own prefix, or the pool's where
+ * the engines load it).
+ */
+export function reserveLocalRetry(
+  runtime: ModelRuntime,
+  plan: DispatchPlan,
+  instanceId: string,
+  at: number,
+): Reserved {
+  const own = plan.decode?.candidates.find((c) => c.id === instanceId)?.prefixTokens ?? 0;
+  const pool = poolLoadsOf(runtime.config.kv) ? plan.poolPrefixTokens : 0;
+  const uncached = Math.max(0, plan.promptTokens - Math.max(own, pool));
+  return localLease(runtime, plan, instanceId, uncached, at);
+}
+
+/**
+ * The decode instance's lease for the tokens it computes, bound for its batch from now on
+ * (committed and predicted admission judge it) until its first token makes it a decoding one.
+ */
+function localLease(
+  runtime: ModelRuntime,
+  plan: DispatchPlan,
+  instanceId: string,
+  uncached: number,
+  at: number,
+): Reserved {
+  runtime.cluster.recentPrefill.record(uncached, at);
+  const forget = predictWrites(runtime, plan, instanceId);
+  const lease = runtime.cluster.account.lease(instanceId, uncached, { sequences: plan.sequences });
+  const localTtftS = plan.decode?.localPrefill?.localTtftS ?? 0;
+  const arrives = runtime.decodeOutlook?.expect(instanceId, at + localTtftS * 1000, {
     leasedAsDecode: false,
     sequences: plan.sequences,
   });
-  return new Reservation(id, arrives ? arrivingWith(lease, arrives) : lease, forget);
+  return { lease: arrives ? arrivingWith(lease, arrives) : lease, forget };
 }
 
 /**

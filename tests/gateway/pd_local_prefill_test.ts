@@ -9,6 +9,7 @@ import { decodeStepS, DEFAULT_DECODE_MODEL } from "../../src/scheduling/decode_m
 import { resolveConfig } from "../../src/config/load.ts";
 import { createKeyScheme } from "../../src/hashing/key_scheme.ts";
 import { range } from "../support/harness.ts";
+import { eventually } from "../support/eventually.ts";
 import { CHUNK, MODEL, type PdCluster, startPdCluster } from "../support/pd_cluster.ts";
 
 async function send(t: PdCluster, prompt: number[]) {
@@ -218,4 +219,46 @@ Deno.test("with kv.poolLoads the pool's prefix counts for a local prefill; witho
   const own = await reasonFor(false);
   assertEquals([own.reason, own.uncached], ["long_suffix", 13 * CHUNK]);
   assert(own.prefill?.startsWith("p"));
+});
+
+Deno.test("a local prefill retried on the next decode instance is leased and expected there, and leaves nothing behind", async () => {
+  const t = await startPdCluster("vllm-mooncake", local("threshold"));
+  try {
+    const runtime = t.router.registry.runtime(MODEL)!;
+    const outlook = runtime.decodeOutlook!;
+    const expected: { decodeId: string; leasedAsDecode?: boolean }[] = [];
+    const expect = outlook.expect.bind(outlook);
+    outlook.expect = (decodeId, endsAt, options) => {
+      expected.push({ decodeId, leasedAsDecode: options?.leasedAsDecode });
+      return expect(decodeId, endsAt, options);
+    };
+    const leased: { id: string; tokens: number }[] = [];
+    const lease = runtime.cluster.account.lease.bind(runtime.cluster.account);
+    runtime.cluster.account.lease = (id, tokens, options) => {
+      leased.push({ id, tokens });
+      return lease(id, tokens, options);
+    };
+    // d1 holds the prompt's first chunk, so it comes first (the prefix breaks the tie); it refuses.
+    const prompt = range(1, 40);
+    const scheme = createKeyScheme({
+      hash: "sha256_cbor",
+      seed: "0",
+      chunkSize: CHUNK,
+      keyFormat: "llumnix",
+    });
+    t.master.put(scheme.keys(prompt)[0], "10.0.2.2:17000");
+    await t.decode[1].setFailure("http503");
+    const response = await send(t, prompt);
+    assertEquals(response.headers.get("x-tidegate-instance"), "d0");
+    assertEquals(expected, [
+      { decodeId: "d1", leasedAsDecode: false },
+      { decodeId: "d0", leasedAsDecode: false },
+    ]);
+    assertEquals(leased, [{ id: "d1", tokens: 40 - CHUNK }, { id: "d0", tokens: 40 }]);
+    for (const id of ["d0", "d1"]) assertEquals(outlook.forecast(id, 0).joiningInS, []);
+    await eventually(() => t.router.gateway.inFlight === 0, 5_000, "the request ended");
+    for (const id of ["d0", "d1"]) assertEquals(runtime.cluster.account.load(id).prefillTokens, 0);
+  } finally {
+    await t.close();
+  }
 });
