@@ -79,7 +79,10 @@ export function reserveLocalRetry(
   at: number,
 ): Reserved {
   const own = plan.decode?.candidates.find((c) => c.id === instanceId)?.prefixTokens ?? 0;
-  const pool = poolLoadsOf(runtime.config.kv) ? plan.poolPrefixTokens : 0;
+  // As the verdict counts it: a load from the pool leaves the last token to compute.
+  const pool = poolLoadsOf(runtime.config.kv)
+    ? Math.min(plan.poolPrefixTokens, plan.promptTokens - 1)
+    : 0;
   const uncached = Math.max(0, plan.promptTokens - Math.max(own, pool));
   return localLease(runtime, plan, instanceId, uncached, at);
 }

@@ -238,7 +238,8 @@ Deno.test("a local prefill retried on the next decode instance is leased and exp
       leased.push({ id, tokens });
       return lease(id, tokens, options);
     };
-    // d1 holds the prompt's first chunk, so it comes first (the prefix breaks the tie); it refuses.
+    // d1 holds the prompt's first two chunks, d0 its first: d1 comes first (the prefix breaks the
+    // tie) and refuses; d0 then prefills what it lacks.
     const prompt = range(1, 40);
     const scheme = createKeyScheme({
       hash: "sha256_cbor",
@@ -246,7 +247,9 @@ Deno.test("a local prefill retried on the next decode instance is leased and exp
       chunkSize: CHUNK,
       keyFormat: "llumnix",
     });
-    t.master.put(scheme.keys(prompt)[0], "10.0.2.2:17000");
+    const keys = scheme.keys(prompt);
+    for (const key of keys.slice(0, 2)) t.master.put(key, "10.0.2.2:17000");
+    t.master.put(keys[0], "10.0.2.1:17000");
     await t.decode[1].setFailure("http503");
     const response = await send(t, prompt);
     assertEquals(response.headers.get("x-tidegate-instance"), "d0");
@@ -254,10 +257,11 @@ Deno.test("a local prefill retried on the next decode instance is leased and exp
       { decodeId: "d1", leasedAsDecode: false },
       { decodeId: "d0", leasedAsDecode: false },
     ]);
-    assertEquals(leased, [{ id: "d1", tokens: 40 - CHUNK }, { id: "d0", tokens: 40 }]);
+    assertEquals(leased, [{ id: "d1", tokens: 40 - 2 * CHUNK }, { id: "d0", tokens: 40 - CHUNK }]);
     for (const id of ["d0", "d1"]) assertEquals(outlook.forecast(id, 0).joiningInS, []);
     await eventually(() => t.router.gateway.inFlight === 0, 5_000, "the request ended");
-    for (const id of ["d0", "d1"]) assertEquals(runtime.cluster.account.load(id).prefillTokens, 0);
+    const nothing = { prefillTokens: 0, prefillRequests: 0, decodeRequests: 0 };
+    for (const id of ["d0", "d1"]) assertEquals(runtime.cluster.account.load(id), nothing);
   } finally {
     await t.close();
   }
