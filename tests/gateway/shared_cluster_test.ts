@@ -13,7 +13,7 @@ import {
 } from "../support/router_process.ts";
 
 const MODEL = "shared-model";
-const PROMPT = 3000; // tokens per request; ~1.4 s of prefill each at the time scale below
+const PROMPT = 3000; // tokens per request; ~4 s of prefill each at the time scale below
 const POLL_MS = 200;
 interface View {
   id: string;
@@ -27,7 +27,7 @@ async function views(router: RouterProcess): Promise<Map<string, View>> {
 }
 
 Deno.test("two router processes on one cluster agree on every instance's waiting prefill after one poll", async () => {
-  const slow = { model: MODEL, timeScale: 4, decodeSecondsPerToken: 0.001 };
+  const slow = { model: MODEL, timeScale: 12, decodeSecondsPerToken: 0.001 };
   const engines = [
     startFakeEngine({ id: "s0", flavour: "sglang", ...slow }),
     startFakeEngine({ id: "s1", flavour: "sglang", ...slow }),
@@ -61,23 +61,32 @@ Deno.test("two router processes on one cluster agree on every instance's waiting
       5_000,
       "every request to reach its engine",
     );
-    // One poll by each router after the queues formed: every report younger than that moment.
-    const formedAt = performance.now();
+    // One poll by each router while no request changed state on any engine (a prefill ending
+    // between the two routers' polls would part them by a prompt more than the one in progress,
+    // which a busy machine's slow polls allow): every report younger than that window's start.
+    const states = () => engines.map((e) => `${e.load().waiting}/${e.load().prefilling}`).join();
+    let windowStart = performance.now();
+    let before = states();
     let viewA = new Map<string, View>();
     let viewB = new Map<string, View>();
     const polledSince = (view: Map<string, View>) =>
       [...view.values()].every((v) =>
-        (v.engineReport?.ageMs ?? Infinity) < performance.now() - formedAt
+        (v.engineReport?.ageMs ?? Infinity) < performance.now() - windowStart
       );
+    const changed = () => {
+      if (states() === before) return false;
+      [before, windowStart] = [states(), performance.now()];
+      return true;
+    };
     await eventually(
       async () => {
+        if (changed()) return false;
         [viewA, viewB] = await Promise.all([views(a), views(b)]);
-        return polledSince(viewA) && polledSince(viewB);
+        return polledSince(viewA) && polledSince(viewB) && !changed();
       },
-      5_000,
-      "both routers to poll every engine",
+      15_000,
+      "both routers to poll every engine while no prefill ended",
     );
-    assert(polledSince(viewA) && polledSince(viewB), "both routers polled every engine");
     let localDisagreement = 0;
     for (const engine of engines) {
       const fromA = viewA.get(engine.id)!.load;
