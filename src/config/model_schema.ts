@@ -231,8 +231,9 @@ export const KvSchema = z.strictObject({
    * moving a prefix at its pool weight (`poolDuplicationWeight`), not its full one, and the
    * predicted TTFT of policies without their own counts that load, and so does the predicted hit
    * (`x-tidegate-hit-tokens`, the hit-mismatch metric) and a local prefill on a decode instance
-   * (docs/disaggregation.md). The TTFT policies' scores count the store's part either way. Unset: on for the key formats of connectors that do
-   * (`vllm-mooncake-store`, `lmcache`, `sglang-hicache`), off for `llumnix` and custom templates.
+   * (docs/disaggregation.md). The TTFT policies' scores count the store's part either way.
+   * Unset: on for the key formats of connectors that do (`vllm-mooncake-store`, `lmcache`,
+   * `sglang-hicache`), off for `llumnix` and custom templates.
    */
   poolLoads: z.boolean().optional(),
   minPromptTokens: z.int().min(0).default(1024),

@@ -1900,15 +1900,11 @@ class Engine implements FakeEngine {
       const name = "vllm:num_requests_waiting_by_reason";
       lines.push(`# HELP ${name} Number of waiting requests by reason.`, `# TYPE ${name} gauge`);
       const model = escapeLabel(this.model);
-      ranks.forEach((r, i) => {
-        for (
-          const [reason, n] of [["capacity", r.waiting - r.deferred], ["deferred", r.deferred]]
-        ) {
-          lines.push(
-            `${name}{engine="${i}",model_name="${model}",reason="${reason}"} ${promFloat(+n)}`,
-          );
-        }
-      });
+      const line = (i: number, reason: string, n: number) =>
+        `${name}{engine="${i}",model_name="${model}",reason="${reason}"} ${promFloat(n)}`;
+      ranks.forEach((r, i) =>
+        lines.push(line(i, "capacity", r.waiting - r.deferred), line(i, "deferred", r.deferred))
+      );
     }
     family(
       this.#opts.oldNames ? "vllm:gpu_cache_usage_perc" : "vllm:kv_cache_usage_perc",

@@ -2,6 +2,7 @@ import type { LoadLease } from "../cluster/load_account.ts";
 import type { DispatchPlan } from "../contracts.ts";
 import type { CandidateScore } from "../scheduling/types.ts";
 import { predictedReuseTokens } from "../scheduling/predicted_reuse.ts";
+import { localUncachedTokens } from "../scheduling/local_prefill.ts";
 import type { ModelRuntime } from "../runtime/model_runtime.ts";
 import { poolLoadsOf } from "../config/pool_loads.ts";
 
@@ -79,11 +80,8 @@ export function reserveLocalRetry(
   at: number,
 ): Reserved {
   const own = plan.decode?.candidates.find((c) => c.id === instanceId)?.prefixTokens ?? 0;
-  // As the verdict counts it: a load from the pool leaves the last token to compute.
-  const pool = poolLoadsOf(runtime.config.kv)
-    ? Math.min(plan.poolPrefixTokens, plan.promptTokens - 1)
-    : 0;
-  const uncached = Math.max(0, plan.promptTokens - Math.max(own, pool));
+  const pool = { prefixTokens: plan.poolPrefixTokens, loads: poolLoadsOf(runtime.config.kv) };
+  const uncached = localUncachedTokens(plan.promptTokens, own, pool);
   return localLease(runtime, plan, instanceId, uncached, at);
 }
 

@@ -81,8 +81,7 @@ export function decideLocalPrefill(
     loads ? { ...options.ttft, balancingThreshold: 1 } : options.ttft,
     { allowTransfer: loads },
   );
-  const held = Math.max(inputs.decode.localPrefixTokens, own.reusedTokens);
-  const uncachedTokens = Math.max(0, prompt - Math.min(held, prompt));
+  const uncachedTokens = localUncachedTokens(prompt, inputs.decode.localPrefixTokens, inputs.pool);
   if (options.mode === "off") return { local: false, uncachedTokens, reason: "off" };
   const stepS = decodeStepS(options.decodeModel, inputs.decode.runningRequests + 1);
   const { pauseS, chunks } = localPrefillPause(own, inputs.decode, options);
@@ -111,6 +110,22 @@ export function decideLocalPrefill(
     remoteTtftS,
     reason: local ? "local_faster" : "remote_faster",
   };
+}
+
+/**
+ * Prompt tokens a decode instance computes to prefill a request itself: past its own prefix and,
+ * where its engine loads the pool's part by itself, past the pool's (such a load, as any reuse,
+ * leaves the last token to compute).
+ */
+export function localUncachedTokens(
+  promptTokens: number,
+  ownPrefixTokens: number,
+  pool?: { prefixTokens: number; loads: boolean },
+): number {
+  const prompt = Math.max(0, promptTokens);
+  const fromPool = pool?.loads ? Math.min(pool.prefixTokens, prompt - 1) : 0;
+  const held = Math.max(ownPrefixTokens, fromPool);
+  return Math.max(0, prompt - Math.min(held, prompt));
 }
 
 /**

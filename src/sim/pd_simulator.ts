@@ -257,8 +257,6 @@ class PdReplay {
   readonly #queue?: SimQueue;
   /** Expiries and displacements already counted as refusals. */
   #queueOutSeen = { expired: 0, displaced: 0 };
-  /** Why each waiting request was refused when it joined the queue (the `cause` rule reads it). */
-  readonly #queuedFor = new Map<number, AdmissionRefusal["reason"]>();
   /** A periodic re-plan is scheduled (the router's `recheckMs` while anyone waits). */
   #tickArmed = false;
   readonly #account: LoadAccount;
@@ -452,13 +450,13 @@ class PdReplay {
     const refusal = this.#send(i, "arrival");
     if (refusal === undefined) return;
     if (!this.#queue || !refusal.mayWait) return this.#reject(refusal.reason);
+    // At arrival only admission's refusals may wait ("queued" is a re-plan's answer).
+    const refusedFor = refusal.reason as AdmissionRefusal["reason"];
     const deadline = this.#queue.push(
-      { index: i, priority: 0, tenant: "all", promptTokens: prompt },
+      { index: i, priority: 0, tenant: "all", promptTokens: prompt, refusedFor },
       this.#nowS,
     );
     if (deadline === undefined) return this.#reject("queue_full");
-    // At arrival only admission's refusals may wait ("queued" is a re-plan's answer).
-    this.#queuedFor.set(i, refusal.reason as AdmissionRefusal["reason"]);
     this.#events.push(deadline, { kind: "recheck" });
     this.#armTick();
   }
@@ -480,7 +478,10 @@ class PdReplay {
   #pumpQueue(): void {
     const queue = this.#queue;
     if (!queue || queue.size === 0) return;
-    queue.pump(this.#nowS, (i, waitedS) => this.#send(i, "replan", waitedS) === undefined);
+    queue.pump(
+      this.#nowS,
+      (i, waitedS, refusedFor) => this.#send(i, "replan", { waitedS, refusedFor }) === undefined,
+    );
     const seen = this.#queueOutSeen;
     for (; seen.expired < queue.expired.length; seen.expired++) this.#reject("queue_timeout");
     for (; seen.displaced < queue.displaced.length; seen.displaced++) this.#reject("queue_full");
@@ -494,8 +495,9 @@ class PdReplay {
   #send(
     i: number,
     kind: "arrival" | "replan",
-    waitedS?: number,
+    waited?: { waitedS: number; refusedFor: AdmissionRefusal["reason"] },
   ): { reason: string; mayWait: boolean } | undefined {
+    const waitedS = waited?.waitedS;
     const request = this.#trace[i];
     const prompt = request.inputLength;
     const plan = this.#planPrefill(i, kind);
@@ -515,7 +517,7 @@ class PdReplay {
       this.#prefillLocally(i, decodeId, plan.predictedTtftS, verdict);
     if (local) return undefined;
     if (!verdict.admit) return { reason: verdict.reason, mayWait: this.#mayWait(plan) };
-    if (waitedS !== undefined && !this.#fitsAfterWait(i, plan, waitedS)) {
+    if (waited && !this.#fitsAfterWait(plan, waited.waitedS, waited.refusedFor)) {
       return { reason: "queued", mayWait: true };
     }
 
@@ -538,16 +540,14 @@ class PdReplay {
   }
 
   /** The queue's admission after a wait (src/scheduling/queue_rules.ts `admitsFromQueue`). */
-  #fitsAfterWait(i: number, plan: PrefillPlan, waitedS: number): boolean {
+  #fitsAfterWait(
+    plan: PrefillPlan,
+    waitedS: number,
+    refusedFor: AdmissionRefusal["reason"],
+  ): boolean {
     const chosen = { ...plan, chosenId: plan.prefillId };
     const { admitWhen } = this.#run.queue!;
-    return admitsAfterWait(
-      admitWhen,
-      chosen,
-      waitedS,
-      this.#config.sloTtftS,
-      this.#queuedFor.get(i)!,
-    );
+    return admitsAfterWait(admitWhen, chosen, waitedS, this.#config.sloTtftS, refusedFor);
   }
 
   /**

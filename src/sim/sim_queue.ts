@@ -41,6 +41,8 @@ export interface QueuedRequest {
   priority: number;
   tenant: string;
   promptTokens: number;
+  /** Why admission refused it (the `cause` rule reads it on each re-plan). */
+  refusedFor: AdmissionRefusal["reason"];
 }
 
 export class SimQueue {
@@ -53,6 +55,7 @@ export class SimQueue {
   readonly expired: number[] = [];
   /** Requests a more urgent one pushed out of a full queue (a 429 `queue_full`). */
   readonly displaced: number[] = [];
+  readonly #refusedFor = new Map<number, AdmissionRefusal["reason"]>();
 
   constructor(requests: number, config: SimQueueConfig, ttftSloS?: number) {
     this.#queue = new FlowQueue({
@@ -82,6 +85,7 @@ export class SimQueue {
       enqueuedAt: nowS,
     });
     if (!verdict.queued) return undefined;
+    this.#refusedFor.set(request.index, request.refusedFor);
     for (const out of verdict.displaced) {
       this.waitS[out.item] = nowS - out.enqueuedAt;
       this.displaced.push(out.item);
@@ -90,14 +94,18 @@ export class SimQueue {
   }
 
   /**
-   * Expires what is due, then re-plans in the queue's order: `tryAdmit(index, waitedS)` plans
-   * the request and dispatches it when it fits; a pass stops after REPLAN_WINDOW that do not.
+   * Expires what is due, then re-plans in the queue's order: `tryAdmit(index, waitedS,
+   * refusedFor)` plans the request and dispatches it when it fits; a pass stops after
+   * REPLAN_WINDOW that do not.
    */
-  pump(nowS: number, tryAdmit: (index: number, waitedS: number) => boolean): void {
+  pump(
+    nowS: number,
+    tryAdmit: (index: number, waitedS: number, refusedFor: AdmissionRefusal["reason"]) => boolean,
+  ): void {
     for (const entry of this.#queue.expired(nowS)) this.#expire(entry, nowS);
     const refused = new Set<FlowEntry<number>>();
     for (let next = this.#queue.peek(refused); next; next = this.#queue.peek(refused)) {
-      if (tryAdmit(next.item, nowS - next.enqueuedAt)) {
+      if (tryAdmit(next.item, nowS - next.enqueuedAt, this.#refusedFor.get(next.item)!)) {
         this.#queue.take(next);
         this.waitS[next.item] = nowS - next.enqueuedAt;
       } else if (refused.add(next).size >= REPLAN_WINDOW) return;

@@ -1,12 +1,7 @@
 import { LoadAccount, type LoadLease } from "../cluster/load_account.ts";
 import type { KvPlacement } from "../kv/prefix.ts";
 import type { PrefixHits } from "../kv/types.ts";
-import {
-  type AdmissionRefusal,
-  type AdmissionVerdict,
-  admit,
-  admitByLoad,
-} from "../scheduling/admission.ts";
+import { type AdmissionVerdict, admit, admitByLoad } from "../scheduling/admission.ts";
 import { type DecodeModel, predictTbtS } from "../scheduling/decode_model.ts";
 import { PrefillModelEstimator } from "../scheduling/prefill_model.ts";
 import { createPolicy, paramsFor } from "../scheduling/registry.ts";
@@ -198,8 +193,6 @@ class ClusterReplay {
   readonly #queue?: SimQueue;
   /** Late binding's held requests, in arrival order. */
   readonly #held: number[] = [];
-  /** Why each waiting request was refused when it joined the queue (the `cause` rule reads it). */
-  readonly #queuedFor = new Map<number, AdmissionRefusal["reason"]>();
   #nowS = 0;
   /** The last arrival or engine event (a stale TTL recheck does not end the run). */
   #endS = 0;
@@ -334,9 +327,9 @@ class ClusterReplay {
       priority,
       tenant: `tenant-${this.#bands.tenant[i]}`,
       promptTokens: this.#trace[i].inputLength,
+      refusedFor: verdict.reason,
     }, this.#nowS);
     if (deadline === undefined) return this.#reject("queue_full");
-    this.#queuedFor.set(i, verdict.reason);
     this.#events.push(deadline, { kind: "recheck" });
     // The router re-plans within recheckMs of a join; nothing else moves meanwhile here.
     this.#pumpQueue();
@@ -360,13 +353,13 @@ class ClusterReplay {
 
   /** Re-plans waiting requests (from scratch: lookup, policy, admission) counting their wait. */
   #pumpQueue(): void {
-    this.#queue?.pump(this.#nowS, (i, waitedS) => {
+    this.#queue?.pump(this.#nowS, (i, waitedS, refusedFor) => {
       const plan = this.#plan(i, "replan");
       if (!this.#admit(plan.predicted, plan.chosenId, plan.candidates).admit) return false;
       const { admitWhen } = this.#config.queue ?? DEFAULT_SIM_QUEUE;
       const chosen = { ...plan, predictedTtftS: plan.predicted };
       const sloS = this.#config.sloTtftS;
-      if (!admitsAfterWait(admitWhen, chosen, waitedS, sloS, this.#queuedFor.get(i)!)) return false;
+      if (!admitsAfterWait(admitWhen, chosen, waitedS, sloS, refusedFor)) return false;
       this.#start(i, plan);
       return true;
     });
